@@ -1,0 +1,12 @@
+"""Scheduler implementations checked by the spec.
+
+``Scheduler`` is the default: the indexed implementation, O(log n) per
+operation. ``impl.simple.SimpleScheduler`` is the direct O(T) scan.
+"""
+
+from impl.indexed import IndexedScheduler
+from impl.simple import SimpleScheduler
+
+Scheduler = IndexedScheduler
+
+__all__ = ["IndexedScheduler", "Scheduler", "SimpleScheduler"]

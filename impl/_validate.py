@@ -1,0 +1,49 @@
+"""Argument checks shared by both implementations.
+
+Every check raises ``ValueError`` naming the argument, the value and the rule,
+and runs before a scheduler changes anything, so an invalid call leaves it
+exactly as it was. (The spec's model has its own copy of these rules on
+purpose: the contract must not share code with what it checks.)
+"""
+
+from __future__ import annotations
+
+
+def check_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an ``int``; ``bool`` is refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, not {type(value).__name__}: {value!r}")
+    return value
+
+
+def check_min(name: str, value: object, minimum: int) -> int:
+    check_int(name, value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}: {value!r}")
+    return value
+
+
+def check_time(current: int, now: object) -> int:
+    check_int("now", now)
+    if now < 0:
+        raise ValueError(f"now must be >= 0: {now!r}")
+    if now < current:
+        raise ValueError(f"time can't go backwards: now={now} < current time {current}")
+    return now
+
+
+def check_task_id(task_id: object, issued: int) -> int:
+    check_int("task_id", task_id)
+    if not 1 <= task_id <= issued:
+        raise ValueError(f"task_id {task_id!r} is unknown: ids issued so far are 1..{issued}")
+    return task_id
+
+
+def check_worker_name(worker: object) -> str:
+    if not isinstance(worker, str):
+        raise ValueError(f"worker must be a str, not {type(worker).__name__}: {worker!r}")
+    return worker
+
+
+def unknown_worker(worker: str) -> ValueError:
+    return ValueError(f"worker {worker!r} is unknown: add it with add_worker first")

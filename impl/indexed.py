@@ -1,0 +1,1 @@
+from impl.simple import SimpleScheduler as IndexedScheduler  # placeholder until impl/indexed.py lands

@@ -1,0 +1,228 @@
+"""``SimpleScheduler``: the seeds' direct design, one scan over all tasks.
+
+A task map, worker capacities and assignment metadata kept apart; every timed
+operation first scans for expired leases, a dispatch scans for the worker's
+load and for the best candidate. Each timed operation costs O(T) for T tasks
+submitted so far. This is the implementation to read first: it refines
+``spec.model`` line for line, and ``impl.indexed.IndexedScheduler`` must give
+the same results for every sequence of calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from impl import _validate as v
+from spec.protocol import (
+    ACCEPTED,
+    DISPATCHABLE_STATUSES,
+    FINAL_STATUSES,
+    Lease,
+    Outcome,
+    Reason,
+    Status,
+    TaskView,
+)
+
+
+@dataclass(slots=True)
+class _Task:
+    id: int
+    priority: int
+    due_at: int
+    max_attempts: int | None
+    retry_delay: int
+    status: Status = Status.PENDING
+    attempts: int = 0
+    worker: str | None = None  # the assignment: set exactly while running
+    token: int | None = None
+    started_at: int | None = None
+    expires_at: int | None = None
+    cancel_requested: bool = False
+    expired_token: int | None = None  # for the lease_expired rejection reason
+
+    def release(self, status: Status) -> None:
+        """End the assignment: clear every lease field and move to ``status``."""
+        self.status = status
+        self.worker = self.token = self.started_at = self.expires_at = None
+        self.cancel_requested = False
+
+    def budget_spent(self) -> bool:
+        return self.max_attempts is not None and self.attempts >= self.max_attempts
+
+    def view(self) -> TaskView:
+        return TaskView(
+            self.id, self.status, self.priority, self.due_at, self.attempts,
+            self.worker, self.token, self.expires_at, self.cancel_requested,
+        )
+
+
+class SimpleScheduler:
+    """An in-memory lease scheduler that scans every task on each timed call.
+
+    Every method raises ``ValueError`` for an invalid argument and then changes
+    nothing. Complexity: ``submit``, ``add_worker`` and ``task`` O(1); every
+    timed operation O(T), T the number of tasks ever submitted.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0
+        self._tasks: list[_Task] = []  # index id - 1
+        self._capacity: dict[str, int] = {}
+        self._last_token = 0
+
+    @property
+    def now(self) -> int:
+        """The current logical time (0 at the start)."""
+        return self._now
+
+    # -------------------------------------------------------------- untimed
+
+    def add_worker(self, worker: str, capacity: int) -> None:
+        """Register ``worker`` with ``capacity`` >= 1 slots; a duplicate name raises."""
+        if not isinstance(worker, str) or not worker:
+            raise ValueError(f"worker must be a non-empty str: {worker!r}")
+        v.check_min("capacity", capacity, 1)
+        if worker in self._capacity:
+            raise ValueError(f"worker {worker!r} already exists")
+        self._capacity[worker] = capacity
+
+    def submit(self, priority: int = 0, due_at: int | None = None,
+               max_attempts: int | None = None, retry_delay: int = 1) -> int:
+        """Add a pending task and return its id (1, 2, 3...). Expires nothing."""
+        v.check_int("priority", priority)
+        if due_at is not None:
+            v.check_min("due_at", due_at, 0)
+        if max_attempts is not None:
+            v.check_min("max_attempts", max_attempts, 1)
+        v.check_min("retry_delay", retry_delay, 1)
+        task_id = len(self._tasks) + 1
+        due = self._now if due_at is None else due_at
+        self._tasks.append(_Task(task_id, priority, due, max_attempts, retry_delay))
+        return task_id
+
+    def task(self, task_id: int) -> TaskView:
+        """A detached view of one task; an unknown id raises."""
+        return self._get(task_id).view()
+
+    # -------------------------------------------------------------- timed
+
+    def advance(self, now: int) -> None:
+        """Move time to ``now``, expiring every lease with ``expires_at <= now``."""
+        v.check_time(self._now, now)
+        self._expire(now)
+
+    def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
+        """Lease the best eligible task (priority desc, due_at asc, id asc) to ``worker``.
+
+        Returns None when the worker is full or nothing is due; that issues no token.
+        """
+        v.check_worker_name(worker)
+        if worker not in self._capacity:
+            raise v.unknown_worker(worker)
+        v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
+        self._expire(now)
+        load = sum(1 for t in self._tasks if t.status is Status.RUNNING and t.worker == worker)
+        if load >= self._capacity[worker]:
+            return None
+        best: _Task | None = None
+        for t in self._tasks:
+            if t.status in DISPATCHABLE_STATUSES and t.due_at <= now:
+                if best is None or (-t.priority, t.due_at, t.id) < (-best.priority, best.due_at, best.id):
+                    best = t
+        if best is None:
+            return None
+        self._last_token += 1
+        best.status = Status.RUNNING
+        best.attempts += 1
+        best.worker, best.token = worker, self._last_token
+        best.started_at, best.expires_at = now, now + duration
+        best.expired_token = None
+        return Lease(best.id, worker, best.token, now, now + duration)
+
+    def complete(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept completion from the current lease only: the task succeeds, its slot frees."""
+        t = self._timed_lease_call(task_id, token, now)
+        refused = self._rejection(t, token)
+        if refused:
+            return refused
+        t.release(Status.SUCCEEDED)
+        return ACCEPTED
+
+    def fail(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept an explicit failure from the current lease: retry with backoff, or end."""
+        t = self._timed_lease_call(task_id, token, now)
+        refused = self._rejection(t, token)
+        if refused:
+            return refused
+        if t.cancel_requested:
+            t.release(Status.CANCELLED)
+        elif t.budget_spent():
+            t.release(Status.FAILED)
+        else:
+            backoff = t.retry_delay * 2 ** (t.attempts - 1)
+            t.release(Status.RETRY_WAIT)
+            t.due_at = now + backoff
+        return ACCEPTED
+
+    def cancel(self, task_id: int, now: int) -> Outcome:
+        """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one."""
+        t = self._get(task_id)
+        v.check_time(self._now, now)
+        self._expire(now)
+        if t.status in FINAL_STATUSES:
+            return Outcome(False, Reason.ALREADY_FINAL)
+        if t.status is Status.RUNNING:
+            t.cancel_requested = True
+        else:
+            t.release(Status.CANCELLED)
+        return ACCEPTED
+
+    def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
+        """Set the current lease's end to ``now + duration``; refused after a cancel request."""
+        v.check_min("duration", duration, 1)
+        t = self._timed_lease_call(task_id, token, now)
+        refused = self._rejection(t, token)
+        if refused:
+            return refused
+        if t.cancel_requested:
+            return Outcome(False, Reason.CANCEL_REQUESTED)
+        t.expires_at = now + duration
+        return ACCEPTED
+
+    # -------------------------------------------------------------- internals
+
+    def _get(self, task_id: object) -> _Task:
+        return self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+
+    def _timed_lease_call(self, task_id: object, token: object, now: object) -> _Task:
+        """Validate a token-carrying call, then expire; return the task."""
+        t = self._get(task_id)
+        v.check_int("token", token)
+        v.check_time(self._now, now)
+        self._expire(now)
+        return t
+
+    def _expire(self, now: int) -> None:
+        for t in self._tasks:
+            if t.status is Status.RUNNING and t.expires_at <= now:
+                token = t.token
+                if t.cancel_requested:
+                    t.release(Status.CANCELLED)
+                elif t.budget_spent():
+                    t.release(Status.FAILED)
+                else:
+                    t.release(Status.PENDING)
+                t.expired_token = token
+        self._now = now
+
+    @staticmethod
+    def _rejection(t: _Task, token: int) -> Outcome | None:
+        if t.status is Status.RUNNING:
+            return None if t.token == token else Outcome(False, Reason.STALE_TOKEN)
+        if t.expired_token is not None and t.expired_token == token:
+            return Outcome(False, Reason.LEASE_EXPIRED)
+        if t.status in FINAL_STATUSES:
+            return Outcome(False, Reason.ALREADY_FINAL)
+        return Outcome(False, Reason.NOT_RUNNING)

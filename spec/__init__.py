@@ -1,0 +1,1 @@
+"""fencepost's executable reference specification of lease-based task scheduling."""

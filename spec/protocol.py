@@ -1,0 +1,139 @@
+"""The public protocol every fencepost scheduler offers.
+
+This module holds the contract's vocabulary and nothing else: the task
+statuses, the detached values a scheduler hands out (``Lease``, ``Outcome``,
+``TaskView``), the rejection reasons, and a ``typing.Protocol`` naming the
+methods. The reference model (``spec.model``), both implementations in
+``impl/`` and any third-party implementation checked by ``fencepost check``
+speak these names; a third-party implementation need not import this module,
+it only needs objects with the same attribute names.
+
+All time is caller-supplied logical time: ``int`` values >= 0 that never go
+backwards. A lease covers the half-open interval ``[started_at, expires_at)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+
+class Status(StrEnum):
+    """Where a task is in its lifecycle; the value is the protocol's string."""
+
+    PENDING = "pending"  # waiting for dispatch (possibly not yet due)
+    RUNNING = "running"  # held by exactly one current lease
+    RETRY_WAIT = "retry_wait"  # failed explicitly, waiting for its backoff due time
+    SUCCEEDED = "succeeded"  # completed under its current lease (final)
+    FAILED = "failed"  # attempt budget spent (final)
+    CANCELLED = "cancelled"  # cancelled before claim or at the end of its lease (final)
+
+
+#: Statuses a task never leaves.
+FINAL_STATUSES = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
+
+#: Statuses ``dispatch`` may pick from, once ``due_at <= now``.
+DISPATCHABLE_STATUSES = frozenset({Status.PENDING, Status.RETRY_WAIT})
+
+
+class Reason:
+    """Why an operation was refused: the ``Outcome.reason`` vocabulary.
+
+    Reasons are for people; ``fencepost check`` compares only
+    ``Outcome.accepted``, so another implementation may word them differently.
+    """
+
+    #: The task is running under a different (newer) token.
+    STALE_TOKEN = "stale_token"
+    #: The token's lease reached ``expires_at`` and the task was taken back.
+    LEASE_EXPIRED = "lease_expired"
+    #: The task is not running (pending or waiting to retry).
+    NOT_RUNNING = "not_running"
+    #: The task is succeeded, failed or cancelled and never changes again.
+    ALREADY_FINAL = "already_final"
+    #: A cancellation was requested, so the lease may not be extended.
+    CANCEL_REQUESTED = "cancel_requested"
+
+    ALL = (STALE_TOKEN, LEASE_EXPIRED, NOT_RUNNING, ALREADY_FINAL, CANCEL_REQUESTED)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A successful dispatch: one assignment of one task to one worker.
+
+    ``token`` is unique across the scheduler and changes with every dispatch,
+    so it identifies the assignment, not the worker or the task.
+    """
+
+    task_id: int
+    worker: str
+    token: int
+    started_at: int
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to ``complete``, ``fail``, ``cancel`` and ``renew``."""
+
+    accepted: bool
+    reason: str | None = None
+
+
+ACCEPTED = Outcome(True)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A detached snapshot of one task; changing the scheduler never changes it.
+
+    ``worker``, ``token`` and ``expires_at`` are set exactly while the task is
+    ``running`` and are ``None`` otherwise.
+    """
+
+    id: int
+    status: Status
+    priority: int
+    due_at: int
+    attempts: int
+    worker: str | None
+    token: int | None
+    expires_at: int | None
+    cancel_requested: bool
+
+
+#: The protocol's operations, in the order the README's contract table lists them.
+OPERATIONS = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance")
+
+
+@runtime_checkable
+class SchedulerProtocol(Protocol):
+    """What ``fencepost check`` drives. Every invalid argument raises ``ValueError``."""
+
+    @property
+    def now(self) -> int: ...
+
+    def add_worker(self, worker: str, capacity: int) -> None: ...
+
+    def submit(
+        self,
+        priority: int = 0,
+        due_at: int | None = None,
+        max_attempts: int | None = None,
+        retry_delay: int = 1,
+    ) -> int: ...
+
+    def dispatch(self, worker: str, now: int, duration: int) -> Lease | None: ...
+
+    def complete(self, task_id: int, token: int, now: int) -> Outcome: ...
+
+    def fail(self, task_id: int, token: int, now: int) -> Outcome: ...
+
+    def cancel(self, task_id: int, now: int) -> Outcome: ...
+
+    def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome: ...
+
+    def advance(self, now: int) -> None: ...
+
+    def task(self, task_id: int) -> TaskView: ...

@@ -1,0 +1,1 @@
+"""fencepost's terminal UI: step through a scheduler's logical time."""
