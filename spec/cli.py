@@ -63,20 +63,27 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: lists the subcommands without importing them."""
     parser = argparse.ArgumentParser(
         prog="fencepost",
         description="Reference spec, implementations and visualizer for lease-based task scheduling. "
         "With no command, opens the onboarding walkthrough in the terminal UI.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        sub_parser = sub.add_parser(name, help=help_text, description=module.__doc__.splitlines()[0])
-        module.add_arguments(sub_parser)
-        sub_parser.set_defaults(run=module.run)
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
+def build_subparser(name: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand, from its own module."""
+    module_name, help_text = SUBCOMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip())
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    module.add_arguments(parser)
+    parser.set_defaults(run=module.run, command=name)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,12 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         argv = ["tui"]
-    parser = build_parser()
+    if argv[0] not in SUBCOMMANDS:
+        build_parser().parse_args(argv)  # prints help, or one usage line and exits 2
+        return EXIT_USAGE
+    command = argv[0]
     try:
-        args = parser.parse_args(argv)  # argparse exits 2 with one usage line on its own
+        # argparse itself exits 2 with a usage line on a malformed option.
+        args = build_subparser(command).parse_args(argv[1:])
         return int(args.run(args))
     except UsageError as exc:
-        print(f"fencepost {args.command}: error: {exc}", file=sys.stderr)
+        print(f"fencepost {command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -1,0 +1,187 @@
+"""Check a scheduler factory against the whole spec.
+
+``fencepost check MODULE:FACTORY`` builds the conformance machine for the
+factory, runs it under Hypothesis, and prints either a conformance summary
+(exit 0) or the shrunk counterexample as numbered steps -- call, expected,
+got -- (exit 1). Bad arguments and factories that cannot be imported are one
+line and exit 2.
+
+Without ``--seed`` the run is derandomized, so the same command gives the same
+verdict every time; ``--seed S`` explores a different, reproducible part of
+the space.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import hypothesis
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from spec import profiles
+from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from spec.coverage import Coverage
+from spec.machine import TraceStep, conformance_machine, format_trace, minimize
+
+#: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
+#: CI profile's count, which reaches every declared outcome and boundary.
+DEFAULT_MAX_EXAMPLES = profiles.CI_EXAMPLES
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one check."""
+
+    passed: bool
+    trace: list[TraceStep] = field(default_factory=list)  # the shrunk counterexample, if it failed
+    failure: str | None = None  # what went wrong, in one paragraph
+    coverage: Coverage = field(default_factory=Coverage)
+    examples: int = 0  # runs of the machine Hypothesis made
+    seconds: float = 0.0
+    seed: int | None = None
+
+    @property
+    def missing(self) -> list[str]:
+        """Declared outcomes or boundaries this run never reached."""
+        return self.coverage.missing()
+
+
+def check_factory(
+    factory: Callable[[], object],
+    *,
+    max_examples: int | None = None,
+    seed: int | None = None,
+    steps: int | None = None,
+) -> CheckResult:
+    """Run the conformance machine against ``factory``.
+
+    Args:
+        factory: zero-argument callable returning a fresh scheduler.
+        max_examples: runs of the machine; default ``DEFAULT_MAX_EXAMPLES``.
+        seed: None for a derandomized run, else the Hypothesis seed.
+        steps: steps per run; default the CI profile's.
+
+    Returns:
+        A ``CheckResult``; ``passed`` is False with the shrunk counterexample
+        in ``trace`` when the implementation diverged or broke an invariant.
+        Coverage is counted either way (for a failed run it includes the
+        shrinking runs).
+    """
+    coverage = Coverage()
+    machine = conformance_machine(factory, coverage=coverage)
+    runs = 0
+    original_init = machine.__init__
+
+    def counting_init(self: object) -> None:
+        nonlocal runs
+        runs += 1
+        original_init(self)
+
+    machine.__init__ = counting_init
+    base = settings.get_profile("ci")
+    run_settings = settings(
+        base,
+        max_examples=max_examples or DEFAULT_MAX_EXAMPLES,
+        stateful_step_count=steps or base.stateful_step_count,
+        derandomize=seed is None,
+        database=None,
+        print_blob=False,
+        # Hypothesis's shrinker replays whole runs hundreds of times; ``minimize``
+        # deletes concrete calls instead, which is faster and reads better.
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    )
+    if seed is not None:
+        machine = hypothesis.seed(seed)(machine)
+    started = time.perf_counter()
+    try:
+        run_state_machine_as_test(machine, settings=run_settings)
+    except Exception as exc:  # an implementation's bug may surface as any exception, flakiness included
+        trace = minimize(factory, list(machine.last_trace))
+        problems = [step.problem for step in trace if step.problem]
+        failure = problems[-1] if problems else f"{type(exc).__name__}: {exc}"
+        return CheckResult(
+            passed=False, trace=trace, failure=failure, coverage=coverage,
+            examples=runs, seconds=time.perf_counter() - started, seed=seed,
+        )
+    return CheckResult(passed=True, coverage=coverage, examples=runs, seconds=time.perf_counter() - started, seed=seed)
+
+
+def report_failure(result: CheckResult) -> str:
+    """The counterexample as a person reads it: numbered steps, then the violation."""
+    lines = [
+        f"counterexample ({len(result.trace)} steps, shrunk):",
+        format_trace(result.trace),
+        f"violation: {result.failure}",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("factory", metavar="MODULE:FACTORY", help="zero-argument callable returning a fresh scheduler, e.g. impl:Scheduler")
+    parser.add_argument("--max-examples", type=_positive, default=None, metavar="N", help=f"runs of the state machine (default {DEFAULT_MAX_EXAMPLES})")
+    parser.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed; without it the run is derandomized and repeatable")
+    parser.add_argument("--steps", type=_positive, default=None, metavar="N", help="steps per run (default %d)" % profiles.CI_STEPS)
+    parser.add_argument("--coverage", action="store_true", help="print how often each outcome and boundary was reached")
+    parser.add_argument("--trace-out", metavar="FILE", default=None, help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+
+
+def run(args: argparse.Namespace) -> int:
+    factory = load_factory(args.factory)
+    _probe(factory, args.factory)
+    result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps)
+    mode = "derandomized" if args.seed is None else f"seed {args.seed}"
+    if args.coverage:
+        print(result.coverage.report())
+    if not result.passed:
+        print(f"{args.factory} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
+        print(report_failure(result))
+        if args.trace_out:
+            from spec.trace import write_counterexample
+
+            path = write_counterexample(result, args.trace_out, factory_spec=args.factory)
+            print(f"counterexample written to {path}; replay it with: fencepost replay {path} --impl {args.factory}")
+        return EXIT_VIOLATION
+    missing = result.missing
+    if missing:
+        print(f"{args.factory} passed, but the run never reached: {'; '.join(missing)}")
+        print("the check is vacuous there: raise --max-examples or --steps")
+        return EXIT_VIOLATION
+    print(f"{args.factory} conforms to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s); every declared outcome and boundary reached")
+    return EXIT_OK
+
+
+def _probe(factory: Callable[[], object], text: str) -> None:
+    """Make one scheduler up front, so a broken factory is a usage error, not a counterexample."""
+    try:
+        scheduler = factory()
+    except Exception as exc:
+        raise UsageError(f"FACTORY {text!r} failed when called with no arguments: {type(exc).__name__}: {exc}") from None
+    missing = [name for name in ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance", "task") if not callable(getattr(scheduler, name, None))]
+    if missing or not hasattr(scheduler, "now"):
+        missing += [] if hasattr(scheduler, "now") else ["now"]
+        raise UsageError(f"FACTORY {text!r} returned a {type(scheduler).__name__} without the protocol's {', '.join(missing)}")
+

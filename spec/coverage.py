@@ -1,0 +1,152 @@
+"""What the spec must reach: every operation outcome and every boundary.
+
+A check that never exercised, say, a completion at exactly ``expires_at``
+proves nothing about it. ``classify`` names the outcome and the boundaries of
+one model transition; ``Coverage`` counts them over a run; ``REQUIRED_OUTCOMES``
+and ``REQUIRED_BOUNDARIES`` are the spec's declaration of what a run must
+reach, and ``Coverage.missing()`` names whatever it did not, so a spec that
+silently stopped exploring something cannot pass.
+
+Outcomes are the model's (the reference vocabulary), so a third-party
+implementation's own rejection wording does not matter here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from spec import model
+from spec.protocol import Lease, Outcome, Reason, Status
+
+#: Outcome keys per operation that every run of ``fencepost check`` and every
+#: default-scope ``fencepost explore`` must reach.
+REQUIRED_OUTCOMES: dict[str, tuple[str, ...]] = {
+    "add_worker": ("ok", "raised"),
+    "submit": ("ok", "raised"),
+    "dispatch": ("lease", "none:worker_full", "none:nothing_eligible", "raised"),
+    "complete": ("accepted", Reason.STALE_TOKEN, Reason.LEASE_EXPIRED, Reason.ALREADY_FINAL, Reason.NOT_RUNNING, "raised"),
+    "fail": ("accepted:retry_wait", "accepted:failed", "accepted:cancelled", Reason.STALE_TOKEN, "raised"),
+    "cancel": ("accepted:cancelled", "accepted:cancel_requested", Reason.ALREADY_FINAL, "raised"),
+    "renew": ("accepted", Reason.CANCEL_REQUESTED, Reason.STALE_TOKEN, Reason.LEASE_EXPIRED, "raised"),
+    "advance": ("ok", "raised"),
+}
+
+#: Boundaries every run must hit, with what each means.
+REQUIRED_BOUNDARIES: dict[str, str] = {
+    "time_at_expiry": "a timed call at exactly a running lease's expires_at",
+    "time_one_before_expiry": "a timed call at expires_at - 1 of a running lease",
+    "completion_at_expiry": "complete with the current token at exactly expires_at (refused)",
+    "expiry_to_pending": "a lease expired and its task went back to pending",
+    "expiry_to_failed": "a lease expired with the attempt budget spent",
+    "expiry_to_cancelled": "a lease expired with a cancellation requested",
+    "equal_due_times": "a dispatch chose between tasks with equal priority and due time",
+    "ids_past_9": "a dispatch leased a task with id >= 10 while a lower id was waiting",
+    "capacity_exactly_full": "a dispatch refused because the worker's load equals its capacity",
+    "reassigned_fresh_token": "a task leased again after an earlier lease of it ended, under a new token",
+}
+
+
+_EXPIRY_BOUNDARY = {
+    Status.PENDING: "expiry_to_pending",
+    Status.FAILED: "expiry_to_failed",
+    Status.CANCELLED: "expiry_to_cancelled",
+}
+
+
+def _running(state: model.State) -> list[model.Task]:
+    return [t for t in state.tasks if t.status is Status.RUNNING]
+
+
+def classify(
+    op: str, args: dict, before: model.State, after: model.State, result: object, raised: bool
+) -> tuple[str, set[str]]:
+    """Return ``(outcome key, boundaries hit)`` for one model transition."""
+    boundaries: set[str] = set()
+    now = args.get("now")
+    running = _running(before)
+    if not raised and isinstance(now, int):
+        if any(t.expires_at == now for t in running):
+            boundaries.add("time_at_expiry")
+        if any(t.expires_at == now + 1 for t in running):
+            boundaries.add("time_one_before_expiry")
+        expired = model.expire(before, now)
+        for t in running:
+            if t.expires_at <= now:
+                boundaries.add(_EXPIRY_BOUNDARY[expired.tasks[t.id - 1].status])
+    if raised:
+        return "raised", boundaries
+    if op in ("add_worker", "submit", "advance"):
+        return "ok", boundaries
+    if op == "dispatch":
+        return _classify_dispatch(args, before, after, result, boundaries), boundaries
+    assert isinstance(result, Outcome), result
+    if op == "complete" and not result.accepted and result.reason == Reason.LEASE_EXPIRED:
+        task = before.tasks[args["task_id"] - 1]
+        if task.status is Status.RUNNING and task.token == args["token"] and task.expires_at == now:
+            boundaries.add("completion_at_expiry")
+    if not result.accepted:
+        return result.reason or "rejected", boundaries
+    if op in ("fail", "cancel"):
+        status = after.tasks[args["task_id"] - 1]
+        if op == "cancel" and status.status is Status.RUNNING:
+            return "accepted:cancel_requested", boundaries
+        return f"accepted:{status.status.value}", boundaries
+    return "accepted", boundaries
+
+
+def _classify_dispatch(args: dict, before: model.State, after: model.State, result: object, boundaries: set[str]) -> str:
+    worker = args["worker"]
+    if result is None:
+        capacity = dict(after.workers)[worker]
+        if model.load(after, worker) >= capacity:
+            boundaries.add("capacity_exactly_full")
+            return "none:worker_full"
+        return "none:nothing_eligible"
+    assert isinstance(result, Lease)
+    # Who else could have been picked: the candidates as the dispatch saw them.
+    seen = model.expire(before, args["now"])
+    chosen = seen.tasks[result.task_id - 1]
+    others = [t for t in model.eligible(seen) if t.id != chosen.id]
+    if any(t.priority == chosen.priority and t.due_at == chosen.due_at for t in others):
+        boundaries.add("equal_due_times")
+    if chosen.id >= 10 and any(t.id < 10 for t in others):
+        boundaries.add("ids_past_9")
+    if chosen.attempts > 0:
+        boundaries.add("reassigned_fresh_token")
+    return "lease"
+
+
+@dataclass
+class Coverage:
+    """Counts of outcomes and boundaries over one or more runs."""
+
+    outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
+    boundaries: Counter = field(default_factory=Counter)  # boundary -> count
+
+    def record(self, op: str, outcome: str, boundaries: set[str]) -> None:
+        self.outcomes[(op, outcome)] += 1
+        for b in boundaries:
+            self.boundaries[b] += 1
+
+    def merge(self, other: Coverage) -> None:
+        self.outcomes.update(other.outcomes)
+        self.boundaries.update(other.boundaries)
+
+    def missing(self) -> list[str]:
+        """Every declared outcome or boundary this coverage never reached."""
+        gaps = [f"{op} -> {key}" for op, keys in REQUIRED_OUTCOMES.items() for key in keys if not self.outcomes[(op, key)]]
+        gaps += [f"boundary {name} ({REQUIRED_BOUNDARIES[name]})" for name in REQUIRED_BOUNDARIES if not self.boundaries[name]]
+        return gaps
+
+    def report(self) -> str:
+        """A table: per operation, each outcome's count; then each boundary's count."""
+        lines = ["outcomes:"]
+        for op, keys in REQUIRED_OUTCOMES.items():
+            extra = sorted(k for (o, k) in self.outcomes if o == op and k not in keys)
+            cells = ", ".join(f"{k}={self.outcomes[(op, k)]}" for k in (*keys, *extra))
+            lines.append(f"  {op:<10} {cells}")
+        lines.append("boundaries:")
+        for name, meaning in REQUIRED_BOUNDARIES.items():
+            lines.append(f"  {name:<24} {self.boundaries[name]:>7}  {meaning}")
+        return "\n".join(lines)

@@ -1,0 +1,671 @@
+"""The conformance state machine: the model and an implementation in lockstep.
+
+``conformance_machine(factory)`` returns a Hypothesis ``RuleBasedStateMachine``
+class whose rules are the protocol's verbs. Each rule resolves its abstract
+choices (which task, which token, which instant) against the model's state,
+applies the call to the model and to a scheduler made by ``factory``, and
+compares: both raise ``ValueError`` or neither does, the results match (Lease
+fields, ``Outcome.accepted``, task ids; reason wording is not compared), and
+afterwards every task view and the clock match. The invariants in
+``spec.invariants`` run after every step, over the implementation's views,
+and an implementation's own ``check_invariants()`` runs too when it has one.
+
+Time choices land on the boundaries on purpose: exactly a running lease's
+``expires_at``, one before it, a waiting task's due time, equal due times for
+many tasks, and enough submits to pass id 9.
+
+Only the public protocol is used, so any object with the protocol's methods
+can be checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from spec import invariants, model
+from spec.coverage import Coverage, classify
+from spec.protocol import Status
+
+#: Most tasks one run submits: enough to pass id 9 with room for reassignments,
+#: few enough that the model's O(T) copies stay cheap.
+MAX_TASKS = 16
+#: Workers a run may add (names are drawn from ``WORKER_NAMES``).
+WORKER_NAMES = ("w1", "w2", "w3")
+
+TIME_KINDS = ("now", "at_expiry", "before_expiry", "at_due", "later", "far")
+# A call carrying a token lands inside its lease more often than not, so that
+# acceptance is exercised as much as every way of being refused.
+LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "later", "at_due", "far")
+# Repeated entries weight the draw: most lease calls target running work with
+# its current token, which is where acceptance (and its boundary) lives.
+TASK_KINDS = ("running", "running", "running", "any", "newest", "cancel_requested")
+TOKEN_KINDS = ("current", "current", "current", "previous", "other", "never_issued")
+INVALID_CALLS = (
+    "time_backwards",
+    "negative_time",
+    "zero_duration",
+    "unknown_worker",
+    "unknown_task",
+    "task_id_zero",
+    "bool_argument",
+    "str_argument",
+    "zero_capacity",
+    "empty_worker_name",
+    "duplicate_worker",
+    "negative_due_at",
+    "zero_max_attempts",
+    "zero_retry_delay",
+    "float_time",
+)
+
+picks = st.integers(min_value=0, max_value=7)
+offsets = st.integers(min_value=0, max_value=3)
+durations = st.integers(min_value=1, max_value=8)
+
+
+class Divergence(AssertionError):
+    """The implementation answered differently from the model."""
+
+
+@dataclass
+class TraceStep:
+    """One call as both sides saw it; ``expected`` is the model's answer."""
+
+    op: str
+    args: dict
+    expected: object  # the model's normalized result, or ("error", message)
+    got: object  # the implementation's normalized result, or ("error", message)
+    problem: str | None = None  # why this step diverged, if it did
+
+
+# ---------------------------------------------------------------- normalizing results
+
+
+def normalize(result: object) -> object:
+    """A comparable form of any protocol result, read through attribute names only."""
+    if result is None or isinstance(result, bool):
+        return result
+    if isinstance(result, int):
+        return result
+    if hasattr(result, "accepted"):
+        return ("outcome", bool(result.accepted), getattr(result, "reason", None))
+    if hasattr(result, "token") and hasattr(result, "expires_at"):
+        return ("lease", result.task_id, result.worker, result.token, result.started_at, result.expires_at)
+    return ("other", repr(result))
+
+
+def comparable(value: object) -> object:
+    """``normalize`` without the parts the spec does not compare (reason wording)."""
+    if isinstance(value, tuple) and value and value[0] == "outcome":
+        return value[:2]
+    if isinstance(value, tuple) and value and value[0] == "error":
+        return ("error",)
+    return value
+
+
+def describe(value: object, op: str = "dispatch") -> str:
+    """A normalized result of ``op`` in words, for counterexample listings."""
+    if value is None:
+        return "none" if op == "dispatch" else "ok"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"task {value}"
+    if isinstance(value, tuple) and value:
+        kind = value[0]
+        if kind == "outcome":
+            return "accepted" if value[1] else f"rejected ({value[2]})"
+        if kind == "lease":
+            _, task_id, worker, token, start, end = value
+            return f"lease task {task_id} to {worker}, token {token}, [{start}, {end})"
+        if kind == "error":
+            return f"error: {value[1]}"
+    return repr(value)
+
+
+def view_tuple(view: object) -> tuple:
+    """A task view as a tuple, status by its string value."""
+    status = getattr(view.status, "value", view.status)
+    return (
+        view.id, status, view.priority, view.due_at, view.attempts,
+        view.worker, view.token, view.expires_at, bool(view.cancel_requested),
+    )
+
+
+VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
+
+
+def format_call(op: str, args: dict) -> str:
+    return f"{op}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def format_trace(trace: list[TraceStep]) -> str:
+    """Numbered steps: call, expected, got; the diverging step is marked."""
+    lines = []
+    width = max((len(format_call(s.op, s.args)) for s in trace), default=0)
+    for number, step in enumerate(trace, 1):
+        mark = "   <-- diverges" if step.problem else ""
+        lines.append(
+            f"{number:>3}. {format_call(step.op, step.args):<{width}}  "
+            f"expected: {describe(step.expected, step.op)}; got: {describe(step.got, step.op)}{mark}"
+        )
+        if step.problem:
+            lines.append(f"     {step.problem}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- lockstep
+
+
+class Lockstep:
+    """The model and one implementation, driven call by call and compared.
+
+    Used by the state machine, by counterexample minimization and by the
+    explorer, so every one of them judges a call the same way.
+    """
+
+    def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None) -> None:
+        self.impl = factory()
+        self.state = model.initial()
+        self.coverage = coverage
+        self.trace: list[TraceStep] = []
+        self.history = invariants.History()
+        self.max_attempts: dict[int, int | None] = {}
+        self.tokens_by_task: dict[int, list[int]] = {}
+        self.observed: invariants.Observation | None = None
+
+    def step(self, op: str, args: dict) -> TraceStep:
+        """Apply one call to both sides and compare; raise Divergence on any difference."""
+        before = self.state
+        self.observed = None
+        try:
+            after, result = model.apply(before, op, dict(args))
+            expected: object = normalize(result)
+        except ValueError as exc:
+            after, result, expected = before, None, ("error", str(exc))
+        raised = isinstance(expected, tuple) and expected[0] == "error"
+        wrong_kind = None
+        try:
+            got: object = normalize(getattr(self.impl, op)(**args))
+        except ValueError as exc:
+            got = ("error", str(exc))
+        except Exception as exc:  # any other exception breaks rule 2 of the protocol
+            got = ("error", f"{type(exc).__name__} (not a ValueError): {exc}")
+            wrong_kind = f"raised {type(exc).__name__}, which is not a ValueError"
+        record = TraceStep(op, dict(args), expected, got)
+        self.trace.append(record)
+        if self.coverage is not None:
+            outcome, boundaries = classify(op, dict(args), before, after, result, raised)
+            self.coverage.record(op, outcome, boundaries)
+        if wrong_kind:
+            self.diverge(record, wrong_kind)
+        if comparable(expected) != comparable(got):
+            self.diverge(record, f"the result differs: expected {describe(expected)}, got {describe(got)}")
+        self.state = after
+        if op == "submit" and not raised:
+            self.max_attempts[result] = args.get("max_attempts")
+        if op == "dispatch" and result is not None:
+            self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
+        self.compare_views(record)
+        return record
+
+    def compare_views(self, record: TraceStep) -> None:
+        if self.impl.now != self.state.now:
+            self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now}")
+        for task in self.state.tasks:
+            want = view_tuple(model.view(task))
+            try:
+                have = view_tuple(self.impl.task(task.id))
+            except ValueError as exc:
+                self.diverge(record, f"task({task.id}) raised: {exc}")
+            if want != have:
+                diffs = ", ".join(
+                    f"{f}: expected {w!r}, got {h!r}" for f, w, h in zip(VIEW_FIELDS, want, have) if w != h
+                )
+                self.diverge(record, f"task {task.id} differs afterwards: {diffs}")
+
+    def diverge(self, record: TraceStep, problem: str) -> None:
+        record.problem = problem
+        raise Divergence(f"step {len(self.trace)}: {format_call(record.op, record.args)}: {problem}")
+
+    def observation(self) -> invariants.Observation:
+        """The implementation's views after the last step, read once per step."""
+        if self.observed is None:
+            self.observed = invariants.Observation(
+                now=self.impl.now,
+                tasks=[self.impl.task(t.id) for t in self.state.tasks],
+                capacities=dict(self.state.workers),
+                max_attempts=self.max_attempts,
+            )
+        return self.observed
+
+    def holds(self, check: Callable[[invariants.Observation, invariants.History], None]) -> None:
+        """Run one invariant over the implementation's views; mark the last step if it fails."""
+        try:
+            check(self.observation(), self.history)
+        except invariants.InvariantViolation as exc:
+            self.mark(str(exc))
+            raise
+
+    def implementation_invariants(self) -> None:
+        """The implementation's own ``check_invariants()``, when it has one."""
+        check = getattr(self.impl, "check_invariants", None)
+        if check is not None:
+            try:
+                check()
+            except AssertionError as exc:
+                self.mark(f"check_invariants() failed: {exc}")
+                raise
+
+    def check_all(self) -> None:
+        for check in invariants.INVARIANTS:
+            self.holds(check)
+        self.implementation_invariants()
+
+    def mark(self, problem: str) -> None:
+        if self.trace and not self.trace[-1].problem:
+            self.trace[-1].problem = problem
+
+
+def run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]]) -> list[TraceStep] | None:
+    """Replay concrete calls in lockstep; the trace up to the first failure, or None if all conform."""
+    lockstep = Lockstep(factory)
+    try:
+        lockstep.check_all()
+        for op, args in calls:
+            lockstep.step(op, args)
+            lockstep.check_all()
+    except AssertionError:
+        return lockstep.trace
+    except Exception as exc:  # a crash inside the implementation is a failure too
+        lockstep.mark(f"the implementation crashed: {type(exc).__name__}: {exc}")
+        return lockstep.trace
+    return None
+
+
+def _without(calls: list[tuple[str, dict, object]], start: int, count: int) -> list[tuple[str, dict, object]]:
+    """``calls`` less ``count`` calls from ``start``, with later task ids and tokens renumbered.
+
+    Deleting a submit shifts every later task id down by one, and deleting a
+    successful dispatch shifts every later token, so later calls keep naming
+    the same tasks and leases. A call naming a deleted task or token is
+    deleted with it.
+    """
+    gone_ids: list[int] = []
+    gone_tokens: list[int] = []
+    for op, _, expected in calls[start : start + count]:
+        if op == "submit" and isinstance(expected, int):
+            gone_ids.append(expected)
+        elif op == "dispatch" and isinstance(expected, tuple) and expected[0] == "lease":
+            gone_tokens.append(expected[3])
+    kept = calls[:start]
+    for op, args, expected in calls[start + count :]:
+        args = dict(args)
+        if _is_int(args.get("task_id")):
+            if args["task_id"] in gone_ids:
+                continue
+            args["task_id"] -= sum(1 for g in gone_ids if g < args["task_id"])
+        if _is_int(args.get("token")):
+            if args["token"] in gone_tokens:
+                continue
+            args["token"] -= sum(1 for g in gone_tokens if g < args["token"])
+        kept.append((op, args, expected))
+    return kept
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: Small values ``minimize`` tries in place of larger ones, per argument.
+_SIMPLER_VALUES = {"priority": (0, 1), "duration": (1,), "capacity": (1,), "retry_delay": (1,)}
+#: Optional ``submit`` arguments ``minimize`` tries to drop.
+_OPTIONAL_ARGS = ("priority", "due_at", "max_attempts", "retry_delay")
+
+
+def _simpler(op: str, args: dict) -> list[dict]:
+    """Simpler versions of one call's arguments: optional ones dropped, small values tried."""
+    options = []
+    if op == "submit":
+        options += [{k: v for k, v in args.items() if k != name} for name in _OPTIONAL_ARGS if name in args]
+    for name, values in _SIMPLER_VALUES.items():
+        if name in args:
+            options += [{**args, name: v} for v in values if v != args[name]]
+    return options
+
+
+def _earlier(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, object]] | None:
+    """The same calls with every instant moved earlier by the first one, or None if it is 0."""
+    times = [args["now"] for _, args, _ in calls if _is_int(args.get("now")) and args["now"] >= 0]
+    shift = min(times, default=0)
+    if shift <= 0:
+        return None
+    moved = []
+    for op, args, expected in calls:
+        args = dict(args)
+        for name in ("now", "due_at"):
+            if _is_int(args.get(name)) and args[name] >= 0:
+                args[name] = max(0, args[name] - shift)
+        moved.append((op, args, expected))
+    return moved
+
+
+def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[TraceStep]:
+    """Shrink a failing trace to a short one that still fails.
+
+    Hypothesis's own shrinker replays the whole machine hundreds of times; this
+    works on the concrete calls instead: delete runs of calls (renumbering
+    later task ids and tokens, see ``_without``), then simplify arguments. Each
+    candidate is replayed from scratch in lockstep, so the result is a real
+    counterexample. Cost: O(n^2) replays of at most n steps in the worst case.
+    """
+    best = run_calls(factory, [(s.op, s.args) for s in trace])
+    if best is None:
+        return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
+
+    def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
+        return run_calls(factory, [(op, args) for op, args, _ in candidate]) if candidate else None
+
+    def calls_of(steps: list[TraceStep]) -> list[tuple[str, dict, object]]:
+        return [(s.op, dict(s.args), s.expected) for s in steps]
+
+    chunk = max(1, len(best) // 2)
+    while chunk >= 1:
+        start = 0
+        while start < len(best):
+            failing = attempt(_without(calls_of(best), start, chunk))
+            if failing is not None and len(failing) < len(best):
+                best = failing
+            else:
+                start += chunk
+        chunk //= 2
+    shifted = _earlier(calls_of(best))
+    if shifted is not None:
+        best = attempt(shifted) or best
+    for index in range(len(best)):
+        for simpler in _simpler(best[index].op, best[index].args):
+            calls = calls_of(best)
+            calls[index] = (calls[index][0], simpler, calls[index][2])
+            failing = attempt(calls)
+            if failing is not None and len(failing) <= len(best):
+                best = failing
+                break
+    return best
+
+
+# ---------------------------------------------------------------- the machine
+
+
+def conformance_machine(
+    factory: Callable[[], object], *, coverage: Coverage | None = None, name: str | None = None
+) -> type[RuleBasedStateMachine]:
+    """Build the conformance machine for schedulers made by ``factory``.
+
+    Args:
+        factory: a zero-argument callable (a class works) returning a fresh
+            scheduler that offers the protocol in ``spec.protocol``.
+        coverage: when given, every step's outcome and boundaries are counted
+            into it (see ``spec.coverage``).
+        name: the class name Hypothesis prints; defaults to the factory's.
+
+    Returns:
+        A ``RuleBasedStateMachine`` subclass. Its ``last_trace`` class
+        attribute holds the steps of the most recent run, which after a
+        failed ``run_state_machine_as_test`` is the shrunk counterexample.
+    """
+
+    class ConformanceMachine(RuleBasedStateMachine):
+        last_trace: list[TraceStep] = []
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.run = Lockstep(factory, coverage)
+            type(self).last_trace = self.run.trace
+
+        @property
+        def state(self) -> model.State:
+            return self.run.state
+
+        @property
+        def tokens_by_task(self) -> dict[int, list[int]]:
+            return self.run.tokens_by_task
+
+        def step(self, op: str, **args: object) -> None:
+            record = self.run.step(op, args)
+            note(f"{len(self.run.trace)}. {format_call(op, args)} -> {describe(record.got)}")
+
+        # ------------------------------------------------------------ choosing arguments
+
+        def time(self, kind: str, pick: int, offset: int) -> int:
+            """An instant at or after now, chosen to land on boundaries."""
+            now = self.state.now
+            running = sorted((t.expires_at, t.id) for t in self.state.tasks if t.status is Status.RUNNING)
+            waiting = sorted({t.due_at for t in self.state.tasks if t.due_at > now and t.status not in (Status.RUNNING,)})
+            if kind == "at_expiry" and running:
+                return running[pick % len(running)][0]
+            if kind == "before_expiry" and running:
+                return max(now, running[pick % len(running)][0] - 1)
+            if kind == "at_due" and waiting:
+                return waiting[pick % len(waiting)]
+            if kind == "later":
+                return now + 1 + offset
+            if kind == "far":
+                return now + 5 + 4 * offset
+            return now
+
+        def task_id(self, kind: str, pick: int) -> int:
+            tasks = self.state.tasks
+            running = [t.id for t in tasks if t.status is Status.RUNNING]
+            asked = [t.id for t in tasks if t.cancel_requested]
+            if kind == "cancel_requested" and asked:
+                return asked[pick % len(asked)]
+            if kind in ("running", "cancel_requested") and running:
+                return running[pick % len(running)]
+            if kind in ("running", "cancel_requested") and self.tokens_by_task:
+                return list(self.tokens_by_task)[-1]  # the task leased most recently
+            if kind == "newest":
+                return len(tasks)
+            return tasks[pick % len(tasks)].id
+
+        def token(self, task_id: int, kind: str, pick: int) -> int:
+            task = self.state.tasks[task_id - 1]
+            issued = self.tokens_by_task.get(task_id, [])
+            others = [t.token for t in self.state.tasks if t.token is not None and t.id != task_id]
+            if kind == "previous" and issued:
+                older = [t for t in issued if t != task.token] or issued
+                return older[-1 - pick % len(older)]
+            if kind == "other" and others:
+                return others[pick % len(others)]
+            if kind == "never_issued":
+                return self.state.last_token + 1 + pick
+            if task.token is not None:
+                return task.token
+            return issued[-1] if issued else 1 + pick
+
+        def worker(self, pick: int) -> str:
+            names = [name for name, _ in self.state.workers]
+            return names[pick % len(names)]
+
+        # ------------------------------------------------------------ rules: the protocol's verbs
+
+        @initialize(capacity=st.integers(min_value=1, max_value=2))
+        def add_first_worker(self, capacity: int) -> None:
+            self.step("add_worker", worker="w1", capacity=capacity)
+
+        @precondition(lambda self: len(self.state.workers) < len(WORKER_NAMES))
+        @rule(capacity=st.integers(min_value=1, max_value=3))
+        def add_worker(self, capacity: int) -> None:
+            """The next unused name; duplicates are ``invalid_call``'s business."""
+            name = WORKER_NAMES[len(self.state.workers)]
+            self.step("add_worker", worker=name, capacity=capacity)
+
+        @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
+        @rule(
+            priority=st.integers(min_value=0, max_value=2),
+            due=st.sampled_from(("default", "now", "later", "same_as_other", "past")),
+            offset=offsets,
+            max_attempts=st.none() | st.integers(min_value=1, max_value=3),
+            retry_delay=st.integers(min_value=1, max_value=3),
+        )
+        def submit(self, priority: int, due: str, offset: int, max_attempts: int | None, retry_delay: int) -> None:
+            args: dict[str, object] = {"priority": priority}
+            now = self.state.now
+            dues = [t.due_at for t in self.state.tasks]
+            if due == "now":
+                args["due_at"] = now
+            elif due == "later":
+                args["due_at"] = now + 1 + offset
+            elif due == "same_as_other" and dues:
+                args["due_at"] = dues[offset % len(dues)]
+            elif due == "past" and now > 0:
+                args["due_at"] = max(0, now - 1 - offset)
+            if max_attempts is not None:
+                args["max_attempts"] = max_attempts
+            if retry_delay != 1:
+                args["retry_delay"] = retry_delay
+            self.step("submit", **args)
+
+        @precondition(lambda self: len(self.state.tasks) + 2 <= MAX_TASKS)
+        @rule(
+            count=st.integers(min_value=2, max_value=MAX_TASKS),
+            priority=st.integers(min_value=0, max_value=1),
+            max_attempts=st.none() | st.integers(min_value=1, max_value=2),
+        )
+        def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
+            """Several equal tasks at once: equal due times, and ids past 9 within few steps."""
+            extra = {} if max_attempts is None else {"max_attempts": max_attempts}
+            for _ in range(min(count, MAX_TASKS - len(self.state.tasks))):
+                self.step("submit", priority=priority, **extra)
+
+        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
+        def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
+            self.step("dispatch", worker=self.worker(worker), now=self.time(when, pick, offset), duration=duration)
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets)
+        def complete(self, which: str, pick: int, token: str, when: str, offset: int) -> None:
+            task_id = self.task_id(which, pick)
+            self.step("complete", task_id=task_id, token=self.token(task_id, token, pick), now=self.time(when, pick, offset))
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets)
+        def fail(self, which: str, pick: int, token: str, when: str, offset: int) -> None:
+            task_id = self.task_id(which, pick)
+            self.step("fail", task_id=task_id, token=self.token(task_id, token, pick), now=self.time(when, pick, offset))
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets)
+        def cancel(self, which: str, pick: int, when: str, offset: int) -> None:
+            self.step("cancel", task_id=self.task_id(which, pick), now=self.time(when, pick, offset))
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets, duration=durations)
+        def renew(self, which: str, pick: int, token: str, when: str, offset: int, duration: int) -> None:
+            task_id = self.task_id(which, pick)
+            self.step(
+                "renew", task_id=task_id, token=self.token(task_id, token, pick),
+                now=self.time(when, pick, offset), duration=duration,
+            )
+
+        @rule(when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
+        def advance(self, when: str, pick: int, offset: int) -> None:
+            self.step("advance", now=self.time(when, pick, offset))
+
+        @rule(kind=st.sampled_from(INVALID_CALLS), pick=picks)
+        def invalid_call(self, kind: str, pick: int) -> None:
+            """A call the protocol refuses: both sides must raise ValueError and change nothing."""
+            op, args = invalid_arguments(self.state, kind, pick)
+            self.step(op, **args)
+
+        # ------------------------------------------------------------ invariants
+
+        def holds(self, check: Callable[[invariants.Observation, invariants.History], None]) -> None:
+            self.run.holds(check)
+
+        @invariant()
+        def each_task_has_exactly_one_status(self) -> None:
+            self.holds(invariants.each_task_has_exactly_one_status)
+
+        @invariant()
+        def running_task_has_exactly_one_current_lease(self) -> None:
+            self.holds(invariants.running_task_has_exactly_one_current_lease)
+
+        @invariant()
+        def no_worker_above_capacity(self) -> None:
+            self.holds(invariants.no_worker_above_capacity)
+
+        @invariant()
+        def tokens_are_unique_and_increasing(self) -> None:
+            self.holds(invariants.tokens_are_unique_and_increasing)
+
+        @invariant()
+        def no_lease_alive_at_or_past_expiry(self) -> None:
+            self.holds(invariants.no_lease_alive_at_or_past_expiry)
+
+        @invariant()
+        def final_states_never_change(self) -> None:
+            self.holds(invariants.final_states_never_change)
+
+        @invariant()
+        def attempts_never_exceed_max_attempts(self) -> None:
+            self.holds(invariants.attempts_never_exceed_max_attempts)
+
+        @invariant()
+        def cancelled_task_never_runs_after_cancellation(self) -> None:
+            self.holds(invariants.cancelled_task_never_runs_after_cancellation)
+
+        @invariant()
+        def implementation_invariants_hold(self) -> None:
+            """The implementation's own ``check_invariants()``, when it has one."""
+            self.run.implementation_invariants()
+
+    ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = name or f"Conformance_{getattr(factory, '__name__', 'factory')}"
+    return ConformanceMachine
+
+
+def invalid_arguments(state: model.State, kind: str, pick: int) -> tuple[str, dict]:
+    """One invalid call of the given kind, against ``state``; see ``INVALID_CALLS``."""
+    now = state.now
+    tasks = len(state.tasks)
+    task_id = 1 + pick % tasks if tasks else 1
+    worker = state.workers[pick % len(state.workers)][0] if state.workers else "w1"
+    if kind == "time_backwards" and now > 0:
+        return "advance", {"now": max(0, now - 1 - pick)}
+    if kind in ("time_backwards", "negative_time"):
+        return "dispatch", {"worker": worker, "now": -1 - pick, "duration": 1}
+    if kind == "zero_duration":
+        if tasks and pick % 2:
+            return "renew", {"task_id": task_id, "token": 1, "now": now, "duration": -(pick % 2)}
+        return "dispatch", {"worker": worker, "now": now, "duration": 0}
+    if kind == "unknown_worker":
+        return "dispatch", {"worker": "nobody", "now": now, "duration": 1}
+    if kind == "unknown_task":
+        op = ("complete", "fail", "cancel", "renew")[pick % 4]
+        args: dict = {"task_id": tasks + 1 + pick, "now": now}
+        if op != "cancel":
+            args["token"] = 1
+        if op == "renew":
+            args["duration"] = 1
+        return op, args
+    if kind == "task_id_zero":
+        return "cancel", {"task_id": 0, "now": now}
+    if kind == "bool_argument":
+        return ("submit", {"priority": True}) if pick % 2 else ("advance", {"now": True if now <= 1 else False})
+    if kind == "str_argument":
+        return ("complete", {"task_id": task_id, "token": "1", "now": now}) if tasks and pick % 2 else ("advance", {"now": str(now)})
+    if kind == "float_time":
+        return "advance", {"now": float(now) + 0.5}
+    if kind == "zero_capacity":
+        return "add_worker", {"worker": "w9", "capacity": -(pick % 2)}
+    if kind == "empty_worker_name":
+        return "add_worker", {"worker": "", "capacity": 1}
+    if kind == "duplicate_worker":
+        return "add_worker", {"worker": worker, "capacity": 1}
+    if kind == "negative_due_at":
+        return "submit", {"due_at": -1 - pick}
+    if kind == "zero_max_attempts":
+        return "submit", {"max_attempts": -(pick % 2)}
+    return "submit", {"retry_delay": -(pick % 2)}
