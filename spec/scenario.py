@@ -1,0 +1,636 @@
+"""Scenario files: a titled, narrated sequence of protocol calls with expectations.
+
+The format is pinned (other tools and tests write it). A scenario is a TOML
+file, or the same structure in JSON when the name ends in ``.json``::
+
+    title = "The capacity-one worker"        # required string
+    description = "Markdown shown first"     # optional string
+    steps = [...]                             # required array of step tables
+
+    [meta]                                    # optional: free-form str/int/bool
+    generated_by = "fencepost check"
+
+    [[steps]]
+    op = "dispatch"                           # a protocol operation
+    worker = "w1"                             # that operation's keyword arguments,
+    now = 5                                   # by their protocol names
+    duration = 5
+    expect = { task_id = 1, token = 1 }       # optional
+    note = \"\"\"Markdown narration for this step.\"\"\"
+
+``expect`` is, per operation: for ``dispatch`` the string ``"none"`` or a
+table of any subset of the Lease fields; for ``complete``, ``fail``,
+``cancel`` and ``renew`` a table with ``accepted`` and optionally ``reason``
+(only with ``accepted = false``); for ``submit`` a table with ``task_id``;
+for any operation the string ``"error"``: the call must raise ``ValueError``.
+
+Loading validates everything before anything runs. Every problem is a
+``ScenarioError`` whose message is one line naming the file, the step
+(1-based), the field and the offending value. Argument names and required
+arguments always come from ``spec.protocol.SchedulerProtocol``; argument types
+are checked too, except on a step that expects ``"error"``, which may carry a
+value of any type (that is how a counterexample with a wrong-typed argument is
+kept). Value ranges -- negative times, time going backwards -- are the
+scheduler's business, not the loader's: such a step says ``expect = "error"``.
+
+An argument given as JSON ``null`` whose protocol default is ``None``
+(``due_at``, ``max_attempts``) means that default, so it is dropped: the call
+is the same, and TOML, which has no null, can write the step back exactly.
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import json
+import math
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from spec.protocol import OPERATIONS, Lease, SchedulerProtocol
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be read or written. The message is one line."""
+
+
+# ---------------------------------------------------------------- the vocabulary, from the protocol
+
+
+class Param(NamedTuple):
+    """One keyword argument of a protocol operation."""
+
+    name: str
+    type: type  # int or str; bool never counts as an int
+    required: bool  # no default in the protocol
+    default: object  # the protocol's default (inspect.Parameter.empty when required)
+
+
+def _signature(op: str) -> tuple[Param, ...]:
+    method = getattr(SchedulerProtocol, op)
+    hints = typing.get_type_hints(method)
+    params = []
+    for p in list(inspect.signature(method).parameters.values())[1:]:  # skip self
+        hint = hints[p.name]
+        assert hint in (int, str, int | None), f"scenario format has no type for {op}({p.name}: {hint})"
+        params.append(Param(p.name, str if hint is str else int, p.default is inspect.Parameter.empty, p.default))
+    return tuple(params)
+
+
+#: Every operation's keyword arguments, in protocol order.
+SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in OPERATIONS}
+
+#: Lease fields a dispatch ``expect`` table may name, with their types.
+LEASE_FIELDS: dict[str, type] = {
+    name: hint for name, hint in typing.get_type_hints(Lease).items() if not name.startswith("_")
+}
+
+#: Operations answering with an ``Outcome``.
+OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
+
+_STEP_KEYS = ("op", "note", "expect")
+_TOP_KEYS = ("title", "description", "meta", "steps")
+
+
+# ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Step:
+    """One protocol call: ``op`` with keyword ``args``, an optional note and expectation.
+
+    ``expect`` is None, ``"error"``, ``"none"`` (dispatch only) or a dict (see
+    the module docstring). ``args`` is copied; a ``None`` for an argument whose
+    protocol default is ``None`` is dropped (it means that default).
+    """
+
+    op: str
+    args: dict
+    note: str | None = None
+    expect: object = None
+
+    def __post_init__(self) -> None:
+        defaults_none = {p.name for p in SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
+        args = {k: v for k, v in self.args.items() if not (v is None and k in defaults_none)}
+        object.__setattr__(self, "args", args)
+        if isinstance(self.expect, dict):
+            object.__setattr__(self, "expect", dict(self.expect))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A titled sequence of steps; ``meta`` holds free-form str/int/bool facts."""
+
+    title: str
+    steps: tuple[Step, ...]
+    description: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "meta", dict(self.meta))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (JSON if the name ends ``.json``, else TOML).
+
+    Raises:
+        ScenarioError: the file is missing or unreadable, does not parse, or
+            does not follow the format; the message is one line.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{source}: is a folder, not a scenario file") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{source}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except OSError as exc:
+        raise ScenarioError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    return loads_scenario(text, _format_of(path), source)
+
+
+def loads_scenario(text: str, fmt: Literal["toml", "json"] = "toml", source: str = "<scenario>") -> Scenario:
+    """Parse and validate scenario ``text``; ``source`` names it in error messages.
+
+    Raises:
+        ScenarioError: as ``load_scenario``.
+    """
+    if fmt == "toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError(f"{source}: invalid TOML: {_one_line(str(exc))}") from None
+    elif fmt == "json":
+        try:
+            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except (json.JSONDecodeError, ScenarioError) as exc:
+            raise ScenarioError(f"{source}: invalid JSON: {_one_line(str(exc))}") from None
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{source}: expected a JSON object at the top level, got {_show(data)}")
+    else:
+        raise ScenarioError(f"{source}: unknown scenario format {fmt!r}: expected 'toml' or 'json'")
+    return _from_data(data, source)
+
+
+def _format_of(path: Path) -> Literal["toml", "json"]:
+    return "json" if path.suffix.lower() == ".json" else "toml"
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:  # TOML refuses these; so does JSON here, rather than keep the last silently
+            raise ScenarioError(f"duplicate key {_show(key)}")
+        data[key] = value
+    return data
+
+
+def _from_data(data: dict, source: str) -> Scenario:
+    """Validate parsed data and build the Scenario; every problem is one line."""
+
+    def fail(where: str, problem: str) -> ScenarioError:
+        return ScenarioError(f"{source}: {where}{problem}")
+
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise fail(f"field {_name(key)}: ", f"unknown field (a scenario has {', '.join(_TOP_KEYS)})")
+    if "title" not in data:
+        raise fail("field 'title': ", "missing")
+    title = _expect_type(data["title"], str, lambda p: fail("field 'title': ", p))
+    description = None
+    if "description" in data:
+        description = _expect_type(data["description"], str, lambda p: fail("field 'description': ", p))
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise fail("field 'meta': ", f"expected a table, got {_show(meta)}")
+    for key, value in meta.items():
+        if not isinstance(value, str | int):  # bool is an int
+            raise fail(f"field {_name('meta.' + key)}: ", f"expected a string, an int or a bool, got {_show(value)}")
+    if "steps" not in data:
+        raise fail("field 'steps': ", "missing")
+    raw_steps = data["steps"]
+    if not isinstance(raw_steps, list):
+        raise fail("field 'steps': ", f"expected an array of tables, got {_show(raw_steps)}")
+    steps = []
+    for number, raw in enumerate(raw_steps, start=1):
+        where = f"step {number}: "
+        if not isinstance(raw, dict):
+            raise fail(where, f"expected a table, got {_show(raw)}")
+        steps.append(_step_from_data(raw, lambda name, problem, w=where: fail(f"{w}field {_name(name)}: ", problem)))
+    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta))
+
+
+def _step_from_data(raw: dict, fail) -> Step:
+    if "op" not in raw:
+        raise fail("op", "missing")
+    op = raw["op"]
+    if op not in OPERATIONS:
+        raise fail("op", f"expected one of {', '.join(OPERATIONS)}, got {_show(op)}")
+    params = SIGNATURES[op]
+    takes = ", ".join(p.name for p in params)
+    for key in raw:
+        if key not in _STEP_KEYS and key not in {p.name for p in params}:
+            raise fail(key, f"not an argument of {op} (it takes {takes}; a step also has {', '.join(_STEP_KEYS)})")
+    for p in params:
+        if p.required and p.name not in raw:
+            raise fail(p.name, f"missing ({op} needs {', '.join(q.name for q in params if q.required)})")
+    note = None
+    if "note" in raw:
+        note = _expect_type(raw["note"], str, lambda problem: fail("note", problem))
+    expect = _expect_from_data(op, raw["expect"], fail) if "expect" in raw else None
+    args = {p.name: raw[p.name] for p in params if p.name in raw}
+    if expect != "error":  # a step that must be rejected may carry any value
+        for p in params:
+            if p.name in args and not (args[p.name] is None and p.default is None):
+                _expect_type(args[p.name], p.type, lambda problem, n=p.name: fail(n, problem))
+    return Step(op=op, args=args, note=note, expect=expect)
+
+
+def _expect_from_data(op: str, expect: object, fail) -> object:
+    if expect == "error":
+        return "error"
+    if op == "dispatch":
+        if expect == "none":
+            return "none"
+        wanted = '"error", "none" or a table of Lease fields'
+        return _expect_table(expect, LEASE_FIELDS, (), wanted, fail)
+    if op in OUTCOME_OPS:
+        table = _expect_table(expect, {"accepted": bool, "reason": str}, ("accepted",),
+                              '"error" or a table with accepted (and reason)', fail)
+        if "reason" in table and table["accepted"]:
+            raise fail("expect.reason", f"a reason needs accepted = false, got {_show(table['reason'])}")
+        return table
+    if op == "submit":
+        return _expect_table(expect, {"task_id": int}, ("task_id",), '"error" or a table with task_id', fail)
+    raise fail("expect", f'{op} can only expect "error", got {_show(expect)}')
+
+
+def _expect_table(expect: object, fields: dict[str, type], required: tuple[str, ...], wanted: str, fail) -> dict:
+    if not isinstance(expect, dict):
+        raise fail("expect", f"expected {wanted}, got {_show(expect)}")
+    for key, value in expect.items():
+        if key not in fields:
+            raise fail(f"expect.{key}", f"unknown field (expected {', '.join(fields)})")
+        _expect_type(value, fields[key], lambda problem, k=key: fail(f"expect.{k}", problem))
+    for key in required:
+        if key not in expect:
+            raise fail(f"expect.{key}", "missing")
+    return dict(expect)
+
+
+_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool"}
+
+
+def _expect_type(value: object, kind: type, fail) -> object:
+    ok = isinstance(value, bool) if kind is bool else isinstance(value, kind) and not isinstance(value, bool)
+    if not ok:
+        raise fail(f"expected {_TYPE_WORDS[kind]}, got {_show(value)}")
+    return value
+
+
+def _name(key: str) -> str:
+    return "'" + _one_line(str(key))[:60] + "'"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _show(value: object, limit: int = 60) -> str:
+    """A value as the file spells it (TOML/JSON literal), on one short line."""
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, int | float):
+        text = repr(value)
+    elif isinstance(value, dict):
+        text = "a table {" + ", ".join(f"{k} = {_show(v, limit)}" for k, v in value.items()) + "}"
+    elif isinstance(value, list):
+        text = "[" + ", ".join(_show(v, limit) for v in value) + "]"
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------- writing
+
+
+def dump_scenario(scenario: Scenario, path: str | Path) -> None:
+    """Write ``scenario`` to ``path``: JSON if the name ends ``.json``, else TOML.
+
+    Raises:
+        ScenarioError: the scenario would not load back exactly (see ``dumps_scenario``).
+    """
+    path = Path(path)
+    text = dumps_scenario(scenario, _format_of(path), source=str(path))
+    path.write_text(text, encoding="utf-8", newline="\n")
+
+
+def dumps_scenario(scenario: Scenario, fmt: Literal["toml", "json"] = "toml", source: str = "<scenario>") -> str:
+    """The scenario as TOML or JSON text; ``loads_scenario`` of it gives ``scenario`` back.
+
+    Raises:
+        ScenarioError: the scenario does not follow the format (the same
+            one-line message loading would give), or holds a value the format
+            cannot write (TOML has no null; JSON has no dates).
+    """
+    data = _to_data(scenario, source)
+    _from_data(data, source)  # a file that would not load back is never written
+    if fmt == "json":
+        _check_writable(data, source, "JSON")
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "toml":
+        _check_writable(data, source, "TOML")
+        return _toml_document(data)
+    raise ScenarioError(f"{source}: unknown scenario format {fmt!r}: expected 'toml' or 'json'")
+
+
+def _to_data(scenario: Scenario, source: str) -> dict:
+    data: dict = {"title": scenario.title}
+    if scenario.description is not None:
+        data["description"] = scenario.description
+    if scenario.meta:
+        data["meta"] = dict(scenario.meta)
+    steps = []
+    for number, step in enumerate(scenario.steps, start=1):
+        clash = [key for key in step.args if key in _STEP_KEYS]
+        if clash:
+            raise ScenarioError(f"{source}: step {number}: field {_name(clash[0])}: not an argument of {step.op}")
+        raw: dict = {"op": step.op, **_in_protocol_order(step)}
+        if step.expect is not None:
+            raw["expect"] = step.expect
+        if step.note is not None:
+            raw["note"] = step.note
+        steps.append(raw)
+    data["steps"] = steps
+    return data
+
+
+def _in_protocol_order(step: Step) -> dict:
+    order = [p.name for p in SIGNATURES.get(step.op, ())]
+    return dict(sorted(step.args.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
+_TOML_TYPES = (str, int, float, bool, list, dict, datetime.datetime, datetime.date, datetime.time)
+_JSON_TYPES = (str, int, float, bool, list, dict, type(None))
+
+
+def _check_writable(data: dict, source: str, fmt: str) -> None:
+    allowed = _TOML_TYPES if fmt == "TOML" else _JSON_TYPES
+
+    def visit(value: object, where: str) -> None:
+        if not isinstance(value, allowed):
+            hint = "; write it as .json" if value is None else ""
+            raise ScenarioError(f"{source}: {where}{fmt} cannot hold {_show(value)}{hint}")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise ScenarioError(f"{source}: {where}{fmt} keys are strings, got {_show(k)}")
+                visit(v, where)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v, where)
+
+    for key in ("title", "description", "meta"):
+        if key in data:
+            visit(data[key], f"field {_name(key)}: ")
+    for number, raw in enumerate(data["steps"], start=1):
+        for key, value in raw.items():
+            visit(value, f"step {number}: field {_name(key)}: ")
+
+
+# A small TOML emitter for exactly this structure: top-level keys, a [meta]
+# table, [[steps]] tables, inline tables/arrays for values, and multi-line
+# basic strings for narration. tomllib reads back exactly what it writes.
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_document(data: dict) -> str:
+    lines = [f"title = {_toml_string(data['title'])}"]
+    if "description" in data:
+        lines.append(f"description = {_toml_string(data['description'], multiline=True)}")
+    if not data["steps"]:
+        lines.append("steps = []")
+    if "meta" in data:
+        lines += ["", "[meta]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data["meta"].items()]
+    for raw in data["steps"]:
+        lines += ["", "[[steps]]"]
+        for key, value in raw.items():
+            text = _toml_string(value, multiline=True) if key == "note" else _toml_value(value)
+            lines.append(f"{_toml_key(key)} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else _toml_string(key)
+
+
+def _toml_value(value: object) -> str:
+    """A value on one line: inline tables and arrays, single-line strings."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise ScenarioError(f"TOML cannot hold {_show(value)}")  # _check_writable ran first
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+
+
+def _toml_string(text: str, multiline: bool = False) -> str:
+    if not multiline or "\n" not in text:
+        return '"' + "".join(_ESCAPES.get(ch) or _control(ch) or ch for ch in text) + '"'
+    out = []
+    for i, ch in enumerate(text):
+        if ch == '"':
+            # Never let two quotes touch, nor one touch the closing delimiter.
+            out.append('\\"' if i + 1 == len(text) or text[i + 1] == '"' else '"')
+        elif ch in "\n\t":
+            out.append(ch)
+        else:
+            out.append(_ESCAPES.get(ch) or _control(ch) or ch)
+    return '"""\n' + "".join(out) + '"""'  # the newline after the opening quotes is not part of the string
+
+
+def _control(ch: str) -> str | None:
+    return f"\\u{ord(ch):04X}" if ord(ch) < 0x20 or ord(ch) == 0x7F else None
+
+
+# ---------------------------------------------------------------- running and describing steps
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step did: the call's return value, or the ``ValueError`` message."""
+
+    value: object = None
+    error: str | None = None
+
+
+def apply_step(scheduler: object, step: Step) -> StepResult:
+    """Call ``step.op`` on ``scheduler`` with ``step.args``; a ``ValueError`` becomes ``error``.
+
+    Any other exception propagates: the protocol allows only ``ValueError``.
+    """
+    try:
+        value = getattr(scheduler, step.op)(**step.args)
+    except ValueError as exc:
+        return StepResult(error=_one_line(str(exc)) or type(exc).__name__)
+    return StepResult(value=value)
+
+
+def describe_call(step: Step) -> str:
+    """The call as Python, e.g. ``dispatch(worker='w1', now=5, duration=5)``."""
+    args = ", ".join(f"{k}={v!r}" for k, v in _in_protocol_order(step).items())
+    return f"{step.op}({args})"
+
+
+def describe_result(step: Step, result: StepResult) -> str:
+    """The result in a few words: ``lease task 1 to w1, token 1, [5, 10)``, ``none``,
+    ``accepted``, ``rejected: stale_token``, ``task 3``, ``ok``, ``error: ...``."""
+    if result.error is not None:
+        return f"error: {result.error}"
+    value = result.value
+    if step.op == "dispatch":
+        if value is None:
+            return "none"
+        if all(hasattr(value, name) for name in LEASE_FIELDS):
+            return (f"lease task {value.task_id} to {value.worker}, token {value.token}, "
+                    f"[{value.started_at}, {value.expires_at})")
+    elif step.op in OUTCOME_OPS and hasattr(value, "accepted"):
+        if value.accepted:
+            return "accepted"
+        reason = getattr(value, "reason", None)
+        return f"rejected: {reason}" if reason else "rejected"
+    elif step.op == "submit" and isinstance(value, int) and not isinstance(value, bool):
+        return f"task {value}"
+    elif value is None:
+        return "ok"
+    return repr(value)
+
+
+def describe_expect(step: Step) -> str:
+    """The expectation in the words ``describe_result`` uses ("" when there is none)."""
+    expect = step.expect
+    if expect is None:
+        return ""
+    if expect == "error":
+        return "an error"
+    if expect == "none":
+        return "none"
+    if step.op == "dispatch":
+        fields = ", ".join(f"{k}={v!r}" for k, v in expect.items())
+        return f"a lease with {fields}" if fields else "a lease"
+    if step.op in OUTCOME_OPS:
+        if expect["accepted"]:
+            return "accepted"
+        return f"rejected: {expect['reason']}" if "reason" in expect else "rejected"
+    if step.op == "submit":
+        return f"task {expect['task_id']}"
+    return repr(expect)
+
+
+def check_expect(step: Step, result: StepResult) -> str | None:
+    """None when the result meets ``step.expect`` (or there is none), else one line saying how not."""
+    if step.expect is None or _meets(step, result):
+        return None
+    return f"expected {describe_expect(step)}, got {describe_result(step, result)}"
+
+
+def _meets(step: Step, result: StepResult) -> bool:
+    expect, value = step.expect, result.value
+    if expect == "error" or result.error is not None:
+        return expect == "error" and result.error is not None
+    if expect == "none":
+        return value is None
+    if step.op == "dispatch":
+        return value is not None and all(getattr(value, k, _ABSENT) == v for k, v in expect.items())
+    if step.op in OUTCOME_OPS:
+        if getattr(value, "accepted", _ABSENT) != expect["accepted"]:
+            return False
+        return "reason" not in expect or getattr(value, "reason", _ABSENT) == expect["reason"]
+    if step.op == "submit":
+        return value == expect["task_id"] and not isinstance(value, bool)
+    return False
+
+
+_ABSENT = object()
+
+
+# ---------------------------------------------------------------- built-in walkthroughs
+
+#: Where the built-in walkthroughs live: ``tui/walkthroughs/`` (package data).
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "tui" / "walkthroughs"
+
+#: The walkthrough plain ``fencepost`` opens.
+DEFAULT_WALKTHROUGH = "onboarding"
+
+
+def builtin_names() -> list[str]:
+    """The built-in walkthroughs' names: the default first, then alphabetical."""
+    names = sorted(path.stem for path in BUILTIN_DIR.glob("*.toml"))
+    return sorted(names, key=lambda name: name != DEFAULT_WALKTHROUGH)
+
+
+def builtin_summary(name: str) -> str:
+    """One line about a built-in walkthrough: its title.
+
+    Raises:
+        ScenarioError: no built-in has that name, or it does not load.
+    """
+    if name not in builtin_names():
+        raise _unknown(name)
+    return _one_line(load_scenario(BUILTIN_DIR / f"{name}.toml").title)
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """The file for a built-in walkthrough name, or ``name_or_path`` itself if it is a file.
+
+    Raises:
+        ScenarioError: neither a built-in name nor an existing file; the one
+            line lists the built-in names.
+    """
+    text = str(name_or_path)
+    if text in builtin_names():
+        return BUILTIN_DIR / f"{text}.toml"
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    raise _unknown(text)
+
+
+def _unknown(text: str) -> ScenarioError:
+    return ScenarioError(
+        f"{text}: no such scenario file or built-in walkthrough (built-ins: {', '.join(builtin_names())})"
+    )
