@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise UsageError(f"--impl {args.impl}: the factory raised {type(exc).__name__}: {exc}") from None
     replayed = replay(scenario, scheduler)
-    print(f"replay {args.scenario} against {args.impl}: {scenario.title} ({_count(len(replayed), 'step')})")
+    title = " ".join(scenario.title.split())
+    print(f"replay {args.scenario} against {args.impl}: {title} ({_count(len(replayed), 'step')})")
     for line in format_lines(replayed):
         print(line)
     print(summary(replayed))

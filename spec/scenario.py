@@ -216,7 +216,7 @@ def _from_data(data: dict, source: str) -> Scenario:
         raise fail("field 'meta': ", f"expected a table, got {_show(meta)}")
     for key, value in meta.items():
         if not isinstance(value, str | int):  # bool is an int
-            raise fail(f"field {_name('meta.' + key)}: ", f"expected a string, an int or a bool, got {_show(value)}")
+            raise fail(f"field {_name(f'meta.{key}')}: ", f"expected a string, an int or a bool, got {_show(value)}")
     if "steps" not in data:
         raise fail("field 'steps': ", "missing")
     raw_steps = data["steps"]

@@ -347,6 +347,7 @@ def test_json_cannot_write_a_date() -> None:
         (Scenario("t", (Step("advance", {"now": "x"}),)), "step 1: field 'now': expected an int"),
         (Scenario("t", (Step("advance", {"now": 1, "note": "x"}),)), "step 1: field 'note': not an argument"),
         (Scenario("t", (), meta={"ratio": 0.5}), "field 'meta.ratio'"),
+        (Scenario("t", (), meta={1: 2}), "field 'meta': TOML keys are strings, got 1"),
     ],
 )
 def test_a_scenario_that_would_not_load_back_is_never_written(tmp_path, scenario: Scenario, problem: str) -> None:
