@@ -1,0 +1,29 @@
+"""Deliberately broken schedulers, one per pitfall the seeds name; the spec must reject each.
+
+Each module holds a zero-argument factory class ``Scheduler`` that is a correct
+implementation (``impl.simple.SimpleScheduler`` or, for the heap pitfall,
+``impl.indexed.IndexedScheduler``) with one method overridden to carry the
+bug, and a docstring naming the pitfall and the seed text it comes from.
+``tests/spec/test_mutants.py`` checks that ``fencepost check`` rejects every
+one with a short counterexample; ``fencepost check spec.mutants.NAME:Scheduler``
+shows it.
+"""
+
+#: One line per mutant: the pitfall it carries.
+DESCRIPTIONS: dict[str, str] = {
+    "worker_identity": "a lease call is accepted when its token's lease went to the same worker, not only for the current token",
+    "token_reuse": "a reassigned task keeps the token of its first lease instead of getting a fresh one",
+    "closed_interval": "a lease is alive at exactly expires_at: [start, expires] instead of [start, expires)",
+    "dispatch_consumes_token": "a dispatch that returns None still consumes a token",
+    "string_ids": "ties are broken by ids compared as text, so task_10 is dispatched before task_2",
+    "boolean_assigned": "assignment is one boolean, so a completed task becomes pending and is dispatched again",
+    "no_release_on_complete": "a completion does not free the worker's slot",
+    "expire_before_validation": "dispatch expires leases before checking its worker and duration, so an invalid call still expires them",
+    "cancelled_dispatched": "dispatch does not exclude cancelled tasks, so a cancelled task starts",
+    "stale_heap_revives": "cancel leaves the heap entry live, so the indexed scheduler dispatches a cancelled task from it",
+    "retry_at_failure_time": "fail makes the task due again at the failure time instead of after its backoff",
+    "attempt_off_by_one": "max_attempts=N allows N + 1 dispatches",
+}
+
+#: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.
+MUTANTS: dict[str, str] = {name: f"spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}
