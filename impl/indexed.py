@@ -1,1 +1,594 @@
-from impl.simple import SimpleScheduler as IndexedScheduler  # placeholder until impl/indexed.py lands
+"""``IndexedScheduler``: the same contract as ``SimpleScheduler``, in O(log n) per call.
+
+It refines ``impl.simple.SimpleScheduler``: for every sequence of calls it
+returns the same leases, outcomes (reasons included) and task views, and
+raises ``ValueError`` for exactly the same invalid calls, changing nothing
+then. What changes is the representation. Where ``SimpleScheduler`` scans
+every task, this one keeps
+
+* a registry: ``_Task`` records in a list indexed by ``id - 1``;
+* per-worker running counts, so capacity is one dictionary lookup;
+* a **ready heap** of ``(-priority, due_at, id)`` for waiting tasks (pending
+  or retry_wait) whose ``due_at <= now``: its head is the dispatch choice;
+* a **due heap** of ``(due_at, id)`` for waiting tasks not yet due; entries
+  move to the ready heap as time reaches them;
+* an **expiration heap** of ``(expires_at, token, id)`` for running leases.
+
+Deletion is lazy. A task remembers the one heap entry that currently speaks
+for it (``_Task.entry``, compared by identity, like asyncio's timer handles
+or Trio's deadline check); any other entry naming it is stale and is dropped
+when it reaches a heap's head. Stale entries come from ``cancel`` of a
+waiting task, ``complete``/``fail`` of a running one (its expiration entry)
+and ``renew`` (its old expiration entry). Each heap counts its stale entries
+and is rebuilt once they are more than ``_COMPACT_MIN`` and more than half
+of it, so a heap never holds more than ``max(2 * live, live + _COMPACT_MIN)``
+entries. ``check_invariants()`` recounts all of this in O(n).
+
+Complexity, n the entries in the heap concerned: ``submit``, ``dispatch``,
+``complete``, ``fail``, ``cancel`` and ``renew`` O(log n) amortized, plus
+O(k log n) for the k leases that expire or tasks that fall due at that call;
+``advance`` the same; ``add_worker`` and ``task`` O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heapify, heappop, heappush
+
+from impl import _validate as v
+from spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
+
+# A heap is never rebuilt while it holds at most this many stale entries:
+# dropping them as they surface is cheaper than a rebuild.
+_COMPACT_MIN = 64
+# Past _COMPACT_MIN, a heap is rebuilt when stale * _COMPACT_RATIO > len(heap),
+# i.e. when more than half of it is stale.
+_COMPACT_RATIO = 2
+
+_PENDING = Status.PENDING
+_RUNNING = Status.RUNNING
+_RETRY_WAIT = Status.RETRY_WAIT
+_SUCCEEDED = Status.SUCCEEDED
+_FAILED = Status.FAILED
+_CANCELLED = Status.CANCELLED
+
+_NOT_RUNNING = Outcome(False, Reason.NOT_RUNNING)
+_STALE_TOKEN = Outcome(False, Reason.STALE_TOKEN)
+_LEASE_EXPIRED = Outcome(False, Reason.LEASE_EXPIRED)
+_ALREADY_FINAL = Outcome(False, Reason.ALREADY_FINAL)
+_CANCEL_REQUESTED = Outcome(False, Reason.CANCEL_REQUESTED)
+
+
+def _lease_builder() -> Callable[[int, str, int, int, int], Lease]:
+    """A faster way to make a ``Lease``, when ``Lease`` allows it; else ``Lease`` itself.
+
+    A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``, which costs a tenth of a dispatch. Setting the
+    slots through their descriptors does the same work in about half the
+    time. It is used only if it builds a Lease equal to the real constructor's.
+    """
+    names = ("task_id", "worker", "token", "started_at", "expires_at")
+    if getattr(Lease, "__slots__", None) != names:
+        return Lease
+    new = object.__new__
+    set_task_id, set_worker, set_token, set_started_at, set_expires_at = (
+        Lease.__dict__[name].__set__ for name in names)
+
+    def build(task_id: int, worker: str, token: int, started_at: int, expires_at: int) -> Lease:
+        lease = new(Lease)
+        set_task_id(lease, task_id)
+        set_worker(lease, worker)
+        set_token(lease, token)
+        set_started_at(lease, started_at)
+        set_expires_at(lease, expires_at)
+        return lease
+
+    probe = (1, "w", 2, 3, 4)
+    return build if build(*probe) == Lease(*probe) else Lease
+
+
+_new_lease = _lease_builder()
+
+
+class _Task:
+    """One task's record; its id is its registry index plus one."""
+
+    __slots__ = (
+        "priority", "due_at", "max_attempts", "retry_delay", "status", "attempts",
+        "worker", "token", "expires_at", "cancel_requested", "expired_token", "entry",
+    )
+
+    def __init__(self, priority: int, due_at: int, max_attempts: int | None, retry_delay: int,
+                 entry: tuple[int, ...]) -> None:
+        self.priority = priority
+        self.due_at = due_at  # waiting: in the ready heap iff due_at <= now, else in the due heap
+        self.max_attempts = max_attempts  # None: unlimited
+        self.retry_delay = retry_delay
+        self.status = _PENDING
+        self.attempts = 0  # dispatches so far
+        self.worker = None  # worker, token, expires_at: set exactly while running
+        self.token = None
+        self.expires_at = None
+        self.cancel_requested = False  # only ever True while running
+        self.expired_token = None  # the token whose lease expired last, for lease_expired
+        # The live heap entry for this task (ready or due while waiting,
+        # expiration while running), None once final. Any other entry is stale.
+        self.entry = entry
+
+
+class IndexedScheduler:
+    """An in-memory lease scheduler with a ready heap, a due heap and an expiration heap.
+
+    The public behaviour is ``SimpleScheduler``'s exactly (see ``spec.protocol``
+    for the contract); the module docstring describes the representation.
+    Every method raises ``ValueError`` for an invalid argument, naming the
+    argument, the value and the rule, and then changes nothing: arguments are
+    checked before any lease expires.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0  # logical time; never decreases
+        self._tasks: list[_Task] = []  # the registry, index id - 1
+        self._capacity: dict[str, int] = {}  # worker -> slots
+        self._load: dict[str, int] = {}  # worker -> running tasks; equals a recount
+        self._last_token = 0  # tokens issued so far
+        # Each heap holds the live entry of every task in its state, once,
+        # plus exactly ``*_stale`` entries that no task's ``entry`` is.
+        self._ready: list[tuple[int, int, int]] = []  # (-priority, due_at, id), due_at <= now
+        self._ready_stale = 0
+        self._due: list[tuple[int, int]] = []  # (due_at, id), due_at > now
+        self._due_stale = 0
+        self._expiry: list[tuple[int, int, int]] = []  # (expires_at, token, id), expires_at > now
+        self._expiry_stale = 0
+
+    @property
+    def now(self) -> int:
+        """The current logical time (0 at the start)."""
+        return self._now
+
+    # -------------------------------------------------------------- untimed
+
+    def add_worker(self, worker: str, capacity: int) -> None:
+        """Register ``worker`` with room for ``capacity`` simultaneous leases. Untimed.
+
+        Args:
+            worker: a non-empty name, not already added.
+            capacity: an int >= 1.
+
+        Raises:
+            ValueError: an empty or non-str name, a bad capacity, or a duplicate name.
+        """
+        if not isinstance(worker, str) or not worker:
+            raise ValueError(f"worker must be a non-empty str: {worker!r}")
+        v.check_min("capacity", capacity, 1)
+        if worker in self._capacity:
+            raise ValueError(f"worker {worker!r} already exists")
+        self._capacity[worker] = capacity
+        self._load[worker] = 0
+
+    def submit(self, priority: int = 0, due_at: int | None = None,
+               max_attempts: int | None = None, retry_delay: int = 1) -> int:
+        """Add a pending task and return its id (1, 2, 3... in submit order). Untimed.
+
+        Args:
+            priority: any int; higher is dispatched first.
+            due_at: an int >= 0, or None for the current time; an earlier time
+                is eligible at once.
+            max_attempts: an int >= 1, or None for unlimited dispatches.
+            retry_delay: an int >= 1, the base of the backoff after ``fail``.
+
+        Raises:
+            ValueError: any argument of the wrong type or out of range.
+
+        Complexity: O(log n), n the entries of the heap it joins.
+        """
+        if (type(priority) is not int or type(retry_delay) is not int or retry_delay < 1
+                or (due_at is not None and (type(due_at) is not int or due_at < 0))
+                or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
+            _check_submit(priority, due_at, max_attempts, retry_delay)
+        tasks = self._tasks
+        task_id = len(tasks) + 1
+        now = self._now
+        if due_at is None:
+            due_at = now
+        if due_at <= now:
+            entry = (-priority, due_at, task_id)
+            heappush(self._ready, entry)
+        else:
+            entry = (due_at, task_id)
+            heappush(self._due, entry)
+        tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))
+        return task_id
+
+    def task(self, task_id: int) -> TaskView:
+        """A detached view of one task.
+
+        Raises:
+            ValueError: ``task_id`` is not an id issued so far.
+        """
+        t = self._get(task_id)
+        return TaskView(task_id, t.status, t.priority, t.due_at, t.attempts,
+                        t.worker, t.token, t.expires_at, t.cancel_requested)
+
+    # -------------------------------------------------------------- timed
+
+    def advance(self, now: int) -> None:
+        """Move time to ``now``, expiring every lease with ``expires_at <= now``.
+
+        Raises:
+            ValueError: ``now`` is not an int, is negative or is earlier than ``self.now``.
+        """
+        v.check_time(self._now, now)
+        self._advance_to(now)
+
+    def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
+        """Lease the best eligible task to ``worker`` for ``[now, now + duration)``.
+
+        Best: highest priority, then earliest ``due_at``, then lowest id, among
+        pending and retry_wait tasks with ``due_at <= now``. Due leases expire
+        first, whatever the answer.
+
+        Args:
+            worker: a name given to ``add_worker``.
+            now: the logical time, an int >= ``self.now``.
+            duration: the lease length, an int >= 1.
+
+        Returns:
+            The new lease with a fresh token, or None (no token issued, nothing
+            assigned) when the worker is full or nothing is eligible.
+
+        Raises:
+            ValueError: a non-str or unknown worker, a bad time or a bad duration.
+
+        Complexity: O(log n) amortized, plus O(log n) for each stale ready entry dropped.
+        """
+        capacity = self._capacity.get(worker) if type(worker) is str else None
+        if capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1:
+            capacity = self._check_dispatch(worker, now, duration)
+        expiry = self._expiry
+        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
+            self._advance_to(now)
+        else:
+            self._now = now
+        load = self._load
+        if load[worker] >= capacity:
+            return None
+        ready = self._ready
+        tasks = self._tasks
+        while ready:
+            entry = heappop(ready)
+            t = tasks[entry[2] - 1]
+            if t.entry is entry:
+                break
+            self._ready_stale -= 1
+        else:
+            return None
+        if self._ready_stale > _COMPACT_MIN:
+            self._compact_ready()
+        token = self._last_token + 1
+        self._last_token = token
+        expires_at = now + duration
+        t.status = _RUNNING
+        t.attempts += 1
+        t.worker = worker
+        t.token = token
+        t.expires_at = expires_at
+        t.expired_token = None
+        task_id = entry[2]
+        t.entry = entry = (expires_at, token, task_id)
+        heappush(expiry, entry)
+        load[worker] += 1
+        return _new_lease(task_id, worker, token, now, expires_at)
+
+    def complete(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept completion from the current lease only: the task succeeds, its slot frees.
+
+        Accepted even when a cancellation was requested: the work did finish.
+
+        Args:
+            task_id: an id issued so far.
+            token: any int; only the current lease's token is accepted.
+            now: the logical time, an int >= ``self.now``.
+
+        Returns:
+            ``Outcome(True)``, or a rejection (``stale_token``, ``lease_expired``,
+            ``already_final``, ``not_running``) that changes nothing but time.
+
+        Raises:
+            ValueError: an unknown task id, a non-int token or a bad time.
+
+        Complexity: O(log n) amortized.
+        """
+        tasks = self._tasks
+        if (type(task_id) is not int or not 0 < task_id <= len(tasks) or type(token) is not int
+                or type(now) is not int or now < self._now):
+            self._check_lease_call(task_id, token, now)
+        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
+            self._advance_to(now)
+        else:
+            self._now = now
+        t = tasks[task_id - 1]
+        if t.token != token:  # only a running task has a token
+            return _rejection(t, token)
+        self._end_lease(t, _SUCCEEDED)
+        return ACCEPTED
+
+    def fail(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept an explicit failure from the current lease.
+
+        The task ends ``cancelled`` if a cancellation was requested, ``failed``
+        if its attempt budget is spent, and otherwise waits in ``retry_wait``
+        until ``now + retry_delay * 2 ** (attempts - 1)``.
+
+        Args and Raises: as for ``complete``.
+
+        Complexity: O(log n) amortized.
+        """
+        t = self._lease_call(task_id, token, now)
+        if t.token != token:
+            return _rejection(t, token)
+        if t.cancel_requested:
+            self._end_lease(t, _CANCELLED)
+        elif t.max_attempts is not None and t.attempts >= t.max_attempts:
+            self._end_lease(t, _FAILED)
+        else:
+            self._end_lease(t, _RETRY_WAIT)
+            t.due_at = due_at = now + t.retry_delay * 2 ** (t.attempts - 1)
+            t.entry = entry = (due_at, task_id)  # due_at > now: not yet due
+            heappush(self._due, entry)
+        return ACCEPTED
+
+    def cancel(self, task_id: int, now: int) -> Outcome:
+        """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one.
+
+        Cancelling running work is cooperative: the task keeps its lease until
+        ``complete``, ``fail`` or expiry ends it (see those).
+
+        Args:
+            task_id: an id issued so far.
+            now: the logical time, an int >= ``self.now``.
+
+        Raises:
+            ValueError: an unknown task id or a bad time.
+
+        Complexity: O(1) amortized (the waiting task's entry turns stale).
+        """
+        t = self._get(task_id)
+        v.check_time(self._now, now)
+        self._advance_to(now)
+        status = t.status
+        if status is _RUNNING:
+            t.cancel_requested = True
+            return ACCEPTED
+        if status is not _PENDING and status is not _RETRY_WAIT:
+            return _ALREADY_FINAL
+        t.status = _CANCELLED
+        t.entry = None
+        if t.due_at <= now:
+            self._ready_stale += 1
+            self._compact_ready()
+        else:
+            self._due_stale += 1
+            self._compact_due()
+        return ACCEPTED
+
+    def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
+        """Move the current lease's end to ``now + duration``, keeping its token.
+
+        Args:
+            task_id: an id issued so far.
+            token: any int; only the current lease's token is accepted.
+            now: the logical time, an int >= ``self.now``.
+            duration: an int >= 1.
+
+        Returns:
+            ``Outcome(True)``, a rejection as for ``complete``, or
+            ``cancel_requested`` once a cancellation was requested.
+
+        Raises:
+            ValueError: a bad duration, an unknown task id, a non-int token or a bad time.
+
+        Complexity: O(log n) amortized (the old expiration entry turns stale).
+        """
+        v.check_min("duration", duration, 1)
+        t = self._lease_call(task_id, token, now)
+        if t.token != token:
+            return _rejection(t, token)
+        if t.cancel_requested:
+            return _CANCEL_REQUESTED
+        expires_at = now + duration
+        if expires_at != t.expires_at:
+            t.expires_at = expires_at
+            t.entry = entry = (expires_at, token, task_id)
+            heappush(self._expiry, entry)
+            self._expiry_stale += 1
+            self._compact_expiry()
+        return ACCEPTED
+
+    # -------------------------------------------------------------- invariants
+
+    def check_invariants(self) -> None:
+        """Recount everything the heaps and counters claim; O(n) in tasks and entries.
+
+        Raises:
+            AssertionError: naming the first broken invariant.
+        """
+        now, tasks = self._now, self._tasks
+        heaps = {
+            "ready": (self._ready, self._ready_stale),
+            "due": (self._due, self._due_stale),
+            "expiration": (self._expiry, self._expiry_stale),
+        }
+        where: dict[int, str] = {}  # id(entry) -> heap name, for every entry in any heap
+        for name, (heap, stale) in heaps.items():
+            for i in range(1, len(heap)):
+                _require(heap[(i - 1) // 2] <= heap[i], f"{name} heap property broken at index {i}: {heap[(i - 1) // 2]} > {heap[i]}")
+            live = 0
+            for entry in heap:
+                _require(id(entry) not in where, f"entry {entry} is in the {name} heap twice or in two heaps")
+                where[id(entry)] = name
+                task_id = entry[-1]
+                _require(type(task_id) is int and 1 <= task_id <= len(tasks), f"{name} entry {entry} names no task")
+                live += tasks[task_id - 1].entry is entry
+            _require(stale == len(heap) - live,
+                     f"{name} heap says {stale} stale entries, a recount finds {len(heap) - live} of {len(heap)}")
+            _require(stale <= _COMPACT_MIN or stale * _COMPACT_RATIO <= len(heap),
+                     f"{name} heap holds {stale} stale entries of {len(heap)}: past the compaction threshold")
+        load = dict.fromkeys(self._capacity, 0)
+        for task_id, t in enumerate(tasks, 1):
+            status, entry = t.status, t.entry
+            _require((t.worker is None) == (t.token is None) == (t.expires_at is None) == (status is not _RUNNING),
+                     f"task {task_id} is {status} with worker={t.worker!r} token={t.token} expires_at={t.expires_at}")
+            _require(not t.cancel_requested or status is _RUNNING, f"task {task_id} is {status} with cancel_requested")
+            _require(t.max_attempts is None or t.attempts <= t.max_attempts,
+                     f"task {task_id} has {t.attempts} attempts, above max_attempts={t.max_attempts}")
+            if status is _PENDING or status is _RETRY_WAIT:
+                _require(t.max_attempts is None or t.attempts < t.max_attempts,
+                         f"task {task_id} is {status} with its attempt budget spent")
+                if t.due_at <= now:
+                    expected, key = "ready", (-t.priority, t.due_at, task_id)
+                else:
+                    expected, key = "due", (t.due_at, task_id)
+            elif status is _RUNNING:
+                _require(t.worker in load, f"task {task_id} runs on unknown worker {t.worker!r}")
+                load[t.worker] += 1
+                _require(now < t.expires_at, f"task {task_id}'s lease is alive at now={now} >= expires_at={t.expires_at}")
+                _require(t.token <= self._last_token, f"task {task_id} holds token {t.token}, never issued")
+                expected, key = "expiration", (t.expires_at, t.token, task_id)
+            else:
+                _require(entry is None, f"task {task_id} is final ({status}) but has a live entry {entry}")
+                continue
+            _require(where.get(id(entry)) == expected,
+                     f"task {task_id} ({status}) has its live entry {entry} in the {where.get(id(entry))} heap, "
+                     f"not the {expected} heap")
+            _require(entry == key, f"task {task_id}'s live entry is {entry}, its record says {key}")
+        _require(load == self._load, f"per-worker running counts are {self._load}, a recount finds {load}")
+        for worker, running in load.items():
+            _require(running <= self._capacity[worker],
+                     f"worker {worker!r} runs {running} tasks, above its capacity {self._capacity[worker]}")
+        tokens = [t.token for t in tasks if t.status is _RUNNING]
+        _require(len(tokens) == len(set(tokens)), f"two running tasks share a token: {sorted(tokens)}")
+
+    # -------------------------------------------------------------- internals
+
+    def _get(self, task_id: object) -> _Task:
+        return self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+
+    def _check_dispatch(self, worker: object, now: object, duration: object) -> int:
+        """Check ``dispatch``'s arguments in the contract's order; return the capacity."""
+        v.check_worker_name(worker)
+        if worker not in self._capacity:
+            raise v.unknown_worker(worker)
+        v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
+        return self._capacity[worker]
+
+    def _check_lease_call(self, task_id: object, token: object, now: object) -> None:
+        """Check a token-carrying call's arguments in the contract's order."""
+        v.check_task_id(task_id, len(self._tasks))
+        v.check_int("token", token)
+        v.check_time(self._now, now)
+
+    def _lease_call(self, task_id: int, token: int, now: int) -> _Task:
+        """Check a token-carrying call's arguments, then move time (rule 3); return the task."""
+        self._check_lease_call(task_id, token, now)
+        self._advance_to(now)
+        return self._tasks[task_id - 1]
+
+    def _advance_to(self, now: int) -> None:
+        """Rule 3, then due times: expire leases with ``expires_at <= now``, move due tasks to ready."""
+        tasks, expiry, due, ready = self._tasks, self._expiry, self._due, self._ready
+        while expiry and expiry[0][0] <= now:
+            entry = heappop(expiry)
+            t = tasks[entry[2] - 1]
+            if t.entry is not entry:
+                self._expiry_stale -= 1
+                continue
+            token = t.token
+            if t.cancel_requested:
+                self._end_lease(t, _CANCELLED, popped=True)
+            elif t.max_attempts is not None and t.attempts >= t.max_attempts:
+                self._end_lease(t, _FAILED, popped=True)
+            else:
+                self._end_lease(t, _PENDING, popped=True)
+                t.entry = back = (-t.priority, t.due_at, entry[2])  # due_at <= start < now: ready
+                heappush(ready, back)
+            t.expired_token = token
+        while due and due[0][0] <= now:
+            entry = heappop(due)
+            t = tasks[entry[1] - 1]
+            if t.entry is not entry:
+                self._due_stale -= 1
+                continue
+            t.entry = ready_entry = (-t.priority, entry[0], entry[1])
+            heappush(ready, ready_entry)
+        self._now = now
+        self._compact_expiry()
+        self._compact_due()
+
+    def _end_lease(self, t: _Task, status: Status, popped: bool = False) -> None:
+        """Clear ``t``'s assignment, free its slot and move it to ``status``.
+
+        ``popped`` says its expiration entry has already left the heap; otherwise
+        it is dropped now if it is the head, else it turns stale.
+        """
+        self._load[t.worker] -= 1
+        entry = t.entry
+        t.status = status
+        t.worker = t.token = t.expires_at = t.entry = None  # first: a rebuild below must see entry as stale
+        t.cancel_requested = False
+        if not popped:
+            expiry = self._expiry
+            if expiry[0] is entry:
+                heappop(expiry)
+            else:
+                self._expiry_stale += 1
+            if self._expiry_stale > _COMPACT_MIN:
+                self._compact_expiry()
+
+    def _compact_ready(self) -> None:
+        if self._ready_stale > _COMPACT_MIN and self._ready_stale * _COMPACT_RATIO > len(self._ready):
+            _rebuild(self._ready, self._tasks)
+            self._ready_stale = 0
+
+    def _compact_due(self) -> None:
+        if self._due_stale > _COMPACT_MIN and self._due_stale * _COMPACT_RATIO > len(self._due):
+            _rebuild(self._due, self._tasks)
+            self._due_stale = 0
+
+    def _compact_expiry(self) -> None:
+        if self._expiry_stale > _COMPACT_MIN and self._expiry_stale * _COMPACT_RATIO > len(self._expiry):
+            _rebuild(self._expiry, self._tasks)
+            self._expiry_stale = 0
+
+
+def _rebuild(heap: list, tasks: list[_Task]) -> None:
+    """Drop every stale entry of ``heap`` in place (callers hold references to it)."""
+    heap[:] = [entry for entry in heap if tasks[entry[-1] - 1].entry is entry]
+    heapify(heap)
+
+
+def _rejection(t: _Task, token: int) -> Outcome:
+    """Why ``token`` may not act on ``t``, which is not running under it."""
+    if t.status is _RUNNING:
+        return _STALE_TOKEN
+    if t.expired_token is not None and t.expired_token == token:
+        return _LEASE_EXPIRED
+    if t.status is _PENDING or t.status is _RETRY_WAIT:
+        return _NOT_RUNNING
+    return _ALREADY_FINAL
+
+
+def _check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
+    """Check ``submit``'s arguments in the contract's order; raise on the first bad one."""
+    v.check_int("priority", priority)
+    if due_at is not None:
+        v.check_min("due_at", due_at, 0)
+    if max_attempts is not None:
+        v.check_min("max_attempts", max_attempts, 1)
+    v.check_min("retry_delay", retry_delay, 1)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)

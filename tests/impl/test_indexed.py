@@ -1,0 +1,355 @@
+"""IndexedScheduler's heaps: what the protocol-level conformance check cannot see.
+
+The conformance machine compares only public results. These tests look
+inside: stale entries stay bounded under many cancels, renews and
+out-of-order completions, compaction happens, ``check_invariants`` catches a
+corrupted index, and over random call sequences the indexed scheduler agrees
+with ``SimpleScheduler`` call for call -- results, reasons, error messages and
+every task view -- with ``check_invariants()`` passing after every call.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import impl.indexed as indexed
+from impl.indexed import IndexedScheduler
+from impl.simple import SimpleScheduler
+from spec.protocol import Lease, Status
+
+
+def running_pair(duration: int = 10) -> tuple[IndexedScheduler, Lease]:
+    s = IndexedScheduler()
+    s.add_worker("w", 1)
+    s.submit()
+    lease = s.dispatch("w", 0, duration)
+    assert lease is not None
+    return s, lease
+
+
+def count_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the size of every heap rebuild."""
+    sizes: list[int] = []
+    real = indexed._rebuild
+
+    def spy(heap: list, tasks: list) -> None:
+        sizes.append(len(heap))
+        real(heap, tasks)
+
+    monkeypatch.setattr(indexed, "_rebuild", spy)
+    return sizes
+
+
+# ---------------------------------------------------------------- stale entries stay bounded
+
+
+def test_cancelling_waiting_tasks_compacts_the_ready_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    rebuilds = count_rebuilds(monkeypatch)
+    s = IndexedScheduler()
+    ids = [s.submit(priority=i % 5) for i in range(300)]
+    for task_id in ids:
+        assert s.cancel(task_id, 0).accepted
+        s.check_invariants()
+        live = 300 - task_id
+        assert len(s._ready) <= max(2 * live, live + indexed._COMPACT_MIN)
+    assert rebuilds, "300 cancels never rebuilt the ready heap"
+    assert len(s._ready) <= indexed._COMPACT_MIN
+    assert s._ready_stale == len(s._ready)
+
+
+def test_cancelling_future_tasks_compacts_the_due_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    rebuilds = count_rebuilds(monkeypatch)
+    s = IndexedScheduler()
+    ids = [s.submit(due_at=100 + i % 7) for i in range(200)]
+    assert len(s._due) == 200 and not s._ready
+    for task_id in ids[::-1]:
+        s.cancel(task_id, 0)
+        s.check_invariants()
+    assert rebuilds
+    assert len(s._due) <= indexed._COMPACT_MIN
+
+
+def test_renewing_one_lease_many_times_keeps_the_expiration_heap_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    rebuilds = count_rebuilds(monkeypatch)
+    s, lease = running_pair(duration=5)
+    for step in range(1000):
+        outcome = s.renew(lease.task_id, lease.token, step // 200, 5 + step % 3)
+        assert outcome.accepted
+        s.check_invariants()
+        assert len(s._expiry) <= indexed._COMPACT_MIN + 1
+    assert rebuilds
+    assert s.task(lease.task_id).expires_at == 4 + 5 + 999 % 3
+
+
+def test_renewing_to_the_same_expiry_adds_no_entry() -> None:
+    s, lease = running_pair(duration=10)
+    assert s.renew(lease.task_id, lease.token, 5, 5).accepted  # 5 + 5 == 10: unchanged
+    assert len(s._expiry) == 1 and s._expiry_stale == 0
+    s.check_invariants()
+
+
+def test_renewing_back_to_an_earlier_expiry_expires_once() -> None:
+    """10 -> 15 -> 10: two entries (10, token) exist, only the newest is live."""
+    s, lease = running_pair(duration=10)
+    assert s.renew(lease.task_id, lease.token, 5, 10).accepted
+    assert s.renew(lease.task_id, lease.token, 6, 4).accepted
+    s.check_invariants()
+    s.advance(10)
+    s.check_invariants()
+    view = s.task(lease.task_id)
+    assert view.status is Status.PENDING and view.token is None
+    assert s.complete(lease.task_id, lease.token, 10).reason == "lease_expired"
+
+
+def test_completing_out_of_order_compacts_the_expiration_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    rebuilds = count_rebuilds(monkeypatch)
+    s = IndexedScheduler()
+    s.add_worker("w", 300)
+    for _ in range(300):
+        s.submit()
+    leases = [s.dispatch("w", 0, 10 + i) for i in range(300)]
+    for lease in leases[::-1]:  # the latest expiry first: never the heap's head
+        assert s.complete(lease.task_id, lease.token, 1).accepted
+        s.check_invariants()
+    assert rebuilds
+    assert len(s._expiry) <= indexed._COMPACT_MIN
+
+
+def test_completing_the_earliest_lease_pops_it_at_once() -> None:
+    s, lease = running_pair()
+    assert s.complete(lease.task_id, lease.token, 1).accepted
+    assert s._expiry == [] and s._expiry_stale == 0
+
+
+def test_stale_entries_surface_and_are_dropped_without_reviving_a_task() -> None:
+    s = IndexedScheduler()
+    s.add_worker("w", 1)
+    cancelled = s.submit(priority=9)
+    kept = s.submit(priority=1)
+    assert s.cancel(cancelled, 0).accepted
+    assert s._ready_stale == 1
+    lease = s.dispatch("w", 0, 5)
+    assert lease is not None and lease.task_id == kept
+    assert s._ready == [] and s._ready_stale == 0
+    assert s.task(cancelled).status is Status.CANCELLED
+    s.check_invariants()
+
+
+def test_a_task_falls_due_into_the_ready_heap_when_time_reaches_it() -> None:
+    s = IndexedScheduler()
+    task_id = s.submit(due_at=7)
+    assert s._due == [(7, task_id)] and s._ready == []
+    s.advance(6)
+    assert s._ready == []
+    s.advance(7)
+    assert s._due == [] and s._ready == [(0, 7, task_id)]
+    s.check_invariants()
+
+
+def test_a_failed_task_waits_in_the_due_heap_then_becomes_ready() -> None:
+    s, lease = running_pair()
+    assert s.fail(lease.task_id, lease.token, 3).accepted  # retry at 3 + 1 * 2**0 = 4
+    assert s._due == [(4, lease.task_id)]
+    assert s.dispatch("w", 3, 5) is None
+    again = s.dispatch("w", 4, 5)
+    assert again is not None and again.task_id == lease.task_id and again.token == lease.token + 1
+    s.check_invariants()
+
+
+def test_an_expired_lease_goes_back_to_the_ready_heap() -> None:
+    s, lease = running_pair(duration=5)
+    s.advance(5)
+    assert s._expiry == [] and s._ready == [(0, 0, lease.task_id)]
+    assert s._load == {"w": 0}
+    s.check_invariants()
+
+
+# ---------------------------------------------------------------- check_invariants catches corruption
+
+
+def corrupted(what: str) -> IndexedScheduler:
+    s = IndexedScheduler()
+    s.add_worker("w", 2)
+    for priority in range(6):
+        s.submit(priority=priority)
+    s.submit(due_at=50)
+    lease = s.dispatch("w", 0, 10)
+    s.cancel(1, 0)
+    s.check_invariants()
+    if what == "stale count":
+        s._ready_stale += 1
+    elif what == "heap order":
+        s._ready[0], s._ready[-1] = s._ready[-1], s._ready[0]
+    elif what == "missing entry":
+        s._ready.remove(s._tasks[2].entry)
+        indexed.heapify(s._ready)
+    elif what == "wrong heap":
+        entry = s._due.pop()
+        s._ready.append(entry)
+        indexed.heapify(s._ready)
+    elif what == "load":
+        s._load["w"] = 0
+    elif what == "expired lease alive":
+        s._now = lease.expires_at
+    elif what == "key mismatch":
+        s._tasks[2].priority = 100
+    return s
+
+
+@pytest.mark.parametrize(
+    ("what", "message"),
+    [
+        ("stale count", "ready heap says 2 stale entries, a recount finds 1"),
+        ("heap order", "ready heap property broken"),
+        ("missing entry", "task 3 .* has its live entry .* in the None heap"),
+        ("wrong heap", "in the ready heap, not the due heap"),
+        ("load", "per-worker running counts"),
+        ("expired lease alive", "lease is alive at now=10 >= expires_at=10"),
+        ("key mismatch", "task 3's live entry is"),
+    ],
+)
+def test_check_invariants_catches_a_corrupted_index(what: str, message: str) -> None:
+    s = corrupted(what)
+    with pytest.raises(AssertionError, match=message):
+        s.check_invariants()
+
+
+def test_the_fast_lease_builder_makes_real_leases() -> None:
+    lease = indexed._new_lease(3, "w", 7, 1, 9)
+    assert type(lease) is Lease
+    assert lease == Lease(3, "w", 7, 1, 9)
+    with pytest.raises(AttributeError):
+        lease.token = 8  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- agreement with SimpleScheduler
+
+OPS = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance", "task")
+
+# Abstract calls: an op and four small choices, resolved against the current state.
+calls = st.lists(
+    st.tuples(st.sampled_from(OPS), st.integers(0, 7), st.integers(0, 7), st.integers(0, 7), st.integers(0, 5)),
+    max_size=80,
+)
+
+
+def resolve(s: SimpleScheduler, issued: int, tokens: list[int], op: str, a: int, b: int, c: int, d: int,
+            anywhere: int | None = None) -> dict:
+    """Concrete arguments for ``op``: mostly valid, landing on boundaries, sometimes invalid.
+
+    ``anywhere``, when given, picks the task among all issued ids rather than the newest.
+    """
+    now = s.now
+    views = [s.task(task_id) for task_id in range(1, issued + 1)]
+    running = [view for view in views if view.status is Status.RUNNING]
+
+    def when(pick: int) -> object:
+        if pick == 0 and running:
+            return running[a % len(running)].expires_at  # exactly at expiry
+        if pick == 1 and running:
+            return max(now, running[a % len(running)].expires_at - 1)
+        if pick == 2:
+            return now - 1 if now else -1  # invalid: backwards or negative
+        if pick == 3 and a == 7:
+            return True  # invalid: bool
+        return now + (pick - 3 if pick > 3 else 0)
+
+    def task_id() -> int:
+        if b == 7:
+            return issued + 1  # unknown
+        if b == 6 and running:
+            return running[a % len(running)].id
+        if anywhere is not None and issued:
+            return 1 + anywhere % issued
+        return issued - (a * 8 + c) % issued if issued else 1  # one of the 64 newest
+
+    def token(task: int) -> int:
+        if c == 7 or not tokens:
+            return (tokens[-1] if tokens else 0) + 1  # never issued
+        current = views[task - 1].token if 1 <= task <= issued else None
+        return current if current is not None and c < 4 else tokens[(a + c) % len(tokens)]
+
+    durations = (1, 1, 2, 3, 5, 0)
+    workers = ("w1", "w2", "w3", "w1", "ghost", 7, "", "w2")
+    if op == "add_worker":
+        return {"worker": workers[a], "capacity": (1, 2, 3, 0, True)[d % 5]}
+    if op == "submit":
+        return {
+            "priority": (0, 1, 2, -1, 0, 1, 2, 9)[a],
+            "due_at": (None, now, now + 1, now + 2, max(0, now - 1), -1, None, now + 5)[b],
+            "max_attempts": (None, 1, 2, 3, None, 0)[d],
+            "retry_delay": (1, 2, 1, 3, 0, 1, 1, 1)[c],
+        }
+    if op == "dispatch":
+        return {"worker": workers[b], "now": when(c), "duration": durations[d]}
+    if op in ("complete", "fail"):
+        task = task_id()
+        return {"task_id": task, "token": token(task), "now": when(d)}
+    if op == "cancel":
+        return {"task_id": task_id(), "now": when(d)}
+    if op == "renew":
+        task = task_id()
+        return {"task_id": task, "token": token(task), "now": when(c % 6), "duration": durations[d]}
+    if op == "advance":
+        return {"now": when(c % 6)}
+    return {"task_id": task_id() if b != 5 else 0}
+
+
+def outcome(scheduler: object, op: str, args: dict) -> tuple:
+    try:
+        return ("returned", getattr(scheduler, op)(**args))
+    except ValueError as exc:
+        return ("raised", str(exc))
+
+
+def agree(script: list[tuple]) -> None:
+    """Run ``script`` (``resolve``'s choices) on both schedulers; answers, views and clocks must match."""
+    simple, fast = SimpleScheduler(), IndexedScheduler()
+    issued, tokens = 0, []
+    for number, (op, *choices) in enumerate(script, 1):
+        args = resolve(simple, issued, tokens, op, *choices)
+        expected, got = outcome(simple, op, args), outcome(fast, op, args)
+        assert got == expected, f"step {number}: {op}({args}) gave {got}, SimpleScheduler gave {expected}"
+        if isinstance(expected[1], Lease):
+            tokens.append(expected[1].token)
+        elif op == "submit" and expected[0] == "returned":
+            issued = expected[1]
+        fast.check_invariants()
+        assert fast.now == simple.now
+        for task_id in range(1, issued + 1):
+            assert fast.task(task_id) == simple.task(task_id), f"step {number}: task {task_id} differs"
+
+
+@settings(max_examples=150, deadline=None)
+@given(calls)
+def test_agrees_with_simple_scheduler(script: list[tuple[str, int, int, int, int]]) -> None:
+    agree(script)
+
+
+@settings(max_examples=100, deadline=None)
+@given(calls)
+def test_agrees_with_simple_scheduler_when_every_stale_entry_compacts(script: list) -> None:
+    """With thresholds at their smallest, nearly every call rebuilds a heap."""
+    saved = indexed._COMPACT_MIN
+    indexed._COMPACT_MIN = 0
+    try:
+        agree(script)
+    finally:
+        indexed._COMPACT_MIN = saved
+
+
+def test_agrees_over_a_long_busy_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hundreds of tasks, most cancelled, so the default thresholds are crossed too."""
+    import random
+
+    rebuilds = count_rebuilds(monkeypatch)
+    rng = random.Random(7)
+    busy = ("submit",) * 2 + ("cancel",) * 6 + ("dispatch", "dispatch", "complete", "fail", "renew", "advance")
+    script: list[tuple] = [("add_worker", i, 0, 0, 2) for i in range(3)]
+    script += [("submit", rng.randrange(8), rng.choice((0, 2, 7)), 0, 0) for _ in range(150)]
+    script += [(rng.choice(busy), rng.randrange(8), rng.randrange(7), rng.randrange(8), rng.randrange(6),
+                rng.randrange(10**6)) for _ in range(600)]
+    agree(script)
+    assert rebuilds, "the busy run never crossed a compaction threshold"
