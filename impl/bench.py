@@ -1,0 +1,388 @@
+"""Measure both implementations against the bare heapq floor, and the spec's own speed.
+
+For each size N, a scheduler holds N pending tasks and one worker of capacity
+one; a *cycle* is one ``submit`` + ``dispatch`` + ``complete``, so N stays
+constant. The *floor* is what no heap-based scheduler can beat: one
+``heappush`` and one ``heappop`` on a plain list of N ``(-priority, due_at,
+id)`` tuples. Both get the same seeded priorities (uniform over
+``PRIORITY_LEVELS`` levels) and the clock stays at 0, so the floor's heap and
+the indexed scheduler's ready heap hold the same keys at every step. Each
+figure is the best of several repetitions (the median beside it), timed with
+``time.perf_counter_ns`` with the garbage collector off, as ``timeit`` does.
+Memory is what ``tracemalloc`` sees allocated while N tasks are submitted.
+
+``SimpleScheduler`` scans every task on each timed call, so it runs few
+cycles and none above ``--simple-max``; the output says so.
+
+The spec's speed is the conformance machine (``spec.machine``) driving the
+model and ``IndexedScheduler`` in lockstep, in steps per second, beside a
+trivial two-rule machine run the same way, so the figure says how much of the
+cost is Hypothesis itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
+
+from impl.indexed import IndexedScheduler
+from impl.simple import SimpleScheduler
+
+#: Priorities are drawn uniformly from range(PRIORITY_LEVELS).
+PRIORITY_LEVELS = 8
+#: Lease length for the benchmark's dispatches; the clock never reaches it.
+DURATION = 1_000_000
+#: Sizes for a full run and for ``--quick``.
+FULL_SIZES = (1_000, 100_000, 1_000_000)
+QUICK_SIZES = (1_000, 10_000)
+#: The targets the issue sets for IndexedScheduler at TARGET_SIZE, growth measured from BASE_SIZE.
+TARGET_SIZE = 1_000_000
+BASE_SIZE = 1_000
+TARGET_FLOOR_RATIO = 2.5
+TARGET_GROWTH_RATIO = 1.6
+TARGET_BYTES_PER_TASK = 300
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Nanoseconds per cycle over ``repeats`` repetitions of ``cycles`` cycles each."""
+
+    best_ns: float
+    median_ns: float
+    cycles: int
+    repeats: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """Everything measured at one size; ``None`` where a figure was skipped."""
+
+    size: int
+    floor: Timing
+    indexed: Timing
+    simple: Timing | None
+    indexed_bytes: float
+    simple_bytes: float | None
+
+
+@dataclass(frozen=True)
+class SpecSpeed:
+    """Steps per second of the full conformance machine and of a trivial machine."""
+
+    full_steps_per_s: float
+    trivial_steps_per_s: float
+    full_steps: int
+    trivial_steps: int
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def priorities(size: int, cycles: int, seed: int) -> tuple[list[int], list[int]]:
+    """The initial ``size`` priorities and the ``cycles`` submitted during timing."""
+    rng = random.Random(seed)
+    initial = [rng.randrange(PRIORITY_LEVELS) for _ in range(size)]
+    during = [rng.randrange(PRIORITY_LEVELS) for _ in range(cycles)]
+    return initial, during
+
+
+def _timed(loop: Callable[[], None], repeats: int, cycles: int) -> Timing:
+    samples = []
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        loop()  # warm-up, not counted: caches, allocator pools, specialization
+        for _ in range(repeats):
+            start = time.perf_counter_ns()
+            loop()
+            samples.append((time.perf_counter_ns() - start) / cycles)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return Timing(min(samples), statistics.median(samples), cycles, repeats)
+
+
+def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
+    """The heapq floor: one heappush + one heappop on a heap of ``size`` tuples."""
+    initial, during = priorities(size, cycles, seed)
+    heap = [(-p, 0, i) for i, p in enumerate(initial, 1)]
+    heapify(heap)
+    next_id = size + 1
+
+    def loop() -> None:
+        nonlocal next_id
+        push, pop = heappush, heappop
+        task_id = next_id
+        for p in during:
+            push(heap, (-p, 0, task_id))
+            pop(heap)
+            task_id += 1
+        next_id = task_id
+
+    return _timed(loop, repeats, cycles)
+
+
+def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
+    """A scheduler with one worker ``"w"`` of capacity one and ``initial`` pending tasks."""
+    scheduler = factory()
+    scheduler.add_worker("w", 1)
+    submit = scheduler.submit
+    for p in initial:
+        submit(p)
+    return scheduler
+
+
+def measure_cycle(factory: Callable[[], object], size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
+    """One submit + dispatch + complete on a scheduler holding ``size`` pending tasks."""
+    initial, during = priorities(size, cycles, seed)
+    scheduler = build(factory, initial)
+    submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
+
+    def loop() -> None:
+        for p in during:
+            submit(p)
+            lease = dispatch("w", 0, DURATION)
+            complete(lease.task_id, lease.token, 0)
+
+    return _timed(loop, repeats, cycles)
+
+
+def bytes_per_task(factory: Callable[[], object], size: int, seed: int = 0) -> float:
+    """Bytes ``tracemalloc`` sees allocated while ``size`` tasks are submitted, per task."""
+    initial, _ = priorities(size, 0, seed)
+    scheduler = factory()
+    scheduler.add_worker("w", 1)
+    submit = scheduler.submit
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for p in initial:
+            submit(p)
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return (after - before) / size
+
+
+def simple_cycles(size: int, cycles: int) -> int:
+    """Cycles for ``SimpleScheduler``: its cycle scans every task, so keep the work near 10^6 task visits."""
+    return max(3, min(cycles, 1_000_000 // size))
+
+
+def measure_row(size: int, cycles: int, repeats: int, simple_max: int, seed: int = 0) -> Row:
+    """Every figure for one size."""
+    floor = measure_floor(size, cycles, repeats, seed)
+    indexed = measure_cycle(IndexedScheduler, size, cycles, repeats, seed)
+    simple = None
+    if size <= simple_max:
+        simple = measure_cycle(SimpleScheduler, size, simple_cycles(size, cycles), min(repeats, 3), seed)
+    indexed_bytes = bytes_per_task(IndexedScheduler, size, seed)
+    simple_bytes = bytes_per_task(SimpleScheduler, size, seed)
+    return Row(size, floor, indexed, simple, indexed_bytes, simple_bytes)
+
+
+# ------------------------------------------------------------------ the spec's speed
+
+
+def _trivial_machine() -> type:
+    """Two rules and one invariant over a counter: what Hypothesis costs per step by itself."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+    class Counter(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.value = 0
+
+        @rule(amount=st.integers(min_value=0, max_value=3))
+        def add(self, amount: int) -> None:
+            self.value += amount
+
+        @rule()
+        def reset(self) -> None:
+            self.value = 0
+
+        @invariant()
+        def never_negative(self) -> None:
+            assert self.value >= 0
+
+    return Counter
+
+
+def _steps_per_second(machine: type, examples: int, steps: int) -> tuple[float, int]:
+    """Run ``machine`` for ``examples`` derandomized examples; return (steps per second, steps).
+
+    Steps are counted by an added invariant, which Hypothesis runs once as
+    each machine starts and once after every step.
+    """
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import invariant, run_state_machine_as_test
+
+    checks, machines = [0], [0]
+
+    class Counted(machine):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            machines[0] += 1
+
+        @invariant(check_during_init=True)
+        def count_steps(self) -> None:  # runs once before the first step and after every step
+            checks[0] += 1
+
+    config = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    start = time.perf_counter_ns()
+    run_state_machine_as_test(Counted, settings=config)
+    elapsed = time.perf_counter_ns() - start
+    steps = checks[0] - machines[0]
+    return steps / (elapsed / 1e9), steps
+
+
+def spec_speed(examples: int = 50, steps: int = 50) -> SpecSpeed | str:
+    """Steps per second of the full machine and the trivial one, or why it is unavailable."""
+    try:
+        from spec.machine import conformance_machine
+
+        full_machine = conformance_machine(IndexedScheduler)
+    except Exception as exc:  # the machine is optional for the bench: say why, carry on
+        return f"{type(exc).__name__}: {exc}"
+    full, full_steps = _steps_per_second(full_machine, examples, steps)
+    trivial, trivial_steps = _steps_per_second(_trivial_machine(), examples, steps)
+    return SpecSpeed(full, trivial, full_steps, trivial_steps)
+
+
+# ------------------------------------------------------------------ reporting
+
+
+def _ns(timing: Timing | None) -> str:
+    if timing is None:
+        return "skipped"
+    return f"{timing.best_ns:,.0f} ({timing.median_ns:,.0f})"
+
+
+def format_table(rows: Sequence[Row], simple_max: int) -> str:
+    """The timing and memory table, the ratios, and the targets at the largest size."""
+    base = rows[0].indexed.best_ns
+    header = ("N pending", "heapq floor ns", "indexed ns", "idx/floor", f"idx/idx@{rows[0].size:,}",
+              "simple ns", "idx B/task", "simple B/task")
+    lines = [[f"{r.size:,}", _ns(r.floor), _ns(r.indexed), f"{r.indexed.best_ns / r.floor.best_ns:.2f}x",
+              f"{r.indexed.best_ns / base:.2f}x", _ns(r.simple), f"{r.indexed_bytes:.0f}",
+              "-" if r.simple_bytes is None else f"{r.simple_bytes:.0f}"] for r in rows]
+    widths = [max(len(header[i]), *(len(line[i]) for line in lines)) for i in range(len(header))]
+    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
+    out.append("")
+    out.append("ns per submit + dispatch + complete cycle, best of the repetitions (median in brackets);")
+    out.append(f"priorities uniform over {PRIORITY_LEVELS} levels, clock at 0, gc off while timing.")
+    cycles = ", ".join(f"{r.size:,}: {r.indexed.cycles:,} x {r.indexed.repeats}" for r in rows)
+    out.append(f"cycles x repetitions (floor and indexed): {cycles}.")
+    simple = ", ".join(f"{r.size:,}: {r.simple.cycles:,} x {r.simple.repeats}" for r in rows if r.simple)
+    skipped = [f"{r.size:,}" for r in rows if r.simple is None]
+    out.append(f"simple: an O(T) scan per timed call, so few cycles ({simple or 'none'})"
+               + (f"; skipped above {simple_max:,} ({', '.join(skipped)})." if skipped else "."))
+    out.append("")
+    out.extend(format_targets(rows))
+    return "\n".join(out)
+
+
+def format_targets(rows: Sequence[Row]) -> list[str]:
+    """The issue's three targets, judged at TARGET_SIZE against BASE_SIZE when the run has both."""
+    by_size = {row.size: row for row in rows}
+    if TARGET_SIZE not in by_size or BASE_SIZE not in by_size:
+        return [f"targets: judged only when the sizes include {BASE_SIZE:,} and {TARGET_SIZE:,}."]
+    base, last = by_size[BASE_SIZE], by_size[TARGET_SIZE]
+    floor_ratio = last.indexed.best_ns / last.floor.best_ns
+    growth = last.indexed.best_ns / base.indexed.best_ns
+    return [
+        f"targets for IndexedScheduler at {TARGET_SIZE:,} pending tasks:",
+        _target(f"indexed / heapq floor <= {TARGET_FLOOR_RATIO}x", floor_ratio, TARGET_FLOOR_RATIO, "x"),
+        _target(f"indexed / indexed at {BASE_SIZE:,} <= {TARGET_GROWTH_RATIO}x", growth, TARGET_GROWTH_RATIO, "x"),
+        _target(f"bytes per pending task <= {TARGET_BYTES_PER_TASK}", last.indexed_bytes, TARGET_BYTES_PER_TASK, ""),
+    ]
+
+
+def _target(label: str, value: float, limit: float, unit: str) -> str:
+    verdict = "holds" if value <= limit else "MISSED"
+    shown = f"{value:.2f}{unit}" if unit else f"{value:.0f}"
+    return f"  {label:<36} {shown:>8}  {verdict}"
+
+
+def format_spec_speed(speed: SpecSpeed | str) -> str:
+    if isinstance(speed, str):
+        return f"spec speed: unavailable ({speed})"
+    return (
+        f"spec speed: full conformance machine (model + IndexedScheduler) {speed.full_steps_per_s:,.0f} steps/s "
+        f"({speed.full_steps:,} steps); trivial two-rule machine {speed.trivial_steps_per_s:,.0f} steps/s "
+        f"({speed.trivial_steps:,} steps); the full machine costs "
+        f"{speed.trivial_steps_per_s / speed.full_steps_per_s:.1f}x a trivial step"
+    )
+
+
+# ------------------------------------------------------------------ command line
+
+
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated ints >= 1 (underscores allowed, as in 1_000_000)."""
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(size < 1 for size in sizes):
+        raise argparse.ArgumentTypeError(f"sizes must be comma-separated ints >= 1, got {text!r}")
+    return sizes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", type=_sizes, default=None,
+                        help="comma-separated pending-task counts (default 1000,100000,1000000; "
+                        "the ratios compare every size with the first)")
+    parser.add_argument("--quick", action="store_true",
+                        help="sizes 1000,10000 and fewer cycles: a smoke run in seconds")
+    parser.add_argument("--cycles", type=int, default=None,
+                        help="cycles per repetition (default 20000, quick 2000)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="repetitions per figure; the best is reported (default 7, quick 3)")
+    parser.add_argument("--simple-max", type=int, default=100_000,
+                        help="largest size SimpleScheduler is timed at (default 100000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the priorities (default 0)")
+    parser.add_argument("--no-spec", action="store_true", help="skip the spec speed measurement")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
+    from spec.cli import UsageError
+
+    for name in ("cycles", "repeats", "simple_max"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    cycles = args.cycles or (2_000 if args.quick else 20_000)
+    repeats = args.repeats or (3 if args.quick else 7)
+    print(f"fencepost bench: sizes {', '.join(f'{s:,}' for s in sizes)}", flush=True)
+    rows = []
+    for size in sizes:
+        rows.append(measure_row(size, cycles, repeats, args.simple_max, args.seed))
+        print(f"  measured {size:,}", flush=True)
+    print()
+    print(format_table(rows, args.simple_max))
+    if not args.no_spec:
+        print()
+        print(format_spec_speed(spec_speed(examples=10 if args.quick else 50)))
+    return 0
