@@ -1,0 +1,274 @@
+"""The timeline: what every frame says, and that any frame can be reached exactly."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from impl import Scheduler
+from impl.simple import SimpleScheduler
+from spec.mutants import token_reuse
+from spec.scenario import Scenario, Step, load_scenario, resolve
+from tui import timeline as tl
+from tui.timeline import build_timeline
+
+
+def steps(*calls: tuple) -> tuple[Step, ...]:
+    """``("dispatch", "w1", 5, 5)``-style tuples, arguments in protocol order."""
+    from spec.scenario import SIGNATURES
+
+    out = []
+    for op, *values in calls:
+        expect = None
+        if values and isinstance(values[-1], dict) and "expect" in values[-1]:
+            expect = values.pop()["expect"]
+        names = [p.name for p in SIGNATURES[op]]
+        out.append(Step(op, dict(zip(names, values)), expect=expect))
+    return tuple(out)
+
+
+def run(*calls: tuple, factory=Scheduler) -> tl.Timeline:
+    return build_timeline(Scenario("test", steps(*calls)), factory)
+
+
+def texts(timeline: tl.Timeline, index: int, kind: str | None = None) -> list[str]:
+    return [e.text for e in timeline.frames[index].events if kind is None or e.kind == kind]
+
+
+# The seeds' capacity-one example: lease [5, 10), full at 9, completion at exactly 10.
+CAPACITY_ONE = (
+    ("add_worker", "w1", 1),
+    ("submit",),
+    ("dispatch", "w1", 5, 5),
+    ("submit",),
+    ("dispatch", "w1", 9, 5),
+    ("complete", 1, 1, 10),
+    ("dispatch", "w1", 10, 5),
+    ("complete", 1, 1, 11),
+)
+
+
+def test_frame_zero_is_before_any_step():
+    timeline = run(*CAPACITY_ONE)
+    frame = timeline.frames[0]
+    assert (frame.index, frame.now, frame.step, frame.events) == (0, 0, None, ())
+    board = timeline.board(0)
+    assert (board.pending, board.running, board.done) == ([], [], [])
+    assert timeline.last == len(CAPACITY_ONE) == len(timeline.frames) - 1
+
+
+def test_a_dispatch_says_why_and_a_full_worker_says_so():
+    timeline = run(*CAPACITY_ONE)
+    assert texts(timeline, 3, "dispatch") == ["task 1 → w1, token 1, lease [5, 10): the only task due"]
+    assert texts(timeline, 5, "idle") == ["no dispatch: w1 is full (1/1); no token used"]
+    assert timeline.frames[5].workers == (tl.WorkerLoad("w1", 1, 1),)
+
+
+def test_a_completion_at_exactly_expires_at_is_an_expiry_then_a_rejection():
+    timeline = run(*CAPACITY_ONE)
+    assert texts(timeline, 6, "expiry") == [
+        "lease [5, 10) of task 1 on w1 (token 1) expired at t=10: task 1 is pending again"
+    ]
+    assert texts(timeline, 6, "rejection") == [
+        "rejected complete of task 1 with token 1: lease [5, 10) expired at t=10"
+    ]
+    assert 6 in timeline.notable
+    pending = timeline.board(6).pending
+    assert [r.id for r in pending] == [1, 2] and timeline.frames[6].workers[0].used == 0
+
+
+def test_a_stale_token_names_the_token_the_task_runs_under_now():
+    timeline = run(*CAPACITY_ONE)
+    assert texts(timeline, 7, "dispatch")[0].startswith("task 1 → w1, token 2, lease [10, 15)")
+    assert texts(timeline, 8, "rejection") == [
+        "rejected complete of task 1 with token 1: token 1 is stale: task 1 now runs under token 2"
+    ]
+    assert timeline.notable == [6, 8]
+    assert (timeline.next_notable(0), timeline.next_notable(6), timeline.next_notable(8)) == (6, 8, None)
+    assert (timeline.previous_notable(8), timeline.previous_notable(6)) == (6, None)
+
+
+def test_an_expiry_noticed_later_says_both_times():
+    timeline = run(("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 5, 5), ("advance", 12))
+    assert texts(timeline, 4) == [
+        "lease [5, 10) of task 1 on w1 (token 1) expired at t=10 (noticed at t=12): task 1 is pending again"
+    ]
+
+
+def test_a_dispatch_names_the_task_it_beat_and_the_rule_that_decided():
+    timeline = run(
+        ("add_worker", "w1", 3),
+        *[("submit",)] * 10,  # tasks 1..10, all priority 0, due 0
+        ("cancel", 1, 0), *[("cancel", i, 0) for i in range(3, 10)],  # leaves 2 and 10
+        ("dispatch", "w1", 0, 5),
+        ("submit", 3, 4),  # task 11: priority 3, due 4
+        ("submit", 3, 2),  # task 12: priority 3, due 2
+        ("submit", 1),  # task 13: priority 1
+        ("dispatch", "w1", 5, 5),
+        ("dispatch", "w1", 5, 5),
+    )
+    last = timeline.last
+    assert texts(timeline, last - 5, "dispatch") == [
+        "task 2 → w1, token 1, lease [0, 5): same priority 0 and due t=0; id 2 comes before 10"
+    ]
+    assert texts(timeline, last - 1, "dispatch") == [
+        "task 12 → w1, token 2, lease [5, 10): same priority 3; due t=2 beats task 11's t=4"
+    ]
+    assert texts(timeline, last, "dispatch") == ["task 11 → w1, token 3, lease [5, 10): priority 3 beats task 13's 1"]
+
+
+def test_pending_is_in_dispatch_order_with_not_yet_due_tasks_after_by_due_time():
+    timeline = run(
+        ("submit", 0, 0), ("submit", 9, 30), ("submit", 5, 0), ("submit", 5, 20), ("submit", 5, 0), ("advance", 10)
+    )
+    board = timeline.board(timeline.last)
+    assert [r.id for r in board.pending] == [3, 5, 1, 4, 2]
+    assert all(r.due_at <= board.now for r in board.pending[:3]) and board.now == 10
+
+
+def test_explicit_failure_waits_out_its_backoff_then_runs_out_of_attempts():
+    timeline = run(
+        ("add_worker", "w1", 1),
+        ("submit", 0, None, 2, 3),  # max_attempts 2, retry_delay 3
+        ("dispatch", "w1", 0, 10),
+        ("fail", 1, 1, 4),
+        ("dispatch", "w1", 5, 10),  # not due until 4 + 3 = 7
+        ("dispatch", "w1", 7, 10),
+        ("fail", 1, 2, 8),
+    )
+    assert texts(timeline, 4) == ["task 1 failed attempt 1: retries once due at t=7 (backoff)"]
+    row = timeline.board(4).pending[0]
+    assert (row.status, row.due_at) == ("retry_wait", 7)
+    assert texts(timeline, 5) == ["no dispatch for w1: nothing is due at t=5 (next: task 1 at t=7); no token used"]
+    assert texts(timeline, 7) == ["task 1 failed attempt 2 with no attempts left: failed"]
+    assert [(r.id, r.status) for r in timeline.board(7).done] == [(1, "failed")]
+
+
+def test_cancellation_before_claim_and_cooperative_cancellation_of_running_work():
+    timeline = run(
+        ("add_worker", "w1", 1),
+        ("submit",), ("submit",),
+        ("cancel", 2, 0),
+        ("dispatch", "w1", 1, 5),
+        ("cancel", 1, 2),
+        ("renew", 1, 1, 3, 5),
+        ("advance", 6),
+    )
+    assert texts(timeline, 4) == ["task 2 cancelled before it was claimed; it never starts"]
+    assert texts(timeline, 6)[0].startswith("cancellation requested for running task 1: cooperative")
+    assert timeline.board(6).running[0].cancel_requested
+    assert texts(timeline, 7, "rejection") == [
+        "rejected renew of task 1 with token 1: a cancellation was requested for task 1, so its lease can't be extended"
+    ]
+    assert texts(timeline, 8) == [
+        "lease [1, 6) of task 1 on w1 (token 1) expired at t=6: a cancellation was requested: task 1 cancelled"
+    ]
+    assert [r.status for r in timeline.board(8).done] == ["cancelled", "cancelled"]
+
+
+def test_an_invalid_call_is_an_error_event_and_changes_nothing():
+    timeline = run(("add_worker", "w1", 1), ("advance", 5), ("advance", 3), ("dispatch", "w9", 6, 1))
+    assert timeline.frames[3].error == "time can't go backwards: now=3 < current time 5"
+    assert [e.kind for e in timeline.frames[3].events] == ["error"]
+    assert timeline.frames[3].now == 5
+    assert "unknown" in timeline.frames[4].error
+
+
+def test_a_broken_expect_is_marked_on_its_frame():
+    timeline = run(("submit", {"expect": {"task_id": 2}}), ("submit", {"expect": {"task_id": 2}}))
+    assert timeline.frames[1].mismatch == "expected task 2, got task 1"
+    assert timeline.frames[2].mismatch is None
+    assert timeline.mismatches == [1]
+    assert texts(timeline, 1, "mismatch") == ["expect failed: expected task 2, got task 1"]
+
+
+def test_changed_rows_are_the_ones_this_step_touched():
+    timeline = run(*CAPACITY_ONE)
+    assert timeline.frames[3].changed == {1}
+    assert timeline.frames[5].changed == frozenset()
+    assert timeline.board(3).changed == {1}
+
+
+def _all_boards_by_replay(scenario: Scenario) -> list[tl.Board]:
+    """The oracle: frame k's board from a fresh timeline of the first k steps."""
+    return [build_timeline(Scenario("prefix", scenario.steps[:k]), Scheduler).board(k) for k in range(len(scenario.steps) + 1)]
+
+
+@pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation"])
+def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name):
+    monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
+    scenario = load_scenario(resolve(name))
+    expected = _all_boards_by_replay(scenario)
+    timeline = build_timeline(scenario, Scheduler)
+    order = list(range(timeline.last + 1)) + list(range(timeline.last, -1, -1))
+    rng = random.Random(3)
+    order += [rng.randrange(timeline.last + 1) for _ in range(60)]
+    for index in order:
+        timeline._boards.clear()  # no cache: every board is walked to
+        assert timeline.board(index) == expected[index], index
+        assert timeline.board(index, "model").pending == expected[index].pending
+
+
+def test_the_big_scenario_shortcut_reads_the_same_frames_as_reading_every_task(monkeypatch):
+    scenario = load_scenario(resolve("onboarding"))
+    full = build_timeline(scenario, Scheduler)
+    monkeypatch.setattr(tl, "FULL_SCAN_LIMIT", 1)
+    partial = build_timeline(scenario, Scheduler)
+    assert partial.frames == full.frames
+    assert partial.checks == full.checks
+    for index in range(full.last + 1):
+        assert partial.board(index) == full.board(index)
+
+
+def test_a_divergence_from_the_model_is_marked_with_what_differs():
+    calls = (("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 0, 5), ("advance", 5), ("dispatch", "w1", 5, 5))
+    timeline = run(*calls, factory=token_reuse.Scheduler)
+    assert timeline.divergences == [5]
+    check = timeline.check(5)
+    assert check.divergence == (
+        "returned lease task 1 to w1, token 1, [5, 10); the model returned lease task 1 to w1, token 2, [5, 10)"
+    )
+    assert timeline.differences(5) == ["task 1: token 1 (model: 2)"]
+    assert timeline.board(5, "model").running[0].token == 2
+    assert timeline.board(5).running[0].token == 1
+    assert run(*calls).divergences == []
+
+
+class _Crashes(SimpleScheduler):
+    def dispatch(self, worker, now, duration):
+        raise RuntimeError("boom")
+
+
+def test_an_implementation_that_raises_something_else_is_marked_not_fatal():
+    timeline = run(("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 0, 5), factory=_Crashes)
+    frame = timeline.frames[3]
+    assert frame.error == "RuntimeError: boom"
+    assert frame.mismatch == "raised RuntimeError, but the protocol allows only ValueError"
+    assert timeline.divergences == [3]
+
+
+def test_the_model_can_be_run_later_and_stopped():
+    scenario = load_scenario(resolve("onboarding"))
+    timeline = build_timeline(scenario, Scheduler, model=False)
+    assert not timeline.model_done and timeline.check(1) is None and timeline.board(1, "model") is None
+    seen = []
+    assert not timeline.run_model(should_stop=lambda: len(timeline.checks) > 4)
+    assert len(timeline.checks) == 5
+    assert timeline.run_model(progress=seen.append, every=5)
+    assert timeline.model_done and seen == [n for n in range(6, len(timeline.frames) + 1) if n % 5 == 0]
+    assert timeline.checks == build_timeline(scenario, Scheduler).checks
+
+
+def test_append_records_accepted_calls_with_their_result_as_expect_and_refuses_invalid_ones():
+    timeline = run(("add_worker", "w1", 1))
+    assert timeline.append(Step("dispatch", {"worker": "w9", "now": 0, "duration": 1})) == (
+        "worker 'w9' is unknown: add it with add_worker first"
+    )
+    assert timeline.last == 1
+    frame = timeline.append(Step("submit", {}), record_expect=True)
+    assert frame.index == 2 and frame.step.expect == {"task_id": 1}
+    frame = timeline.append(Step("dispatch", {"worker": "w1", "now": 3, "duration": 2}), record_expect=True)
+    assert frame.step.expect == {"task_id": 1, "worker": "w1", "token": 1, "started_at": 3, "expires_at": 5}
+    assert timeline.model_done and timeline.check(3).divergence is None
+    assert [s.op for s in timeline.steps] == ["add_worker", "submit", "dispatch"]

@@ -1,0 +1,820 @@
+"""A scenario executed once, up front, into the frames the TUI shows.
+
+``build_timeline(scenario, factory)`` drives a fresh scheduler from
+``factory`` through every step and records frame 0 (before any step) to
+frame N (after the last): what the step was, what it returned, what happened
+because of it (``Event``) and whether it broke its ``expect``. Beside it the
+spec's model (``spec.model``) runs the same steps and records a ``Check`` per
+frame: the model's answer, its task views, and where the implementation parts
+from it. The three columns at a frame come from ``Timeline.board(index)``:
+the view is a pure function of the step index, so stepping back is exact.
+
+Nothing here imports Textual. The widgets only format what this module hands
+them; all the reading of the scheduler's behaviour (why a task was picked,
+which lease expired, why a completion was refused) happens here, from the
+protocol's public task views and return values.
+
+Scale. Task views are not copied for every frame: each frame stores only the
+rows that changed (before and after), a full copy is kept every
+``CHECKPOINT_EVERY`` frames, and a cursor walks the diffs from the nearest
+known point, so a step forward or back costs the size of one diff and a far
+jump at most ``CHECKPOINT_EVERY / 2`` diffs. The model is the contract
+written for reading, not for speed (every timed call scans every task), so on
+a big scenario it dominates: ``build_timeline(..., model=False)`` records the
+implementation only, and ``Timeline.run_model()`` (the TUI runs it in a
+thread) fills in the checks afterwards, frame by frame.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from spec import model
+from tui.commands import expect_from
+from spec.scenario import (
+    Scenario,
+    Step,
+    StepResult,
+    apply_step,
+    check_expect,
+    describe_call,
+    describe_result,
+)
+
+#: A full copy of one side's task rows is kept every this many frames.
+CHECKPOINT_EVERY = 256
+
+#: Up to this many tasks, every task view is re-read after every step, so any
+#: change an implementation makes is seen. Past it only the tasks a step can
+#: touch under the protocol are re-read (the one it names, the one it
+#: submitted or leased, and every running one), which keeps a 10,000-task
+#: scenario cheap to open.
+FULL_SCAN_LIMIT = 200
+
+Side = Literal["impl", "model"]
+
+#: Event kinds; the stylesheet gives each its colour.
+EVENT_KINDS = (
+    "call",  # the step's call and result (the first log line of every step)
+    "worker",  # a worker joined
+    "submit",  # a task was submitted
+    "dispatch",  # a task was leased, and why it was the pick
+    "idle",  # a dispatch that leased nothing, and why
+    "expiry",  # a lease reached its end and the task was taken back
+    "rejection",  # complete, fail, renew or cancel refused, with the reason in words
+    "complete",  # a completion accepted
+    "fail",  # an explicit failure accepted (retry, failed or cancelled)
+    "cancel",  # a cancellation accepted (or requested, for running work)
+    "renew",  # a lease extended
+    "time",  # time moved and nothing else happened
+    "error",  # the call was invalid and raised
+    "mismatch",  # the step's expect did not hold
+)
+
+#: Kinds that ``n``/``N`` jump between.
+NOTABLE_KINDS = frozenset({"expiry", "rejection"})
+
+WAITING = frozenset({"pending", "retry_wait"})
+FINAL = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class Row(NamedTuple):
+    """One task as a side (implementation or model) shows it at one frame.
+
+    The first nine fields are the protocol's ``TaskView`` (status as its
+    string); ``started_at`` and ``since`` are derived here: when the current
+    lease began, and the frame at which the task entered its current status.
+    """
+
+    id: int
+    status: str
+    priority: int
+    due_at: int
+    attempts: int
+    worker: str | None
+    token: int | None
+    expires_at: int | None
+    cancel_requested: bool
+    started_at: int | None
+    since: int
+
+    @property
+    def view(self) -> tuple:
+        """The protocol fields only: what implementation and model must agree on."""
+        return self[:9]
+
+
+def pending_key(now: int) -> Callable[[Row], tuple]:
+    """Order for Pending with the next pick on top: the due tasks in dispatch
+    order (priority descending, due_at, numeric id), then the not-yet-due
+    ones by the time they become due."""
+
+    def key(row: Row) -> tuple:
+        if row.due_at <= now:
+            return (0, -row.priority, row.due_at, row.id)
+        return (1, row.due_at, -row.priority, row.id)
+
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened at one step, in words."""
+
+    kind: str  # one of EVENT_KINDS
+    text: str
+    task_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLoad:
+    name: str
+    used: int  # running tasks on this worker, counted from the task views
+    capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The implementation at one step index: everything but the task columns."""
+
+    index: int  # 0 is before the first step
+    now: int  # the implementation's clock after this step
+    step: Step | None  # None at frame 0
+    call: str  # the call as Python ("" at frame 0)
+    result: str  # the implementation's answer in words
+    error: str | None  # the implementation raised this message
+    mismatch: str | None  # how the step's expect did not hold
+    events: tuple[Event, ...]  # what happened because of this step
+    changed: frozenset[int]  # task ids whose row changed at this step
+    workers: tuple[WorkerLoad, ...]
+
+    @property
+    def notable(self) -> bool:
+        """An expiry or a rejection happened at this step."""
+        return any(e.kind in NOTABLE_KINDS for e in self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The model at the same step index, and where the implementation parts from it."""
+
+    index: int
+    now: int  # the model's clock after this step
+    result: str  # the model's answer in words
+    divergence: str | None  # how this step's result or changes differ from the model's
+    differing: int  # tasks whose views differ after this step
+    changed: frozenset[int]
+    workers: tuple[WorkerLoad, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """The three columns at one frame, for one side."""
+
+    side: Side
+    now: int
+    pending: list[Row]  # pending_key order: the next pick first
+    running: list[Row]  # by worker, then lease start
+    done: list[Row]  # most recently finished first
+    workers: tuple[WorkerLoad, ...]
+    changed: frozenset[int]
+
+
+Change = tuple[int, "Row | None", Row]
+
+
+class _Track:
+    """One side's per-frame row diffs, with a full copy every CHECKPOINT_EVERY frames."""
+
+    def __init__(self) -> None:
+        self.diffs: list[tuple[Change, ...]] = [()]  # diffs[k]: what frame k changed
+        self.checkpoints: dict[int, dict[int, Row]] = {0: {}}
+
+    def record(self, changes: tuple[Change, ...], live: dict[int, Row]) -> None:
+        self.diffs.append(changes)
+        index = len(self.diffs) - 1
+        if index % CHECKPOINT_EVERY == 0:
+            self.checkpoints[index] = dict(live)
+
+
+class _Cursor:
+    """Walks a track's diffs to any frame, forward or back, from where it last was."""
+
+    def __init__(self, track: _Track) -> None:
+        self._track = track
+        self._at = 0
+        self._rows: dict[int, Row] = {}
+
+    def rows_at(self, index: int) -> dict[int, Row]:
+        """The rows at frame ``index``. The dict is the cursor's own: read it, don't keep it."""
+        track = self._track
+        if abs(index - self._at) > CHECKPOINT_EVERY // 2:
+            anchor = min(list(track.checkpoints), key=lambda k: abs(k - index))
+            if abs(anchor - index) < abs(self._at - index):
+                self._at, self._rows = anchor, dict(track.checkpoints[anchor])
+        rows = self._rows
+        while self._at < index:
+            self._at += 1
+            for task_id, _before, after in track.diffs[self._at]:
+                rows[task_id] = after
+        while self._at > index:
+            for task_id, before, _after in track.diffs[self._at]:
+                if before is None:
+                    del rows[task_id]
+                else:
+                    rows[task_id] = before
+            self._at -= 1
+        return rows
+
+
+class _Waiting:
+    """The waiting tasks (pending, retry_wait) of the live rows, for "who is next".
+
+    Two heaps with lazy deletion: a row pushed when it becomes waiting is
+    stale once ``rows`` holds another object for that id. Used only to explain
+    a dispatch (the runner-up it beat) and an empty one (what is due next).
+    """
+
+    def __init__(self, rows: dict[int, Row]) -> None:
+        self._rows = rows
+        self._due: list[tuple] = []  # (due_at, -priority, id, seq, row): not yet due when last asked
+        self._ready: list[tuple] = []  # (-priority, due_at, id, seq, row): due when last asked
+        self._seq = itertools.count()
+        self._time = 0
+
+    def push(self, row: Row) -> None:
+        heapq.heappush(self._due, (row.due_at, -row.priority, row.id, next(self._seq), row))
+
+    def best_due(self, now: int) -> Row | None:
+        """The waiting task a dispatch at ``now`` would pick."""
+        self._catch_up(now)
+        while self._ready and self._rows.get(self._ready[0][2]) is not self._ready[0][4]:
+            heapq.heappop(self._ready)
+        return self._ready[0][4] if self._ready else None
+
+    def soonest(self, now: int) -> Row | None:
+        """The waiting task that becomes due first after ``now``."""
+        self._catch_up(now)
+        while self._due and self._rows.get(self._due[0][2]) is not self._due[0][4]:
+            heapq.heappop(self._due)
+        return self._due[0][4] if self._due else None
+
+    def _catch_up(self, now: int) -> None:
+        if now < self._time:  # only an implementation whose clock went back
+            for entry in self._ready:
+                self.push(entry[4])
+            self._ready.clear()
+        self._time = now
+        while self._due and self._due[0][0] <= now:
+            row = heapq.heappop(self._due)[4]
+            if self._rows.get(row.id) is row:
+                heapq.heappush(self._ready, (-row.priority, row.due_at, row.id, next(self._seq), row))
+
+
+@dataclass
+class _Side:
+    """The live state of one side while its frames are recorded."""
+
+    rows: dict[int, Row] = field(default_factory=dict)
+    ids: list[int] = field(default_factory=list)  # task ids, in submit order
+    running: set[int] = field(default_factory=set)
+    capacity: dict[str, int] = field(default_factory=dict)  # from add_worker calls that did not raise
+    track: _Track = field(default_factory=_Track)
+
+    def loads(self) -> tuple[WorkerLoad, ...]:
+        used = dict.fromkeys(self.capacity, 0)
+        for task_id in self.running:
+            worker = self.rows[task_id].worker
+            used[worker] = used.get(worker, 0) + 1
+        return tuple(WorkerLoad(str(name), n, self.capacity.get(name, 0)) for name, n in used.items())
+
+    def note_result(self, step: Step, result: StepResult) -> None:
+        if result.error is not None:
+            return
+        if step.op == "submit" and isinstance(result.value, int) and not isinstance(result.value, bool):
+            self.ids.append(result.value)
+        elif step.op == "add_worker":
+            self.capacity[step.args["worker"]] = step.args["capacity"]
+
+    def touched(self, step: Step, result: StepResult, also: Iterable[int] = ()) -> Iterable[int]:
+        """The task ids to re-read after ``step``: all of them while there are few."""
+        if len(self.ids) <= FULL_SCAN_LIMIT:
+            return self.ids
+        ids = set(self.running)
+        ids.update(also)
+        task_id = step.args.get("task_id")
+        if isinstance(task_id, int) and not isinstance(task_id, bool):
+            ids.add(task_id)
+        value = result.value
+        if step.op == "submit" and isinstance(value, int):
+            ids.add(value)
+        elif step.op == "dispatch" and isinstance(getattr(value, "task_id", None), int):
+            ids.add(value.task_id)
+        return sorted(ids)
+
+    def refresh(
+        self,
+        ids: Iterable[int],
+        read: Callable[[int], object | None],
+        now: int,
+        index: int,
+        waiting: _Waiting | None = None,
+    ) -> tuple[Change, ...]:
+        """Re-read the views of ``ids``; record and return the rows that changed."""
+        changes = []
+        for task_id in ids:
+            view = read(task_id)
+            if view is None:
+                continue
+            previous = self.rows.get(task_id)
+            row = _row(view, previous, now, index)
+            if previous is None or row.view != previous.view:
+                self.rows[task_id] = row
+                changes.append((task_id, previous, row))
+                if row.status == "running":
+                    self.running.add(task_id)
+                else:
+                    self.running.discard(task_id)
+                    if waiting is not None and row.status in WAITING:
+                        waiting.push(row)
+        changes = tuple(changes)
+        self.track.record(changes, self.rows)
+        return changes
+
+
+def _row(view: object, previous: Row | None, now: int, frame: int) -> Row:
+    """Normalise a task view (any object with the protocol's attribute names)."""
+    status = str(getattr(view.status, "value", view.status))
+    token = view.token
+    if status == "running":
+        same_lease = previous is not None and previous.status == "running" and previous.token == token
+        started_at = previous.started_at if same_lease else now
+    else:
+        started_at = None
+    since = previous.since if previous is not None and previous.status == status else frame
+    return Row(
+        view.id, status, view.priority, view.due_at, view.attempts, view.worker,
+        token, view.expires_at, bool(view.cancel_requested), started_at, since,
+    )
+
+
+#: What became of a task whose lease expired, by its status after the step.
+_AFTER_EXPIRY = {
+    "running": "leased again at once to {worker} under token {token}",
+    "pending": "task {id} is pending again",
+    "failed": "no attempts left ({attempts} used): task {id} failed",
+    "cancelled": "a cancellation was requested: task {id} cancelled",
+}
+
+#: What an accepted explicit failure did, by the task's status after it.
+_AFTER_FAIL = {
+    "retry_wait": "task {id} failed attempt {attempts}: retries once due at t={due_at} (backoff)",
+    "failed": "task {id} failed attempt {attempts} with no attempts left: failed",
+    "cancelled": "task {id} failed and a cancellation was requested: cancelled",
+}
+
+
+def lease_text(start: int | None, end: int | None) -> str:
+    """A lease as the half-open interval it is: ``[5, 10)``."""
+    return f"[{start}, {end})"
+
+
+def _result_key(result: StepResult) -> object:
+    """What implementation and model must agree on: raised or not, and the value's fields."""
+    if result.error is not None:
+        return "raised"
+    value = result.value
+    if hasattr(value, "accepted"):
+        return ("outcome", bool(value.accepted))
+    if hasattr(value, "token"):
+        return ("lease", value.task_id, value.worker, value.token, value.started_at, value.expires_at)
+    return value
+
+
+class Timeline:
+    """Frames 0..N of one scenario against one implementation, and the model's checks.
+
+    Built by ``build_timeline``. ``append`` extends it by one step (the
+    interactive mode), keeping the live scheduler and model state.
+    """
+
+    def __init__(self, scenario: Scenario, factory: Callable[[], object]) -> None:
+        self.scenario = scenario
+        self.factory = factory
+        self.frames: list[Frame] = [Frame(0, 0, None, "", "", None, None, (), frozenset(), ())]
+        self.checks: list[Check] = [Check(0, 0, "", None, 0, frozenset(), ())]
+        self.notable: list[int] = []  # frames with an expiry or a rejection, ascending
+        self.mismatches: list[int] = []  # frames whose expect did not hold
+        self.divergences: list[int] = []  # frames where the implementation parts from the model
+        # The event log, flat: frame k owns log[log_end[k - 1]:log_end[k]], its call line first.
+        self.log: list[tuple[int, Event]] = []
+        self.log_end: list[int] = [0]
+        self._scheduler = factory()
+        self._impl = _Side()
+        self._waiting = _Waiting(self._impl.rows)
+        self._results: list[object] = [None]  # _result_key of every frame's implementation result
+        # (task id, token) -> (start, end) of every lease that ended by expiry, for rejection texts
+        self._expired: dict[tuple[int, int | None], tuple[int | None, int | None]] = {}
+        self._state = model.initial()
+        self._model = _Side()
+        self._model_lock = threading.Lock()
+        self._model_impl_cursor = _Cursor(self._impl.track)
+        self._differing: set[int] = set()
+        self._cursors = {"impl": _Cursor(self._impl.track), "model": _Cursor(self._model.track)}
+        self._boards: dict[tuple[int, Side], Board] = {}
+        for step in scenario.steps:
+            self._run_impl(step, *self._apply_impl(step))
+
+    # ------------------------------------------------------------ reading
+
+    @property
+    def last(self) -> int:
+        """The index of the last frame, which is the number of steps."""
+        return len(self.frames) - 1
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps run so far: the scenario's, then any appended."""
+        return tuple(frame.step for frame in self.frames[1:])
+
+    @property
+    def model_done(self) -> bool:
+        """Every frame has its model check."""
+        return len(self.checks) == len(self.frames)
+
+    def check(self, index: int) -> Check | None:
+        """The model's check of frame ``index``, or None while it is still being computed."""
+        return self.checks[index] if index < len(self.checks) else None
+
+    def board(self, index: int, side: Side = "impl") -> Board | None:
+        """The Pending, Running and Done columns at frame ``index``
+        (None for the model's side of a frame it has not reached yet)."""
+        if side == "model" and index >= len(self.checks):
+            return None
+        key = (index, side)
+        board = self._boards.get(key)
+        if board is None:
+            if len(self._boards) >= 8:
+                self._boards.clear()
+            board = self._boards[key] = self._make_board(index, side)
+        return board
+
+    def differences(self, index: int) -> list[str]:
+        """Every task whose implementation view differs from the model's at frame
+        ``index``, in words (empty before the model has reached it)."""
+        check = self.check(index)
+        if check is None or not check.differing:
+            return []
+        mine = dict(self._cursors["impl"].rows_at(index))
+        theirs = self._cursors["model"].rows_at(index)
+        ids = sorted(mine.keys() | theirs.keys())
+        return [text for task_id in ids if (text := _view_difference((task_id,), mine, theirs))]
+
+    def next_notable(self, index: int) -> int | None:
+        """The first frame after ``index`` with an expiry or a rejection, if any."""
+        at = bisect.bisect_right(self.notable, index)
+        return self.notable[at] if at < len(self.notable) else None
+
+    def previous_notable(self, index: int) -> int | None:
+        """The last frame before ``index`` with an expiry or a rejection, if any."""
+        at = bisect.bisect_left(self.notable, index)
+        return self.notable[at - 1] if at > 0 else None
+
+    def _make_board(self, index: int, side: Side) -> Board:
+        rows = self._cursors[side].rows_at(index)
+        if side == "impl":
+            frame = self.frames[index]
+            now, workers, changed = frame.now, frame.workers, frame.changed
+        else:
+            check = self.checks[index]
+            now, workers, changed = check.now, check.workers, check.changed
+        pending, running, done = [], [], []
+        for row in rows.values():
+            status = row.status
+            if status in WAITING:
+                pending.append(row)
+            elif status == "running":
+                running.append(row)
+            else:
+                done.append(row)
+        pending.sort(key=pending_key(now))
+        running.sort(key=lambda r: (str(r.worker), r.started_at or 0, r.id))
+        done.sort(key=lambda r: (-r.since, r.id))
+        return Board(side, now, pending, running, done, workers, changed)
+
+    # ------------------------------------------------------------ building: the implementation
+
+    def append(self, step: Step, record_expect: bool = False) -> Frame | str:
+        """Run one more step (interactive mode) and return its frame.
+
+        A step the implementation refuses with an error is not recorded: its
+        message is returned instead, and nothing changed (rule 2 of the
+        protocol; the model is pure and was not asked). With
+        ``record_expect`` the step is recorded with its result as ``expect``,
+        so a scenario written from the session replays as a check. The
+        model's check of the new frame is computed at once unless a
+        ``run_model`` is under way.
+        """
+        result, crash = self._apply_impl(step)
+        if result.error is not None:
+            return crash or result.error
+        if record_expect:
+            step = Step(step.op, step.args, step.note, expect_from(step, result))
+        self._run_impl(step, result, None)
+        if not self._model_lock.locked():
+            self.run_model()
+        return self.frames[-1]
+
+    def _apply_impl(self, step: Step) -> tuple[StepResult, str | None]:
+        """The step's result, and how the implementation broke the protocol if it raised
+        something other than ``ValueError`` (then the result is that error)."""
+        try:
+            return apply_step(self._scheduler, step), None
+        except Exception as exc:  # a broken implementation must not take the viewer down
+            crash = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
+            return StepResult(error=f"{type(exc).__name__}: {exc}"), crash
+
+    def _read_impl(self, task_id: int) -> object | None:
+        try:
+            return self._scheduler.task(task_id)
+        except Exception:
+            return None
+
+    def _run_impl(self, step: Step, result: StepResult, crash: str | None) -> None:
+        index = len(self.frames)
+        impl = self._impl
+        try:
+            now = int(self._scheduler.now)
+        except Exception:  # a broken implementation: keep the last clock seen
+            now = self.frames[-1].now
+        impl.note_result(step, result)
+        changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
+        events = self._events(step, result, changes, now)
+        mismatch = crash or check_expect(step, result)
+        if mismatch:
+            events.append(Event("mismatch", f"expect failed: {mismatch}"))
+        call, said = describe_call(step), describe_result(step, result)
+        frame = Frame(
+            index=index,
+            now=now,
+            step=step,
+            call=call,
+            result=said,
+            error=result.error,
+            mismatch=mismatch,
+            events=tuple(events),
+            changed=frozenset(task_id for task_id, _, _ in changes),
+            workers=impl.loads(),
+        )
+        self._results.append(_result_key(result))
+        self.log.append((index, Event("call", f"{call} → {said}")))
+        self.log.extend((index, event) for event in events)
+        self.log_end.append(len(self.log))
+        if frame.notable:
+            self.notable.append(index)
+        if mismatch:
+            self.mismatches.append(index)
+        self.frames.append(frame)  # last: a reader that sees the frame sees all of it
+
+    # ------------------------------------------------------------ building: the model beside it
+
+    def run_model(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int], None] | None = None,
+        every: int = 500,
+    ) -> bool:
+        """Compute the model's check of every frame that lacks one; True when all have one.
+
+        Safe to call from a thread while the UI reads: frames and checks are
+        only ever appended. ``progress(done)`` is called every ``every`` frames.
+        """
+        with self._model_lock:
+            while len(self.checks) < len(self.frames):
+                if should_stop():
+                    return False
+                self._run_model(len(self.checks))
+                if progress is not None and len(self.checks) % every == 0:
+                    progress(len(self.checks))
+        return True
+
+    def _read_model(self, task_id: int) -> object | None:
+        if 1 <= task_id <= len(self._state.tasks):
+            return model.view(self._state.tasks[task_id - 1])
+        return None
+
+    def _run_model(self, index: int) -> None:
+        step = self.frames[index].step
+        mod = self._model
+        try:
+            self._state, value = model.apply(self._state, step.op, dict(step.args))
+            result = StepResult(value)
+        except ValueError as exc:
+            result = StepResult(error=str(exc))
+        mod.note_result(step, result)
+        impl_changes = self._impl.track.diffs[index]
+        ids = mod.touched(step, result, also=(task_id for task_id, _, _ in impl_changes))
+        changes = mod.refresh(ids, self._read_model, self._state.now, index)
+        impl_rows = self._model_impl_cursor.rows_at(index)
+        compared = sorted({c[0] for c in changes} | {c[0] for c in impl_changes})
+        for task_id in compared:
+            mine, theirs = impl_rows.get(task_id), mod.rows.get(task_id)
+            if mine is None or theirs is None or mine.view != theirs.view:
+                self._differing.add(task_id)
+            else:
+                self._differing.discard(task_id)
+        said = describe_result(step, result)
+        divergence = None
+        if self._results[index] != _result_key(result):
+            divergence = f"returned {self.frames[index].result}; the model returned {said}"
+        else:
+            divergence = _view_difference(compared, impl_rows, mod.rows)
+        check = Check(
+            index=index,
+            now=self._state.now,
+            result=said,
+            divergence=divergence,
+            differing=len(self._differing),
+            changed=frozenset(task_id for task_id, _, _ in changes),
+            workers=mod.loads(),
+        )
+        if divergence:
+            self.divergences.append(index)
+        self.checks.append(check)
+
+    # ------------------------------------------------------------ events in words
+
+    def _events(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
+        if result.error is not None:
+            return [Event("error", f"{step.op} raised: {result.error}")]
+        events = self._expiries(step, result, changes, now)
+        args, op = step.args, step.op
+        if op == "add_worker":
+            events.append(Event("worker", f"worker {args['worker']} joins with capacity {args['capacity']}"))
+        elif op == "submit":
+            events.append(self._submit_event(step, result, now))
+        elif op == "dispatch":
+            events.append(self._dispatch_event(step, result, now))
+        elif op in ("complete", "fail", "renew"):
+            events.append(self._lease_call_event(step, result))
+        elif op == "cancel":
+            events.append(self._cancel_event(step, result))
+        elif op == "advance" and not events:
+            events.append(Event("time", f"time advances to t={now}; no lease ends"))
+        return events
+
+    def _expiries(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
+        """Leases that ended at this step other than by their own accepted complete or fail."""
+        own = step.args.get("task_id") if step.op in ("complete", "fail") else None
+        accepted = getattr(result.value, "accepted", False)
+        events = []
+        for task_id, before, after in changes:
+            if before is None or before.status != "running":
+                continue
+            if after.status == "running" and after.token == before.token:
+                continue
+            if task_id == own and accepted and step.args.get("token") == before.token:
+                continue
+            self._expired[(task_id, before.token)] = (before.started_at, before.expires_at)
+            noticed = "" if before.expires_at == now else f" (noticed at t={now})"
+            then = _AFTER_EXPIRY.get(after.status, "task {id} is {status}").format(**after._asdict())
+            events.append(
+                Event(
+                    "expiry",
+                    f"lease {lease_text(before.started_at, before.expires_at)} of task {task_id} "
+                    f"on {before.worker} (token {before.token}) expired at t={before.expires_at}{noticed}: {then}",
+                    task_id,
+                )
+            )
+        return events
+
+    def _submit_event(self, step: Step, result: StepResult, now: int) -> Event:
+        task_id, args = result.value, step.args
+        row = self._impl.rows.get(task_id)
+        due = row.due_at if row else args.get("due_at", now)
+        parts = [f"task {task_id} submitted: priority {args.get('priority', 0)}"]
+        parts.append(f"due t={due}" + (" (not yet due)" if due > now else ""))
+        if args.get("max_attempts") is not None:
+            parts.append(f"at most {args['max_attempts']} attempts")
+        if args.get("retry_delay", 1) != 1:
+            parts.append(f"retry delay {args['retry_delay']}")
+        return Event("submit", ", ".join(parts), task_id)
+
+    def _dispatch_event(self, step: Step, result: StepResult, now: int) -> Event:
+        worker = step.args["worker"]
+        lease = result.value
+        if lease is None:
+            load = next((w for w in self._impl.loads() if w.name == worker), None)
+            if load is not None and load.used >= load.capacity:
+                return Event("idle", f"no dispatch: {worker} is full ({load.used}/{load.capacity}); no token used")
+            soonest = self._waiting.soonest(now)
+            if soonest is not None:
+                return Event(
+                    "idle",
+                    f"no dispatch for {worker}: nothing is due at t={now} "
+                    f"(next: task {soonest.id} at t={soonest.due_at}); no token used",
+                )
+            return Event("idle", f"no dispatch for {worker}: nothing is waiting; no token used")
+        head = (
+            f"task {lease.task_id} → {worker}, token {lease.token}, "
+            f"lease {lease_text(lease.started_at, lease.expires_at)}"
+        )
+        chosen = self._impl.rows.get(lease.task_id)
+        if chosen is None:
+            return Event("dispatch", head, lease.task_id)
+        rival = self._waiting.best_due(now)  # the chosen task is running now: this is the runner-up
+        if rival is None:
+            why = "the only task due"
+        elif rival.priority != chosen.priority:
+            why = f"priority {chosen.priority} beats task {rival.id}'s {rival.priority}"
+        elif rival.due_at != chosen.due_at:
+            why = f"same priority {chosen.priority}; due t={chosen.due_at} beats task {rival.id}'s t={rival.due_at}"
+        else:
+            why = f"same priority {chosen.priority} and due t={chosen.due_at}; id {chosen.id} comes before {rival.id}"
+        return Event("dispatch", f"{head}: {why}", lease.task_id)
+
+    def _lease_call_event(self, step: Step, result: StepResult) -> Event:
+        op, task_id, token = step.op, step.args["task_id"], step.args["token"]
+        row = self._impl.rows.get(task_id)
+        if not getattr(result.value, "accepted", False):
+            reason = self._reason(result, task_id, token)
+            return Event("rejection", f"rejected {op} of task {task_id} with token {token}: {reason}", task_id)
+        if op == "complete":
+            return Event("complete", f"task {task_id} succeeded (token {token}); its slot is free at once", task_id)
+        if row is None:
+            return Event(op, f"{op} of task {task_id} accepted", task_id)
+        if op == "renew":
+            lease = lease_text(row.started_at, row.expires_at)
+            return Event("renew", f"lease of task {task_id} renewed: now {lease}, still token {token}", task_id)
+        text = _AFTER_FAIL.get(row.status, "task {id} failed: now {status}").format(**row._asdict())
+        return Event("fail", text, task_id)
+
+    def _cancel_event(self, step: Step, result: StepResult) -> Event:
+        task_id = step.args["task_id"]
+        row = self._impl.rows.get(task_id)
+        if not getattr(result.value, "accepted", False):
+            return Event("rejection", f"rejected cancel of task {task_id}: {self._reason(result, task_id, None)}", task_id)
+        if row is not None and row.status == "running":
+            return Event(
+                "cancel",
+                f"cancellation requested for running task {task_id}: cooperative, it keeps its lease "
+                f"on {row.worker} until it completes, fails or the lease ends",
+                task_id,
+            )
+        return Event("cancel", f"task {task_id} cancelled before it was claimed; it never starts", task_id)
+
+    def _reason(self, result: StepResult, task_id: int, token: int | None) -> str:
+        """A rejection's reason in words, from the implementation's reason code and views."""
+        reason = getattr(result.value, "reason", None)
+        row = self._impl.rows.get(task_id)
+        status = row.status if row else "unknown"
+        if reason == "stale_token" and row is not None:
+            return f"token {token} is stale: task {task_id} now runs under token {row.token}"
+        if reason == "lease_expired":
+            start, end = self._expired.get((task_id, token), (None, None))
+            if end is not None:
+                return f"lease {lease_text(start, end)} expired at t={end}"
+            return f"the lease of token {token} has expired"
+        if reason == "not_running":
+            return f"task {task_id} is not running (it is {status})"
+        if reason == "already_final":
+            return f"task {task_id} is already {status}, and final states never change"
+        if reason == "cancel_requested":
+            return f"a cancellation was requested for task {task_id}, so its lease can't be extended"
+        return str(reason) if reason else "refused (no reason given)"
+
+
+def _view_difference(ids: Iterable[int], impl_rows: dict[int, Row], model_rows: dict[int, Row]) -> str | None:
+    """The first task whose implementation view differs from the model's, in words."""
+    for task_id in ids:
+        mine, theirs = impl_rows.get(task_id), model_rows.get(task_id)
+        if mine is not None and theirs is not None and mine.view == theirs.view:
+            continue
+        if mine is None or theirs is None:
+            where = "the model" if mine is None else "the implementation"
+            return f"task {task_id} exists in {where} only"
+        fields = [name for name, a, b in zip(Row._fields[:9], mine.view, theirs.view) if a != b]
+        return f"task {task_id}: " + ", ".join(
+            f"{name} {getattr(mine, name)!r} (model: {getattr(theirs, name)!r})" for name in fields
+        )
+    return None
+
+
+def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: bool = True) -> Timeline:
+    """Run ``scenario`` against a fresh scheduler from ``factory`` and, unless
+    ``model=False``, the spec's model beside it (else call ``run_model`` later).
+
+    Never raises for what the scheduler does: an invalid call is recorded as
+    the step's error, and an implementation that crashes or disagrees with the
+    model is recorded in that step's check.
+    """
+    timeline = Timeline(scenario, factory)
+    if model:
+        timeline.run_model()
+    return timeline
