@@ -93,25 +93,32 @@ def priorities(size: int, cycles: int, seed: int) -> tuple[list[int], list[int]]
     return initial, during
 
 
-def _timed(loop: Callable[[], None], repeats: int, cycles: int) -> Timing:
-    samples = []
+def timed(loops: dict[str, Callable[[], None]], repeats: int, cycles: int) -> dict[str, Timing]:
+    """Time each loop ``repeats`` times, taking turns, so all of them see the same machine.
+
+    One untimed warm-up round comes first (caches, allocator pools, the
+    interpreter's specialization); the garbage collector is off throughout.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in loops}
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        loop()  # warm-up, not counted: caches, allocator pools, specialization
-        for _ in range(repeats):
-            start = time.perf_counter_ns()
+        for loop in loops.values():
             loop()
-            samples.append((time.perf_counter_ns() - start) / cycles)
+        for _ in range(repeats):
+            for name, loop in loops.items():
+                start = time.perf_counter_ns()
+                loop()
+                samples[name].append((time.perf_counter_ns() - start) / cycles)
     finally:
         if was_enabled:
             gc.enable()
-    return Timing(min(samples), statistics.median(samples), cycles, repeats)
+    return {name: Timing(min(got), statistics.median(got), cycles, repeats) for name, got in samples.items()}
 
 
-def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
-    """The heapq floor: one heappush + one heappop on a heap of ``size`` tuples."""
+def floor_loop(size: int, cycles: int, seed: int = 0) -> Callable[[], None]:
+    """``cycles`` times one heappush + one heappop on a heap of ``size`` tuples."""
     initial, during = priorities(size, cycles, seed)
     heap = [(-p, 0, i) for i, p in enumerate(initial, 1)]
     heapify(heap)
@@ -127,7 +134,7 @@ def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing
             task_id += 1
         next_id = task_id
 
-    return _timed(loop, repeats, cycles)
+    return loop
 
 
 def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
@@ -140,8 +147,8 @@ def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
     return scheduler
 
 
-def measure_cycle(factory: Callable[[], object], size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
-    """One submit + dispatch + complete on a scheduler holding ``size`` pending tasks."""
+def cycle_loop(factory: Callable[[], object], size: int, cycles: int, seed: int = 0) -> Callable[[], None]:
+    """``cycles`` times submit + dispatch + complete on a scheduler holding ``size`` pending tasks."""
     initial, during = priorities(size, cycles, seed)
     scheduler = build(factory, initial)
     submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
@@ -152,7 +159,17 @@ def measure_cycle(factory: Callable[[], object], size: int, cycles: int, repeats
             lease = dispatch("w", 0, DURATION)
             complete(lease.task_id, lease.token, 0)
 
-    return _timed(loop, repeats, cycles)
+    return loop
+
+
+def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
+    """The heapq floor alone: ns per heappush + heappop on a heap of ``size`` tuples."""
+    return timed({"floor": floor_loop(size, cycles, seed)}, repeats, cycles)["floor"]
+
+
+def measure_cycle(factory: Callable[[], object], size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
+    """One implementation alone: ns per submit + dispatch + complete with ``size`` tasks pending."""
+    return timed({"cycle": cycle_loop(factory, size, cycles, seed)}, repeats, cycles)["cycle"]
 
 
 def bytes_per_task(factory: Callable[[], object], size: int, seed: int = 0) -> float:
@@ -179,9 +196,10 @@ def simple_cycles(size: int, cycles: int) -> int:
 
 
 def measure_row(size: int, cycles: int, repeats: int, simple_max: int, seed: int = 0) -> Row:
-    """Every figure for one size."""
-    floor = measure_floor(size, cycles, repeats, seed)
-    indexed = measure_cycle(IndexedScheduler, size, cycles, repeats, seed)
+    """Every figure for one size; the floor and the indexed scheduler take turns."""
+    pair = timed({"floor": floor_loop(size, cycles, seed), "indexed": cycle_loop(IndexedScheduler, size, cycles, seed)},
+                 repeats, cycles)
+    floor, indexed = pair["floor"], pair["indexed"]
     simple = None
     if size <= simple_max:
         simple = measure_cycle(SimpleScheduler, size, simple_cycles(size, cycles), min(repeats, 3), seed)
@@ -355,9 +373,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="sizes 1000,10000 and fewer cycles: a smoke run in seconds")
     parser.add_argument("--cycles", type=int, default=None,
-                        help="cycles per repetition (default 20000, quick 2000)")
+                        help="cycles per repetition (default 5000, quick 1000)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="repetitions per figure; the best is reported (default 7, quick 3)")
+                        help="repetitions per figure; the best is reported (default 21, quick 5)")
     parser.add_argument("--simple-max", type=int, default=100_000,
                         help="largest size SimpleScheduler is timed at (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the priorities (default 0)")
@@ -373,8 +391,8 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    cycles = args.cycles or (2_000 if args.quick else 20_000)
-    repeats = args.repeats or (3 if args.quick else 7)
+    cycles = args.cycles or (1_000 if args.quick else 5_000)
+    repeats = args.repeats or (5 if args.quick else 21)
     print(f"fencepost bench: sizes {', '.join(f'{s:,}' for s in sizes)}", flush=True)
     rows = []
     for size in sizes:
