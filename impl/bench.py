@@ -332,6 +332,8 @@ def format_targets(rows: Sequence[Row]) -> list[str]:
         _target(f"indexed / heapq floor <= {TARGET_FLOOR_RATIO}x", floor_ratio, TARGET_FLOOR_RATIO, "x"),
         _target(f"indexed / indexed at {BASE_SIZE:,} <= {TARGET_GROWTH_RATIO}x", growth, TARGET_GROWTH_RATIO, "x"),
         _target(f"bytes per pending task <= {TARGET_BYTES_PER_TASK}", last.indexed_bytes, TARGET_BYTES_PER_TASK, ""),
+        f"  (for scale: the heapq floor itself grows {last.floor.best_ns / base.floor.best_ns:.2f}x "
+        f"from {BASE_SIZE:,} to {TARGET_SIZE:,})",
     ]
 
 

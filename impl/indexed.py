@@ -27,7 +27,13 @@ entries. ``check_invariants()`` recounts all of this in O(n).
 Complexity, n the entries in the heap concerned: ``submit``, ``dispatch``,
 ``complete``, ``fail``, ``cancel`` and ``renew`` O(log n) amortized, plus
 O(k log n) for the k leases that expire or tasks that fall due at that call;
-``advance`` the same; ``add_worker`` and ``task`` O(1).
+``advance`` the same; ``add_worker`` and ``task`` O(1). A rebuild is O(n),
+paid for by the more than n / 2 stale entries it drops.
+
+The hot paths (``submit``, ``dispatch``, ``complete``) test their arguments
+with exact-type comparisons first and fall back to ``impl._validate``'s checks,
+in ``SimpleScheduler``'s order, only when one fails, so an invalid call raises
+the same ``ValueError`` with the same message.
 """
 
 from __future__ import annotations
@@ -38,12 +44,8 @@ from heapq import heapify, heappop, heappush
 from impl import _validate as v
 from spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
-# A heap is never rebuilt while it holds at most this many stale entries:
-# dropping them as they surface is cheaper than a rebuild.
-_COMPACT_MIN = 64
-# Past _COMPACT_MIN, a heap is rebuilt when stale * _COMPACT_RATIO > len(heap),
-# i.e. when more than half of it is stale.
-_COMPACT_RATIO = 2
+_COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head
+_COMPACT_RATIO = 2  # past _COMPACT_MIN, rebuild once stale * _COMPACT_RATIO > len(heap): over half is stale
 
 _PENDING = Status.PENDING
 _RUNNING = Status.RUNNING

@@ -90,6 +90,7 @@ def test_targets_are_judged_at_a_million_against_a_thousand() -> None:
     assert "3.00x" in lines[1] and lines[1].endswith("MISSED")  # 1500 / 500 > 2.5
     assert "1.50x" in lines[2] and lines[2].endswith("holds")  # 1500 / 1000 <= 1.6
     assert "320" in lines[3] and lines[3].endswith("MISSED")  # > 300 bytes
+    assert "the heapq floor itself grows 5.00x" in lines[4]
 
 
 def test_spec_speed_reports_both_machines_or_why_not() -> None:
