@@ -37,14 +37,14 @@ MAX_TASKS = 16
 #: Workers a run may add (names are drawn from ``WORKER_NAMES``).
 WORKER_NAMES = ("w1", "w2", "w3")
 
-TIME_KINDS = ("now", "at_expiry", "before_expiry", "at_due", "later", "far")
+TIME_KINDS = ("now", "now", "at_expiry", "before_expiry", "at_due", "later", "far")
 # A call carrying a token lands inside its lease more often than not, so that
 # acceptance is exercised as much as every way of being refused.
-LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "later", "at_due", "far")
+LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "at_expiry", "later", "at_due", "far")
 # Repeated entries weight the draw: most lease calls target running work with
 # its current token, which is where acceptance (and its boundary) lives.
-TASK_KINDS = ("running", "running", "running", "any", "newest", "cancel_requested")
-TOKEN_KINDS = ("current", "current", "current", "previous", "other", "never_issued")
+TASK_KINDS = ("running", "running", "running", "cancel_requested", "cancel_requested", "any", "newest")
+TOKEN_KINDS = ("current", "current", "current", "previous", "same_worker", "other", "never_issued")
 INVALID_CALLS = (
     "time_backwards",
     "negative_time",
@@ -65,7 +65,7 @@ INVALID_CALLS = (
 
 picks = st.integers(min_value=0, max_value=7)
 offsets = st.integers(min_value=0, max_value=3)
-durations = st.integers(min_value=1, max_value=8)
+durations = st.integers(min_value=1, max_value=10)
 
 
 class Divergence(AssertionError):
@@ -174,7 +174,8 @@ class Lockstep:
         self.trace: list[TraceStep] = []
         self.history = invariants.History()
         self.max_attempts: dict[int, int | None] = {}
-        self.tokens_by_task: dict[int, list[int]] = {}
+        self.tokens_by_task: dict[int, list[int]] = {}  # task id -> tokens issued for it, in order
+        self.worker_of_token: dict[int, str] = {}  # token -> the worker its lease went to
         self.observed: invariants.Observation | None = None
 
     def step(self, op: str, args: dict) -> TraceStep:
@@ -209,6 +210,7 @@ class Lockstep:
             self.max_attempts[result] = args.get("max_attempts")
         if op == "dispatch" and result is not None:
             self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
+            self.worker_of_token[result.token] = result.worker
         self.compare_views(record)
         return record
 
@@ -385,7 +387,8 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[Trac
     shifted = _earlier(calls_of(best))
     if shifted is not None:
         best = attempt(shifted) or best
-    for index in range(len(best)):
+    index = 0
+    while index < len(best):  # best may shrink as we go
         for simpler in _simpler(best[index].op, best[index].args):
             calls = calls_of(best)
             calls[index] = (calls[index][0], simpler, calls[index][2])
@@ -393,6 +396,7 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[Trac
             if failing is not None and len(failing) <= len(best):
                 best = failing
                 break
+        index += 1
     return best
 
 
@@ -477,6 +481,11 @@ def conformance_machine(
             if kind == "previous" and issued:
                 older = [t for t in issued if t != task.token] or issued
                 return older[-1 - pick % len(older)]
+            if kind == "same_worker" and task.worker is not None:
+                # An older lease of the same worker: only the token tells it apart.
+                mine = [t for t, w in self.run.worker_of_token.items() if w == task.worker and t != task.token]
+                if mine:
+                    return mine[-1 - pick % len(mine)]
             if kind == "other" and others:
                 return others[pick % len(others)]
             if kind == "never_issued":
@@ -570,14 +579,60 @@ def conformance_machine(
                 now=self.time(when, pick, offset), duration=duration,
             )
 
+        @precondition(lambda self: any(t.status is Status.RUNNING for t in self.state.tasks))
+        @rule(
+            op=st.sampled_from(("complete", "fail", "renew")),
+            pick=picks,
+            when=st.sampled_from(("now", "before_expiry", "at_expiry")),
+            duration=durations,
+        )
+        def report_on_running_work(self, op: str, pick: int, when: str, duration: int) -> None:
+            """A worker reports on the work it holds, with its current token.
+
+            Uniform choices rarely line up task, token and time, so most reports
+            would be refusals; this rule makes acceptance (and the slot it
+            frees) as common as refusal.
+            """
+            running = [t for t in self.state.tasks if t.status is Status.RUNNING]
+            task = running[pick % len(running)]
+            args: dict[str, object] = {"task_id": task.id, "token": task.token, "now": self.time(when, pick, 0)}
+            if op == "renew":
+                args["duration"] = duration
+            self.step(op, **args)
+
+        @precondition(lambda self: any(t.cancel_requested for t in self.state.tasks))
+        @rule(
+            op=st.sampled_from(("renew", "fail", "complete")),
+            pick=picks,
+            when=st.sampled_from(("now", "now", "before_expiry", "at_expiry")),
+            duration=durations,
+        )
+        def report_after_cancel_request(self, op: str, pick: int, when: str, duration: int) -> None:
+            """A worker whose task was asked to stop reports with its current token.
+
+            Cancellation is cooperative, so this is where its rules bite: renew
+            is refused, fail ends ``cancelled``, complete still succeeds. The
+            state is rare under uniform choices, so it gets a rule of its own.
+            """
+            asked = [t for t in self.state.tasks if t.cancel_requested]
+            task = asked[pick % len(asked)]
+            args: dict[str, object] = {"task_id": task.id, "token": task.token, "now": self.time(when, pick, 0)}
+            if op == "renew":
+                args["duration"] = duration
+            self.step(op, **args)
+
         @rule(when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
         def advance(self, when: str, pick: int, offset: int) -> None:
             self.step("advance", now=self.time(when, pick, offset))
 
-        @rule(kind=st.sampled_from(INVALID_CALLS), pick=picks)
-        def invalid_call(self, kind: str, pick: int) -> None:
-            """A call the protocol refuses: both sides must raise ValueError and change nothing."""
-            op, args = invalid_arguments(self.state, kind, pick)
+        @rule(kind=st.sampled_from(INVALID_CALLS), pick=picks, when=st.sampled_from(TIME_KINDS), offset=offsets)
+        def invalid_call(self, kind: str, pick: int, when: str, offset: int) -> None:
+            """A call the protocol refuses: both sides must raise ValueError and change nothing.
+
+            Its time lands on boundaries like any other call's, so an
+            implementation that expires leases before validating is seen.
+            """
+            op, args = invalid_arguments(self.state, kind, pick, self.time(when, pick, offset))
             self.step(op, **args)
 
         # ------------------------------------------------------------ invariants
@@ -626,14 +681,18 @@ def conformance_machine(
     return ConformanceMachine
 
 
-def invalid_arguments(state: model.State, kind: str, pick: int) -> tuple[str, dict]:
-    """One invalid call of the given kind, against ``state``; see ``INVALID_CALLS``."""
-    now = state.now
+def invalid_arguments(state: model.State, kind: str, pick: int, now: int | None = None) -> tuple[str, dict]:
+    """One invalid call of the given kind, against ``state``; see ``INVALID_CALLS``.
+
+    ``now`` (default: the current time) is the instant used where the fault
+    is not the time itself.
+    """
+    now = state.now if now is None else now
     tasks = len(state.tasks)
     task_id = 1 + pick % tasks if tasks else 1
     worker = state.workers[pick % len(state.workers)][0] if state.workers else "w1"
-    if kind == "time_backwards" and now > 0:
-        return "advance", {"now": max(0, now - 1 - pick)}
+    if kind == "time_backwards" and state.now > 0:
+        return "advance", {"now": max(0, state.now - 1 - pick)}
     if kind in ("time_backwards", "negative_time"):
         return "dispatch", {"worker": worker, "now": -1 - pick, "duration": 1}
     if kind == "zero_duration":
@@ -653,7 +712,7 @@ def invalid_arguments(state: model.State, kind: str, pick: int) -> tuple[str, di
     if kind == "task_id_zero":
         return "cancel", {"task_id": 0, "now": now}
     if kind == "bool_argument":
-        return ("submit", {"priority": True}) if pick % 2 else ("advance", {"now": True if now <= 1 else False})
+        return ("submit", {"priority": True}) if pick % 2 else ("advance", {"now": state.now <= 1})
     if kind == "str_argument":
         return ("complete", {"task_id": task_id, "token": "1", "now": now}) if tasks and pick % 2 else ("advance", {"now": str(now)})
     if kind == "float_time":
