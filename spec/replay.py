@@ -24,6 +24,7 @@ from spec.scenario import (
     StepResult,
     apply_step,
     check_expect,
+    check_state,
     describe_call,
     describe_result,
     load_scenario,
@@ -54,7 +55,7 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
     for number, step in enumerate(scenario.steps, start=1):
         try:
             result = apply_step(scheduler, step)
-            mismatch = check_expect(step, result)
+            mismatch = check_expect(step, result) or check_state(step, scheduler)
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
             mismatch = f"raised {type(exc).__name__}, but the protocol allows only ValueError"

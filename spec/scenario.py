@@ -92,7 +92,7 @@ LEASE_FIELDS: dict[str, type] = {
 #: Operations answering with an ``Outcome``.
 OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 
-_STEP_KEYS = ("op", "note", "expect")
+_STEP_KEYS = ("op", "note", "expect", "expect_state")
 _TOP_KEYS = ("title", "description", "meta", "steps")
 
 
@@ -112,6 +112,7 @@ class Step:
     args: dict
     note: str | None = None
     expect: object = None
+    expect_state: dict | None = None  # {"now": int, "tasks": {"<id>": {view field: value}}}
 
     def __post_init__(self) -> None:
         defaults_none = {p.name for p in SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
@@ -249,12 +250,32 @@ def _step_from_data(raw: dict, fail) -> Step:
     if "note" in raw:
         note = _expect_type(raw["note"], str, lambda problem: fail("note", problem))
     expect = _expect_from_data(op, raw["expect"], fail) if "expect" in raw else None
+    expect_state = _expect_state_from_data(raw["expect_state"], fail) if "expect_state" in raw else None
     args = {p.name: raw[p.name] for p in params if p.name in raw}
     if expect != "error":  # a step that must be rejected may carry any value
         for p in params:
             if p.name in args and not (args[p.name] is None and p.default is None):
                 _expect_type(args[p.name], p.type, lambda problem, n=p.name: fail(n, problem))
-    return Step(op=op, args=args, note=note, expect=expect)
+    return Step(op=op, args=args, note=note, expect=expect, expect_state=expect_state)
+
+
+#: Task view fields ``expect_state`` may name, with their types. A field that
+#: is None in the view (no lease) is left out; ``status`` says as much.
+STATE_FIELDS: dict[str, type] = {
+    "status": str, "priority": int, "due_at": int, "attempts": int,
+    "worker": str, "token": int, "expires_at": int, "cancel_requested": bool,
+}
+
+
+def _expect_state_from_data(value: object, fail) -> dict:
+    """``expect_state``: the scheduler's state after the step, as far as it is given."""
+    table = _expect_table(value, {"now": int, "tasks": dict}, (), "a table with now and/or tasks", fail, "expect_state")
+    for key, fields in table.get("tasks", {}).items():
+        where = f"expect_state.tasks.{key}"
+        if not (isinstance(key, str) and key.isdigit() and int(key) >= 1):
+            raise fail(where, "expected a task id (a whole number >= 1) as the key")
+        _expect_table(fields, STATE_FIELDS, (), "a table of task view fields", fail, where)
+    return table
 
 
 def _expect_from_data(op: str, expect: object, fail) -> object:
@@ -276,16 +297,19 @@ def _expect_from_data(op: str, expect: object, fail) -> object:
     raise fail("expect", f'{op} can only expect "error", got {_show(expect)}')
 
 
-def _expect_table(expect: object, fields: dict[str, type], required: tuple[str, ...], wanted: str, fail) -> dict:
+def _expect_table(
+    expect: object, fields: dict[str, type], required: tuple[str, ...], wanted: str, fail, name: str = "expect"
+) -> dict:
+    """Check a table of expected fields; problems are reported under ``name``."""
     if not isinstance(expect, dict):
-        raise fail("expect", f"expected {wanted}, got {_show(expect)}")
+        raise fail(name, f"expected {wanted}, got {_show(expect)}")
     for key, value in expect.items():
         if key not in fields:
-            raise fail(f"expect.{key}", f"unknown field (expected {', '.join(fields)})")
-        _expect_type(value, fields[key], lambda problem, k=key: fail(f"expect.{k}", problem))
+            raise fail(f"{name}.{key}", f"unknown field (expected {', '.join(fields)})")
+        _expect_type(value, fields[key], lambda problem, k=key: fail(f"{name}.{k}", problem))
     for key in required:
         if key not in expect:
-            raise fail(f"expect.{key}", "missing")
+            raise fail(f"{name}.{key}", "missing")
     return dict(expect)
 
 
@@ -373,6 +397,8 @@ def _to_data(scenario: Scenario, source: str) -> dict:
         raw: dict = {"op": step.op, **_in_protocol_order(step)}
         if step.expect is not None:
             raw["expect"] = step.expect
+        if step.expect_state is not None:
+            raw["expect_state"] = step.expect_state
         if step.note is not None:
             raw["note"] = step.note
         steps.append(raw)
@@ -586,6 +612,26 @@ def _meets(step: Step, result: StepResult) -> bool:
 
 
 _ABSENT = object()
+
+
+def check_state(step: Step, scheduler: object) -> str | None:
+    """None when ``scheduler`` shows the state ``step.expect_state`` names, else one line saying how not."""
+    want = step.expect_state
+    if not want:
+        return None
+    if "now" in want and getattr(scheduler, "now", _ABSENT) != want["now"]:
+        return f"expected t={want['now']} afterwards, got t={getattr(scheduler, 'now', '?')}"
+    for key, fields in want.get("tasks", {}).items():
+        try:
+            view = scheduler.task(int(key))
+        except ValueError as exc:
+            return f"expected task {key} afterwards, but task({key}) raised: {_one_line(str(exc))}"
+        for name, value in fields.items():
+            have = getattr(view, name, _ABSENT)
+            have = getattr(have, "value", have)  # a str enum status compares by its value
+            if have != value:
+                return f"expected task {key} {name}={value!r} afterwards, got {have!r}"
+    return None
 
 
 # ---------------------------------------------------------------- built-in walkthroughs

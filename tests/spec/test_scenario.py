@@ -68,9 +68,9 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),
         ('op = "submit"\ntask = 1\n',
          "walk.toml: step 1: field 'task': not an argument of submit "
-         "(it takes priority, due_at, max_attempts, retry_delay; a step also has op, note, expect)"),
+         "(it takes priority, due_at, max_attempts, retry_delay; a step also has op, note, expect, expect_state)"),
         ('op = "advance"\nnow = 1\nnotes = "x"\n',
-         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect)"),
+         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state)"),
         ('op = "advance"\nnow = 1\nnote = 5\n', "walk.toml: step 1: field 'note': expected a string, got 5"),
         ('op = "advance"\nnow = 1\nexpect = "none"\n',
          "walk.toml: step 1: field 'expect': advance can only expect \"error\", got \"none\""),

@@ -1,0 +1,106 @@
+"""Counterexamples as scenarios: a failing trace, kept as a replayable file.
+
+A trace (``spec.machine.TraceStep`` list) becomes a scenario in the pinned
+format with the model's result as ``expect`` on every step, and the model's
+whole state as ``expect_state`` on the diverging step. So ``fencepost replay
+FILE --impl MODULE:FACTORY`` fails at exactly the step that diverged, and
+``fencepost replay FILE`` on a correct implementation passes. Reasons are
+left out of ``expect`` on purpose: the spec does not compare their wording,
+and a correct third-party implementation must replay the file clean.
+
+The Hypothesis version and seed are recorded in ``meta``; replaying needs
+neither.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hypothesis
+
+from spec import model
+from spec.machine import TraceStep, format_call
+from spec.scenario import Scenario, Step, dump_scenario
+
+
+def expect_of(step: TraceStep) -> object:
+    """The model's result of one step as a scenario ``expect`` (None when there is nothing to match)."""
+    expected = step.expected
+    if isinstance(expected, tuple) and expected[0] == "error":
+        return "error"
+    if step.op == "dispatch":
+        if expected is None:
+            return "none"
+        _, task_id, worker, token, started_at, expires_at = expected
+        return {"task_id": task_id, "worker": worker, "token": token, "started_at": started_at, "expires_at": expires_at}
+    if step.op in ("complete", "fail", "cancel", "renew"):
+        return {"accepted": bool(expected[1])}
+    if step.op == "submit":
+        return {"task_id": expected}
+    return None
+
+
+def state_of(state: model.State) -> dict:
+    """The model's state as ``expect_state``: the clock and every task's view."""
+    tasks = {}
+    for task in state.tasks:
+        view = model.view(task)
+        fields = {
+            "status": view.status.value, "priority": view.priority, "due_at": view.due_at,
+            "attempts": view.attempts, "cancel_requested": view.cancel_requested,
+        }
+        for name in ("worker", "token", "expires_at"):
+            if getattr(view, name) is not None:
+                fields[name] = getattr(view, name)
+        tasks[str(task.id)] = fields
+    return {"now": state.now, "tasks": tasks}
+
+
+def trace_to_scenario(trace: list[TraceStep], title: str, description: str | None = None, meta: dict | None = None) -> Scenario:
+    """The trace as a scenario; the diverging step gets a note and the model's full state."""
+    steps = []
+    state = model.initial()
+    for number, record in enumerate(trace, 1):
+        try:
+            state, _ = model.apply(state, record.op, dict(record.args))
+        except ValueError:
+            pass  # an invalid call changes nothing
+        note = None
+        expect_state = None
+        if record.problem:
+            note = f"**The implementation diverges here.** {record.problem}"
+            expect_state = state_of(state)
+        steps.append(Step(record.op, dict(record.args), note=note, expect=expect_of(record), expect_state=expect_state))
+    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta or {}))
+
+
+def diverging_step(trace: list[TraceStep]) -> int | None:
+    """The 1-based number of the first step marked with a problem."""
+    return next((n for n, s in enumerate(trace, 1) if s.problem), None)
+
+
+def write_trace(trace: list[TraceStep], path: str | Path, title: str, description: str | None = None, meta: dict | None = None) -> Path:
+    """Write the trace as a scenario (JSON if ``path`` ends ``.json``, else TOML); return the path."""
+    meta = {"hypothesis_version": hypothesis.__version__, **(meta or {})}
+    number = diverging_step(trace)
+    if number is not None:
+        meta.setdefault("diverging_step", number)
+    path = Path(path)
+    dump_scenario(trace_to_scenario(trace, title, description, meta), path)
+    return path
+
+
+def write_counterexample(result: object, path: str | Path, factory_spec: str) -> Path:
+    """Write a failed ``spec.check.CheckResult`` as a scenario file; return the path."""
+    last = result.trace[-1] if result.trace else None
+    description = (
+        f"A counterexample found by `fencepost check {factory_spec}`: {len(result.trace)} steps, "
+        f"diverging at `{format_call(last.op, last.args)}` -- {result.failure}"
+        if last else f"A counterexample found by `fencepost check {factory_spec}`."
+    )
+    meta = {
+        "generated_by": "fencepost check",
+        "impl": factory_spec,
+        "seed": "derandomized" if result.seed is None else result.seed,
+    }
+    return write_trace(result.trace, path, title=f"Counterexample: {factory_spec}", description=description, meta=meta)
