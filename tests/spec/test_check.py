@@ -1,0 +1,106 @@
+"""fencepost check: both shipped implementations conform; verdicts, exit statuses and trace files."""
+
+from __future__ import annotations
+
+import pytest
+
+from impl.indexed import IndexedScheduler
+from impl.simple import SimpleScheduler
+from spec.check import check_factory
+from spec.cli import main
+from spec.scenario import load_scenario
+from spec.testing import conformance_test
+
+# The two-line form a user adds to their own suite, applied to ours.
+TestSimpleSchedulerConforms = conformance_test(SimpleScheduler)
+TestIndexedSchedulerConforms = conformance_test(IndexedScheduler)
+
+BROKEN = "spec.mutants.token_reuse:Scheduler"
+
+
+def test_the_default_check_of_the_default_implementation_exits_0(capsys):
+    assert main(["check", "impl:Scheduler"]) == 0
+    assert "conforms to the fencepost spec" in capsys.readouterr().out
+
+
+def test_a_broken_factory_exits_1_with_numbered_steps_call_expected_got(capsys):
+    assert main(["check", BROKEN]) == 1
+    out = capsys.readouterr().out
+    assert "does NOT conform" in out
+    assert "  1. " in out and "expected:" in out and "got:" in out and "<-- diverges" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["check", "no_such_module_xyz:Factory"], "cannot import module 'no_such_module_xyz'"),
+        (["check", "impl"], "must look like MODULE:NAME"),
+        (["check", "impl:NoSuchThing"], "has no attribute 'NoSuchThing'"),
+        (["check", "spec.protocol:FINAL_STATUSES"], "is not callable"),
+        (["check", "spec.protocol:Outcome"], "failed when called with no arguments"),
+        (["check", "builtins:object"], "without the protocol's"),
+    ],
+)
+def test_bad_factories_are_one_line_and_exit_2(capsys, argv, words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["check", "impl:Scheduler", "--max-examples", "0"], ["check", "impl:Scheduler", "--seed", "x"], ["check"]])
+def test_bad_options_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_run_too_small_to_reach_the_boundaries_fails_and_names_them(capsys):
+    assert main(["check", "impl:Scheduler", "--max-examples", "2", "--steps", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "never reached" in out and "completion_at_expiry" in out
+
+
+def test_coverage_prints_every_operation_and_boundary(capsys):
+    assert main(["check", "impl:Scheduler", "--coverage"]) == 0
+    out = capsys.readouterr().out
+    for word in ("complete", "stale_token", "lease_expired", "raised", "time_at_expiry", "ids_past_9", "capacity_exactly_full"):
+        assert word in out
+
+
+def test_the_same_seed_finds_the_same_counterexample():
+    from spec.mutants import token_reuse
+
+    first = check_factory(token_reuse.Scheduler, seed=7)
+    second = check_factory(token_reuse.Scheduler, seed=7)
+    assert not first.passed
+    assert [(s.op, s.args) for s in first.trace] == [(s.op, s.args) for s in second.trace]
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_trace_out_replays_failing_at_the_diverging_step_and_clean_on_a_correct_one(tmp_path, capsys, suffix):
+    path = tmp_path / f"cx{suffix}"
+    assert main(["check", BROKEN, "--trace-out", str(path)]) == 1
+    capsys.readouterr()
+    scenario = load_scenario(path)
+    diverging = scenario.meta["diverging_step"]
+    assert diverging == len(scenario.steps)
+    assert scenario.meta["impl"] == BROKEN and "hypothesis_version" in scenario.meta
+    assert all(step.expect is not None for step in scenario.steps if step.op not in ("add_worker", "advance"))
+    assert main(["replay", str(path), "--impl", BROKEN]) == 1
+    assert f"the first is step {diverging}" in capsys.readouterr().out
+    assert main(["replay", str(path)]) == 0
+    assert main(["replay", str(path), "--impl", "impl.simple:SimpleScheduler"]) == 0
+
+
+def test_a_view_only_divergence_still_fails_replay_at_its_step(tmp_path, capsys):
+    path = tmp_path / "cx.toml"
+    mutant = "spec.mutants.expire_before_validation:Scheduler"
+    assert main(["check", mutant, "--trace-out", str(path)]) == 1
+    scenario = load_scenario(path)
+    assert scenario.steps[-1].expect_state is not None
+    capsys.readouterr()
+    assert main(["replay", str(path), "--impl", mutant]) == 1
+    assert f"the first is step {len(scenario.steps)}" in capsys.readouterr().out
+    assert main(["replay", str(path)]) == 0
