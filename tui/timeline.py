@@ -30,6 +30,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import math
+import operator
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -103,6 +105,7 @@ class Row(NamedTuple):
     cancel_requested: bool
     started_at: int | None
     since: int
+    rank: tuple[int, int, int]  # the dispatch order key: (-priority, due_at, id)
 
     @property
     def view(self) -> tuple:
@@ -110,17 +113,17 @@ class Row(NamedTuple):
         return self[:9]
 
 
-def pending_key(now: int) -> Callable[[Row], tuple]:
-    """Order for Pending with the next pick on top: the due tasks in dispatch
-    order (priority descending, due_at, numeric id), then the not-yet-due
-    ones by the time they become due."""
+# The columns' orders. Every key ends in the task id, so no two rows tie.
+_RANK = operator.attrgetter("rank")  # due pending tasks: the dispatch order
+_DUE_THEN_RANK = operator.attrgetter("due_at", "rank")  # not-yet-due ones: when they become due
 
-    def key(row: Row) -> tuple:
-        if row.due_at <= now:
-            return (0, -row.priority, row.due_at, row.id)
-        return (1, row.due_at, -row.priority, row.id)
 
-    return key
+def _RUNNING_ORDER(row: Row) -> tuple:  # by worker, then lease start
+    return (str(row.worker), row.started_at or 0, row.id)
+
+
+def _DONE_ORDER(row: Row) -> tuple:  # most recently finished first
+    return (-row.since, row.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,10 @@ class Event:
     kind: str  # one of EVENT_KINDS
     text: str
     task_id: int | None = None
+
+
+#: The log's first line of every frame: the widget words it from the frame.
+_CALL = Event("call", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +153,17 @@ class Frame:
     index: int  # 0 is before the first step
     now: int  # the implementation's clock after this step
     step: Step | None  # None at frame 0
-    call: str  # the call as Python ("" at frame 0)
     result: str  # the implementation's answer in words
     error: str | None  # the implementation raised this message
     mismatch: str | None  # how the step's expect did not hold
     events: tuple[Event, ...]  # what happened because of this step
     changed: frozenset[int]  # task ids whose row changed at this step
     workers: tuple[WorkerLoad, ...]
+
+    @property
+    def call(self) -> str:
+        """The call as Python ("" at frame 0); worded on demand, as only a few are ever shown."""
+        return describe_call(self.step) if self.step is not None else ""
 
     @property
     def notable(self) -> bool:
@@ -179,7 +190,7 @@ class Board:
 
     side: Side
     now: int
-    pending: list[Row]  # pending_key order: the next pick first
+    pending: list[Row]  # the next pick first: due tasks in dispatch order, then the rest by due time
     running: list[Row]  # by worker, then lease start
     done: list[Row]  # most recently finished first
     workers: tuple[WorkerLoad, ...]
@@ -277,6 +288,104 @@ class _Waiting:
                 heapq.heappush(self._ready, (-row.priority, row.due_at, row.id, next(self._seq), row))
 
 
+class _SortedRows:
+    """Rows kept in ``key`` order, with their keys beside them for bisection."""
+
+    def __init__(self, key: Callable[[Row], tuple], rows: Iterable[Row] = ()) -> None:
+        self.key = key
+        self.rows = sorted(rows, key=key)
+        self.keys = [key(row) for row in self.rows]
+
+    def add(self, row: Row) -> None:
+        key = self.key(row)
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.rows.insert(at, row)
+
+    def remove(self, row: Row) -> None:
+        at = bisect.bisect_left(self.keys, self.key(row))
+        assert self.rows[at] == row, "removing a row that is not in the column"
+        del self.keys[at], self.rows[at]
+
+
+class _Columns:
+    """Pending (due, then not yet due), Running and Done of one side, kept sorted
+    while walking the track's diffs, so a step re-sorts nothing.
+
+    Invariant: ``due`` holds the waiting rows with ``due_at <= now``, ``later``
+    the others, for the ``now`` last asked for. Far jumps rebuild from a cursor.
+    """
+
+    #: Walk at most this many frames' diffs; further, rebuild from the rows.
+    WALK_LIMIT = 64
+
+    def __init__(self, track: _Track) -> None:
+        self._track = track
+        self._cursor = _Cursor(track)
+        self._at: int | None = None
+        self._now = 0
+
+    def at(self, index: int, now: int) -> tuple[list[Row], list[Row], list[Row]]:
+        """Fresh lists of Pending (due ones in dispatch order, then the rest by due
+        time), Running and Done at frame ``index``, whose clock is ``now``."""
+        if self._at is None or abs(index - self._at) > self.WALK_LIMIT:
+            self._rebuild(index, now)
+        diffs = self._track.diffs
+        while self._at < index:
+            self._at += 1
+            for _, before, after in diffs[self._at]:
+                if before is not None:
+                    self._remove(before)
+                self._add(after)
+        while self._at > index:
+            for _, before, after in diffs[self._at]:
+                self._remove(after)
+                if before is not None:
+                    self._add(before)
+            self._at -= 1
+        self._move_to(now)
+        return self.due.rows + self.later.rows, list(self.running.rows), list(self.done.rows)
+
+    def _rebuild(self, index: int, now: int) -> None:
+        rows = self._cursor.rows_at(index).values()
+        waiting = [r for r in rows if r.status in WAITING]
+        self.due = _SortedRows(_RANK, (r for r in waiting if r.due_at <= now))
+        self.later = _SortedRows(_DUE_THEN_RANK, (r for r in waiting if r.due_at > now))
+        self.running = _SortedRows(_RUNNING_ORDER, (r for r in rows if r.status == "running"))
+        self.done = _SortedRows(_DONE_ORDER, (r for r in rows if r.status not in WAITING and r.status != "running"))
+        self._at, self._now = index, now
+
+    def _column(self, row: Row) -> _SortedRows:
+        if row.status in WAITING:
+            return self.due if row.due_at <= self._now else self.later
+        return self.running if row.status == "running" else self.done
+
+    def _add(self, row: Row) -> None:
+        self._column(row).add(row)
+
+    def _remove(self, row: Row) -> None:
+        self._column(row).remove(row)
+
+    def _move_to(self, now: int) -> None:
+        """Move rows between due and later for the clock ``now``."""
+        if now > self._now:  # the common way: tasks become due
+            cut = bisect.bisect_right(self.later.keys, (now, (math.inf,)))
+            arriving = self.later.rows[:cut]
+            del self.later.rows[:cut], self.later.keys[:cut]
+            if len(arriving) > self.WALK_LIMIT:
+                self.due = _SortedRows(_RANK, self.due.rows + arriving)
+            else:
+                for row in arriving:
+                    self.due.add(row)
+        elif now < self._now:  # stepping back over a time advance
+            leaving = [r for r in self.due.rows if r.due_at > now]
+            if leaving:
+                self.due = _SortedRows(_RANK, (r for r in self.due.rows if r.due_at <= now))
+                for row in leaving:
+                    self.later.add(row)
+        self._now = now
+
+
 @dataclass
 class _Side:
     """The live state of one side while its frames are recorded."""
@@ -361,6 +470,7 @@ def _row(view: object, previous: Row | None, now: int, frame: int) -> Row:
     return Row(
         view.id, status, view.priority, view.due_at, view.attempts, view.worker,
         token, view.expires_at, bool(view.cancel_requested), started_at, since,
+        (-view.priority, view.due_at, view.id),
     )
 
 
@@ -407,12 +517,13 @@ class Timeline:
     def __init__(self, scenario: Scenario, factory: Callable[[], object]) -> None:
         self.scenario = scenario
         self.factory = factory
-        self.frames: list[Frame] = [Frame(0, 0, None, "", "", None, None, (), frozenset(), ())]
+        self.frames: list[Frame] = [Frame(0, 0, None, "", None, None, (), frozenset(), ())]
         self.checks: list[Check] = [Check(0, 0, "", None, 0, frozenset(), ())]
         self.notable: list[int] = []  # frames with an expiry or a rejection, ascending
         self.mismatches: list[int] = []  # frames whose expect did not hold
         self.divergences: list[int] = []  # frames where the implementation parts from the model
-        # The event log, flat: frame k owns log[log_end[k - 1]:log_end[k]], its call line first.
+        # The event log, flat: frame k owns log[log_end[k - 1]:log_end[k]], its call line first
+    # (an Event of kind "call" with no text: the frame's call and result are the line).
         self.log: list[tuple[int, Event]] = []
         self.log_end: list[int] = [0]
         self._scheduler = factory()
@@ -427,6 +538,7 @@ class Timeline:
         self._model_impl_cursor = _Cursor(self._impl.track)
         self._differing: set[int] = set()
         self._cursors = {"impl": _Cursor(self._impl.track), "model": _Cursor(self._model.track)}
+        self._columns = {"impl": _Columns(self._impl.track), "model": _Columns(self._model.track)}
         self._boards: dict[tuple[int, Side], Board] = {}
         for step in scenario.steps:
             self._run_impl(step, *self._apply_impl(step))
@@ -487,25 +599,13 @@ class Timeline:
         return self.notable[at - 1] if at > 0 else None
 
     def _make_board(self, index: int, side: Side) -> Board:
-        rows = self._cursors[side].rows_at(index)
         if side == "impl":
             frame = self.frames[index]
             now, workers, changed = frame.now, frame.workers, frame.changed
         else:
             check = self.checks[index]
             now, workers, changed = check.now, check.workers, check.changed
-        pending, running, done = [], [], []
-        for row in rows.values():
-            status = row.status
-            if status in WAITING:
-                pending.append(row)
-            elif status == "running":
-                running.append(row)
-            else:
-                done.append(row)
-        pending.sort(key=pending_key(now))
-        running.sort(key=lambda r: (str(r.worker), r.started_at or 0, r.id))
-        done.sort(key=lambda r: (-r.since, r.id))
+        pending, running, done = self._columns[side].at(index, now)
         return Board(side, now, pending, running, done, workers, changed)
 
     # ------------------------------------------------------------ building: the implementation
@@ -559,21 +659,19 @@ class Timeline:
         mismatch = crash or check_expect(step, result)
         if mismatch:
             events.append(Event("mismatch", f"expect failed: {mismatch}"))
-        call, said = describe_call(step), describe_result(step, result)
         frame = Frame(
             index=index,
             now=now,
             step=step,
-            call=call,
-            result=said,
+            result=describe_result(step, result),
             error=result.error,
             mismatch=mismatch,
             events=tuple(events),
             changed=frozenset(task_id for task_id, _, _ in changes),
-            workers=impl.loads(),
+            workers=impl.loads() if self._loads_may_change(step, changes) else self.frames[-1].workers,
         )
         self._results.append(_result_key(result))
-        self.log.append((index, Event("call", f"{call} → {said}")))
+        self.log.append((index, _CALL))
         self.log.extend((index, event) for event in events)
         self.log_end.append(len(self.log))
         if frame.notable:
@@ -581,6 +679,14 @@ class Timeline:
         if mismatch:
             self.mismatches.append(index)
         self.frames.append(frame)  # last: a reader that sees the frame sees all of it
+
+    @staticmethod
+    def _loads_may_change(step: Step, changes: tuple[Change, ...]) -> bool:
+        """Worker loads change only with a worker added or a lease begun or ended."""
+        return step.op == "add_worker" or any(
+            after.status == "running" or (before is not None and before.status == "running")
+            for _, before, after in changes
+        )
 
     # ------------------------------------------------------------ building: the model beside it
 

@@ -1,0 +1,201 @@
+"""The app driven through its keys with Pilot: no sleeps, every wait is pilot.pause()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spec.cli import main
+from spec.mutants import token_reuse
+from spec.scenario import Scenario, load_scenario
+from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
+from tui.app import SPEEDS, FencepostApp, open_timeline
+from tui.screens import HelpScreen, PromptScreen
+from tui.widgets import EventLog, TaskColumn
+
+
+def titles(app: FencepostApp) -> list[str]:
+    return [column.border_title for column in app.query(TaskColumn)]
+
+
+async def test_right_and_left_step_forward_and_back_exactly():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.step == 0 and titles(app) == ["Pending 0", "Running 0", "Done 0"]
+        await pilot.press("right", "right", "right")
+        assert app.step == 3 and titles(app) == ["Pending 2", "Running 0", "Done 0"]
+        seen_at_3 = titles(app), app.query_one(EventLog)._count
+        await pilot.press("l", "l", "h", "left")
+        assert app.step == 3
+        assert (titles(app), app.query_one(EventLog)._count) == seen_at_3
+
+
+async def test_home_and_end_and_the_keys_that_no_longer_apply():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        last = app.timeline.last
+        assert app.check_action("previous", ()) is None  # shown greyed at step 0
+        await pilot.press("end")
+        assert app.step == last
+        assert app.check_action("next", ()) is None and app.check_action("toggle_play", ()) is None
+        await pilot.press("right")
+        assert app.step == last
+        await pilot.press("home")
+        assert app.step == 0
+        assert app.check_action("write", ()) is False  # hidden outside interactive mode
+
+
+async def test_g_jumps_to_the_step_typed_and_escape_changes_nothing():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("1", "2", "enter")
+        assert app.step == 12 and not isinstance(app.screen, PromptScreen)
+        await pilot.press("g", "3", "escape")
+        assert app.step == 12
+        await pilot.press("g", "9", "9", "9", "enter")
+        assert app.step == app.timeline.last  # clamped
+
+
+async def test_n_and_shift_n_visit_the_expiries_and_rejections():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        notable = app.timeline.notable
+        assert len(notable) >= 2
+        for index in notable:
+            await pilot.press("n")
+            assert app.step == index
+        await pilot.press("n")
+        assert app.step == notable[-1]
+        assert app.check_action("next_notable", ()) is None
+        await pilot.press("N")
+        assert app.step == notable[-2]
+
+
+async def test_autoplay_steps_through_the_same_next_action_and_stops_at_the_end():
+    app = app_for("capacity-one")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        assert app.playing
+        await pilot.press("plus", "plus", "minus")
+        assert SPEEDS[app.speed] == 4.0
+        # The timer calls action_next; calling it here is what each tick does.
+        for _ in range(app.timeline.last):
+            app.action_next()
+            await pilot.pause()
+        assert app.step == app.timeline.last and not app.playing
+        assert app.check_action("toggle_play", ()) is None
+
+
+async def test_space_pauses_autoplay():
+    app = app_for("capacity-one")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        app.action_next()
+        await pilot.press("space")
+        assert not app.playing and app.step == 1
+        assert app.check_action("faster", ()) is False  # speed keys only while playing
+
+
+async def test_clicking_a_log_line_jumps_to_its_step():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("end")
+        log = app.query_one(EventLog)
+        first_shown = app.timeline.log[round(log.scroll_y)][0]
+        await pilot.click(EventLog, offset=(3, 1))  # inside the border: the first line
+        assert app.step == first_shown
+
+
+async def test_interactive_calls_append_steps_and_refused_ones_show_the_schedulers_message():
+    app = empty_session()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.interactive and app.timeline.last == 0
+        await pilot.press(*"add_worker w1 1", "enter")
+        assert app.timeline.last == 1 and app.step == 1
+        await pilot.press(*"dispatch w9 0 5", "enter")
+        error = app.query_one("#command-error")
+        assert error.has_class("-shown")
+        assert "worker 'w9' is unknown: add it with add_worker first" in str(error.render())
+        assert app.timeline.last == 1
+        app.query_one("#command").value = ""
+        await pilot.press(*"frobnicate 1", "enter")
+        assert "unknown operation 'frobnicate'" in str(error.render()) and app.timeline.last == 1
+        app.query_one("#command").value = ""
+        for line in ("submit priority=2", "dispatch w1 5 5", "complete 1 1 9"):
+            await pilot.press(*line, "enter")
+        assert not error.has_class("-shown")
+        assert [s.op for s in app.timeline.steps] == ["add_worker", "submit", "dispatch", "complete"]
+        assert app.timeline.frames[-1].now == 9
+        assert titles(app) == ["Pending 0", "Running 0", "Done 1"]
+
+
+async def test_escape_leaves_the_command_line_so_the_keys_step_again():
+    app = empty_session()
+    async with app.run_test(size=SIZE) as pilot:
+        for line in ("add_worker w1 1", "submit"):
+            await pilot.press(*line, "enter")
+        await pilot.press("escape", "left")
+        assert app.step == 1
+        await pilot.press("i")
+        assert app.step == 2 and app.focused is app.query_one("#command")
+
+
+async def test_w_writes_the_session_and_it_loads_back_identically(in_tmp_cwd: Path):
+    app = empty_session()
+    async with app.run_test(size=SIZE) as pilot:
+        for line in ("add_worker w1 1", "submit", "dispatch w1 0 5", "advance 5", "dispatch w1 5 5", "complete 1 1 6"):
+            await pilot.press(*line, "enter")
+        await pilot.press("escape", "w")
+        assert isinstance(app.screen, PromptScreen)
+        app.screen.query_one("#prompt-input").value = "session.toml"
+        await pilot.press("enter")
+        session = app.timeline
+    path = in_tmp_cwd / "session.toml"
+    loaded = load_scenario(path)
+    assert loaded.steps == session.steps
+    assert loaded.steps[-1].expect == {"accepted": False}
+    reopened = open_timeline(loaded, session.factory)
+    assert reopened.frames == session.frames and reopened.checks == session.checks
+    assert main(["replay", str(path)]) == 0
+
+
+async def test_a_divergence_is_marked_and_m_shows_the_models_state():
+    scenario = Scenario("diverges", STALE_TOKEN_STEPS)
+    app = app_for(scenario, factory=token_reuse.Scheduler)
+    async with app.run_test(size=SIZE) as pilot:
+        # Step 5 reuses token 1 where the model issues 2; step 6's stale token 1 is then accepted.
+        assert app.timeline.divergences == [5, 6] and app.timeline.mismatches == []
+        await pilot.press("d")
+        assert app.step == 5
+        assert app.query_one("#differences").has_class("-shown")
+        await pilot.press("m")
+        assert app.side == "model" and app.query_one("#board").has_class("-model")
+        running = app.query_one("#running", TaskColumn)
+        assert running._rows[0].token == 2  # the model's fresh token; the mutant kept 1
+
+
+async def test_question_mark_opens_help_and_escape_closes_it():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_the_palette_offers_load_jump_and_screenshot(in_tmp_cwd: Path):
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        assert {"Load scenario", "Jump to step", "Save screenshot"} <= commands.keys()
+        await pilot.press("right", "right", "right")
+        commands["Save screenshot"].callback()
+        saved = list((in_tmp_cwd / "screenshots").glob("*.svg"))
+        assert len(saved) == 1 and saved[0].name.startswith("a-first-tour-")
+        assert saved[0].name.endswith("-step-0003.svg") and "step 3/16" in saved[0].read_text().replace("&#160;", " ")
+        commands["Load scenario"].callback()
+        await pilot.pause()
+        app.screen.query_one("#prompt-input").value = "capacity-one"
+        await pilot.press("enter")
+        assert app.timeline.scenario.title.startswith("Capacity one") and app.step == 0

@@ -1,0 +1,512 @@
+"""The fencepost TUI: step through a scheduler's logical time, one protocol call at a time.
+
+The app holds the state (which timeline, which step, playing or not, which
+side is shown); ``tui.timeline`` computed everything it shows; the widgets in
+``tui.widgets`` format it; ``app.tcss`` decides how it looks.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
+
+from spec.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
+from tui.commands import CommandError, parse_command
+from tui.screens import HelpScreen, PromptScreen
+from tui.timeline import Timeline, build_timeline
+from tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
+
+#: Autoplay speeds, in steps per second.
+SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+DEFAULT_SPEED = 2  # index into SPEEDS
+
+#: Up to this many steps the model is checked before the screen opens (a small
+#: scenario takes milliseconds); past it, in a thread once the screen is up.
+MODEL_UP_FRONT_STEPS = 2000
+
+#: Shown at step 0 of an empty interactive session.
+NEW_SESSION_NOTE = """\
+**An empty scheduler.** Type protocol calls in the line at the bottom, e.g.
+
+* `add_worker w1 1`
+* `submit priority=2`
+* `dispatch w1 5 5` (worker, now, duration)
+* `complete 1 1 9` (task_id, token, now)
+
+Each accepted call is a step; a refused one shows the scheduler's message.
+`Esc` leaves the line so the step keys work, `i` comes back, `w` writes the
+session as a scenario file, `?` has the whole syntax.
+"""
+
+
+STEP_KEYS = Binding.Group("Step", compact=True)
+SPEED_KEYS = Binding.Group("Speed", compact=True)
+NOTABLE_KEYS = Binding.Group("Expiry/rejection", compact=True)
+PROBLEM_KEYS = Binding.Group("Problem", compact=True)
+
+
+def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline:
+    """Build the timeline, with the model's checks too if the scenario is small
+    (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest."""
+    timeline = build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS)
+    # A big timeline is hundreds of thousands of long-lived objects; left to the
+    # collector, every full collection would walk them all in the middle of a step.
+    gc.freeze()
+    return timeline
+
+
+class FencepostApp(App[None]):
+    """Step through a scenario run by a real scheduler, with the spec's model beside it."""
+
+    CSS_PATH = "app.tcss"
+    BINDINGS = [
+        Binding("left,h", "previous", "Step back", key_display="←", group=STEP_KEYS),
+        Binding("right,l", "next", "Step", key_display="→", group=STEP_KEYS),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("space", "toggle_play", "Play"),
+        Binding("plus,equals_sign", "faster", "Faster", key_display="+", group=SPEED_KEYS),
+        Binding("minus", "slower", "Slower", key_display="-", group=SPEED_KEYS),
+        Binding("g", "jump_prompt", "Jump"),
+        # Help and quit early, so a narrow footer never cuts them off.
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("n", "next_notable", "Next expiry or rejection", group=NOTABLE_KEYS),
+        Binding("N", "previous_notable", "Previous expiry or rejection", group=NOTABLE_KEYS),
+        Binding("d", "next_problem", "Next problem", group=PROBLEM_KEYS),
+        Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
+        Binding("m", "toggle_side", "Model"),
+        Binding("i", "interact", "Interact"),
+        Binding("w", "write", "Write"),
+        Binding("escape", "leave_command", "Leave line"),
+    ]
+    AUTO_FOCUS = None  # nothing takes the keys until the command line is opened
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+
+    # The footer is refreshed by refresh_keys, only when a key's state changes:
+    # rebuilding it on every step would cost more than drawing the step.
+    step: reactive[int] = reactive(0, init=False)
+    playing: reactive[bool] = reactive(False, init=False)
+    speed: reactive[int] = reactive(DEFAULT_SPEED, init=False)
+    side: reactive[str] = reactive("impl", init=False)
+    interactive: reactive[bool] = reactive(False, init=False)
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        *,
+        interactive: bool = False,
+        impl_name: str | None = None,
+        notice: str | None = None,
+        save_path: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.timeline = timeline
+        self.impl_name = impl_name
+        self.notice = notice
+        self.save_path = save_path
+        self.model_progress = ""
+        self._start_interactive = interactive
+        self._note_shown: str | None = None
+        self._timer = None
+        self._key_state: tuple = ()
+
+    def watch_step(self, step: int) -> None:
+        if self.playing and step >= self.timeline.last:
+            self.playing = False
+        self.show_step()
+
+    def watch_playing(self, playing: bool) -> None:
+        if playing:
+            self._timer.resume()
+        else:
+            self._timer.pause()
+        self.show_status()
+        self.refresh_keys()
+
+    def watch_speed(self, speed: int) -> None:
+        self._timer.stop()
+        self._timer = self.set_interval(1 / SPEEDS[speed], self.action_next, pause=not self.playing)
+        self.show_status()
+        self.refresh_keys()
+
+    def watch_side(self) -> None:
+        self.show_step()
+
+    def watch_interactive(self, interactive: bool) -> None:
+        self.set_class(interactive, "-interactive")
+        if interactive:
+            self.query_one("#command", Input).focus()
+        self.show_status()
+        self.refresh_keys()
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                with Horizontal(id="board"):
+                    yield TaskColumn("pending", id="pending")
+                    yield TaskColumn("running", id="running")
+                    yield TaskColumn("done", id="done")
+                yield WorkerStrip(id="workers")
+                yield EventLog(id="log")
+            with SidePanel(id="side"):
+                yield StepSummary(id="summary")
+                yield Differences(id="differences")
+                yield Narration(id="note")
+        with Vertical(id="command-bar"):
+            yield Static(id="command-error")
+            yield Input(
+                id="command",
+                placeholder="a protocol call, e.g. dispatch worker=w1 now=5 duration=5 (Enter runs it, Esc leaves)",
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"fencepost · {self.timeline.scenario.title}"
+        self._timer = self.set_interval(1 / SPEEDS[self.speed], self.action_next, pause=True)
+        self.show_step()
+        if not self.timeline.model_done:
+            self.call_after_refresh(self.check_against_model)  # after the first screen is up
+        if self.notice:
+            self.notify(self.notice, severity="warning", timeout=8)
+        self.announce_problems()
+        if self._start_interactive:
+            self.action_interact()
+
+    def on_resize(self) -> None:
+        # ctrl+p stays on the help page; on a narrow footer the keys need the room
+        self.query_one(Footer).show_command_palette = self.size.width >= 100
+        self.show_step()
+
+    @on(EventLog.Picked)
+    def log_picked(self, event: EventLog.Picked) -> None:
+        self.action_jump(event.index)
+
+    @on(Input.Submitted, "#command")
+    def command_submitted(self, event: Input.Submitted) -> None:
+        self.run_command(event.value)
+
+    @on(Input.Changed, "#command")
+    def command_changed(self) -> None:
+        self.query_one("#command-error", Static).set_class(False, "-shown")
+
+    # ------------------------------------------------------------ showing
+
+    def show_step(self) -> None:
+        """Render the current step everywhere: a pure function of (timeline, step, side)."""
+        if not self.is_mounted:
+            return
+        timeline, index = self.timeline, self.step
+        frame, check = timeline.frames[index], timeline.check(index)
+        board = timeline.board(index, self.side) or timeline.board(index)
+        for column in self.query(TaskColumn):
+            column.show(board)
+        self.query_one(WorkerStrip).show(board.workers)
+        self.query_one(EventLog).show(timeline, index)
+        upcoming = timeline.frames[index + 1] if index < timeline.last else None
+        self.query_one(StepSummary).show(frame, timeline.last, upcoming)
+        differences = self.query_one(Differences)
+        lines = timeline.differences(index)
+        differs = bool(lines) or bool(check and check.divergence)
+        differences.set_class(differs, "-shown")
+        if differs:
+            differences.show(frame, check, lines)
+        self.query_one("#board").set_class(board.side == "model", "-model")
+        self.show_note(frame.step.note if frame.step else self.opening_note())
+        self.show_status()
+        self.refresh_keys()
+
+    def refresh_keys(self) -> None:
+        """Redraw the footer if any key's state (shown, greyed, hidden) changed."""
+        state = tuple(self.check_action(binding.action, ()) for binding in self.BINDINGS)
+        if state != self._key_state:
+            self._key_state = state
+            self.refresh_bindings()
+
+    def opening_note(self) -> str:
+        scenario = self.timeline.scenario
+        if scenario.description:
+            return scenario.description
+        if not scenario.steps:
+            return NEW_SESSION_NOTE
+        return "Press **→** (or `l`) to apply the first step, **space** to play, **?** for help."
+
+    def show_note(self, note: str | None) -> None:
+        note = note or ""
+        if note != self._note_shown:
+            self._note_shown = note
+            narration = self.query_one(Narration)
+            narration.set_class(bool(note), "-shown")
+            narration.show(note)
+
+    def show_status(self) -> None:
+        if not self.is_mounted:
+            return
+        timeline = self.timeline
+        self.query_one(StatusBar).show(
+            timeline.scenario.title,
+            timeline.frames[self.step],
+            timeline.last,
+            playing=self.playing,
+            speed=SPEEDS[self.speed],
+            side=self.side,
+            interactive=self.interactive,
+            check=timeline.check(self.step),
+            model_progress=self.model_progress,
+        )
+
+    def announce_problems(self) -> None:
+        timeline = self.timeline
+        if timeline.mismatches:
+            self.notify(
+                f"step {timeline.mismatches[0]} breaks its expect ({len(timeline.mismatches)} in all): press d to go there",
+                severity="error",
+                timeout=8,
+            )
+        if timeline.divergences:
+            self.notify(
+                f"the implementation parts from the model at step {timeline.divergences[0]}: press d to go there",
+                severity="error",
+                timeout=8,
+            )
+
+    # ------------------------------------------------------------ the model, in the background
+
+    @work(thread=True, exclusive=True, group="model")
+    def check_against_model(self) -> None:
+        worker = get_current_worker()
+        timeline = self.timeline
+        total = len(timeline.frames)
+
+        def progress(done: int) -> None:
+            self.call_from_thread(self.model_advanced, timeline, f"model {100 * done // total}%")
+
+        if timeline.run_model(should_stop=lambda: worker.is_cancelled, progress=progress):
+            self.call_from_thread(self.model_finished, timeline)
+
+    def model_advanced(self, timeline: Timeline, progress: str) -> None:
+        if timeline is self.timeline:
+            self.model_progress = progress
+            self.show_status()
+
+    def model_finished(self, timeline: Timeline) -> None:
+        if timeline is self.timeline:
+            self.model_progress = ""
+            self.show_step()
+            if timeline.divergences:
+                self.announce_problems()
+
+    # ------------------------------------------------------------ interactive mode
+
+    def run_command(self, text: str) -> None:
+        """Parse one command line and append it as a step; show the error instead if refused."""
+        timeline = self.timeline
+        error = self.query_one("#command-error", Static)
+        try:
+            step = parse_command(text, timeline.frames[-1].now)
+        except CommandError as exc:
+            outcome: object = str(exc)
+        else:
+            outcome = timeline.append(step, record_expect=True)
+            if isinstance(outcome, str):
+                outcome = f"{step.op} refused: {outcome}"
+        if isinstance(outcome, str):
+            error.update(outcome)
+            error.set_class(True, "-shown")
+            return
+        self.query_one("#command", Input).value = ""
+        self.step = timeline.last
+
+    def session(self) -> Scenario:
+        """The scenario as it stands: the steps loaded plus the ones typed."""
+        scenario = self.timeline.scenario
+        meta = dict(scenario.meta)
+        if self.impl_name:
+            meta["impl"] = self.impl_name
+        return Scenario(scenario.title, self.timeline.steps, scenario.description, meta)
+
+    def write_session(self, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            dump_scenario(self.session(), path)
+        except (ScenarioError, OSError) as exc:
+            self.notify(f"not written: {exc}", severity="error")
+            return
+        self.save_path = path
+        self.notify(f"wrote {self.timeline.last} steps to {path}; replay it with: fencepost replay {path}")
+
+    # ------------------------------------------------------------ loading, jumping, screenshots
+
+    def load(self, name_or_path: str | None) -> None:
+        if not name_or_path:
+            return
+        try:
+            scenario = load_scenario(resolve(name_or_path))
+        except ScenarioError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.replace_timeline(open_timeline(scenario, self.timeline.factory))
+
+    def replace_timeline(self, timeline: Timeline) -> None:
+        self.workers.cancel_group(self, "model")
+        self.timeline = timeline
+        self.title = f"fencepost · {timeline.scenario.title}"
+        self.model_progress = ""
+        self.playing = False
+        self.side = "impl"
+        if self.step == 0:
+            self.show_step()
+        self.step = 0
+        if not timeline.model_done:
+            self.check_against_model()
+        self.announce_problems()
+
+    def screenshot_name(self) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "-", self.timeline.scenario.title.lower()).strip("-")[:40] or "fencepost"
+        return f"{slug}-step-{self.step:04d}.svg"
+
+    def save_step_screenshot(self, folder: str = "screenshots") -> str:
+        """Save an SVG of the screen; the step number is in the file name."""
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        path = self.save_screenshot(filename=self.screenshot_name(), path=folder)
+        self.notify(f"saved {path}")
+        return path
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield SystemCommand("Load scenario", "Open a built-in walkthrough by name, or a scenario file", self.action_load_prompt)
+        yield SystemCommand("Jump to step", "Go to a step by its number", self.action_jump_prompt)
+        yield SystemCommand("Save screenshot", "Save an SVG of this step (step number in the file name)", self.save_step_screenshot)
+        yield from super().get_system_commands(screen)
+
+    # ------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that never apply here; grey out the ones that don't apply at this step."""
+        timeline, step, last = self.timeline, self.step, self.timeline.last
+        if action in ("next", "last"):
+            return step < last or None
+        if action in ("previous", "first"):
+            return step > 0 or None
+        if action == "toggle_play":
+            return (step < last or self.playing) or None
+        if action == "faster":  # speed only matters while playing
+            return (self.speed < len(SPEEDS) - 1 or None) if self.playing else False
+        if action == "slower":
+            return (self.speed > 0 or None) if self.playing else False
+        if action == "next_notable":
+            return (timeline.next_notable(step) is not None or None) if timeline.notable else False
+        if action == "previous_notable":
+            return (timeline.previous_notable(step) is not None or None) if timeline.notable else False
+        if action in ("next_problem", "previous_problem"):
+            problems = self.problems()
+            if not problems:
+                return False
+            ahead = any(p > step for p in problems) if action == "next_problem" else any(p < step for p in problems)
+            return ahead or None
+        if action == "toggle_side":
+            return bool(timeline.divergences) or self.side == "model"
+        if action == "interact":  # also the way back to the command line after Esc
+            return not (self.interactive and isinstance(self.focused, Input))
+        if action == "write":
+            return self.interactive
+        if action == "leave_command":
+            return self.interactive and isinstance(self.focused, Input)
+        return True
+
+    def problems(self) -> list[int]:
+        """Steps that break their expect or part from the model, ascending."""
+        return sorted(set(self.timeline.mismatches) | set(self.timeline.divergences))
+
+    def action_next(self) -> None:
+        if self.step < self.timeline.last:
+            self.step += 1
+
+    def action_previous(self) -> None:
+        if self.step > 0:
+            self.step -= 1
+
+    def action_first(self) -> None:
+        self.step = 0
+
+    def action_last(self) -> None:
+        self.step = self.timeline.last
+
+    def action_jump(self, index: int) -> None:
+        self.step = max(0, min(self.timeline.last, index))
+
+    def action_jump_prompt(self) -> None:
+        def jump(answer: str | None) -> None:
+            if answer is not None:
+                self.action_jump(int(answer))
+
+        self.push_screen(
+            PromptScreen(f"Jump to step (0 to {self.timeline.last})", placeholder=str(self.step), integer=True),
+            jump,
+        )
+
+    def action_next_notable(self) -> None:
+        target = self.timeline.next_notable(self.step)
+        if target is not None:
+            self.step = target
+
+    def action_previous_notable(self) -> None:
+        target = self.timeline.previous_notable(self.step)
+        if target is not None:
+            self.step = target
+
+    def action_next_problem(self) -> None:
+        target = next((p for p in self.problems() if p > self.step), None)
+        if target is not None:
+            self.step = target
+
+    def action_previous_problem(self) -> None:
+        target = next((p for p in reversed(self.problems()) if p < self.step), None)
+        if target is not None:
+            self.step = target
+
+    def action_toggle_play(self) -> None:
+        if self.playing or self.step < self.timeline.last:
+            self.playing = not self.playing
+
+    def action_faster(self) -> None:
+        self.speed = min(len(SPEEDS) - 1, self.speed + 1)
+
+    def action_slower(self) -> None:
+        self.speed = max(0, self.speed - 1)
+
+    def action_toggle_side(self) -> None:
+        self.side = "model" if self.side == "impl" else "impl"
+
+    def action_interact(self) -> None:
+        self.playing = False
+        self.interactive = True
+        self.step = self.timeline.last
+        self.query_one("#command", Input).focus()
+
+    def action_leave_command(self) -> None:
+        self.set_focus(None)
+        self.refresh_keys()
+
+    def action_write(self) -> None:
+        default = self.save_path or "fencepost-session.toml"
+        self.push_screen(PromptScreen("Write the session as a scenario file (.toml or .json)", value=default), self.write_session)
+
+    def action_load_prompt(self) -> None:
+        self.push_screen(PromptScreen("Load a scenario: a built-in name or a file path", placeholder="onboarding"), self.load)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())

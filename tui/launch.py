@@ -1,0 +1,99 @@
+"""Step through a scenario in the terminal UI (plain `fencepost` opens the onboarding walkthrough).
+
+  fencepost tui [NAME | PATH] [--list] [--new] [--impl MODULE:FACTORY]
+
+NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
+(.toml or .json); the default is onboarding. --new starts an empty interactive
+session (with NAME or PATH: that scenario, then interactive mode after its
+last step). --impl runs the steps on another scheduler (default
+impl:Scheduler); without it, a scenario whose meta names an impl runs on that
+one, or on the default with a notice if it cannot be imported.
+
+Everything is loaded and run before the screen opens, so a bad file or name
+is one line on stderr and exit status 2. Press ? in the app for the keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from spec.cli import EXIT_OK, UsageError, load_factory
+from spec.scenario import (
+    DEFAULT_WALKTHROUGH,
+    Scenario,
+    ScenarioError,
+    builtin_names,
+    builtin_summary,
+    load_scenario,
+    resolve,
+)
+
+DEFAULT_IMPL = "impl:Scheduler"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "scenario",
+        nargs="?",
+        metavar="NAME | PATH",
+        help=f"a built-in walkthrough or a scenario file (default: {DEFAULT_WALKTHROUGH})",
+    )
+    parser.add_argument("--list", action="store_true", help="list the built-in walkthroughs, one line each")
+    parser.add_argument("--new", action="store_true", help="start an interactive session: type protocol calls")
+    parser.add_argument(
+        "--impl",
+        metavar="MODULE:FACTORY",
+        help=f"the scheduler to run the steps on (default: the scenario's meta.impl, else {DEFAULT_IMPL})",
+    )
+
+
+def list_builtins() -> list[str]:
+    """One line per built-in walkthrough: its name and title."""
+    names = builtin_names()
+    width = max((len(name) for name in names), default=0)
+    return [f"{name:<{width}}  {builtin_summary(name)}" for name in names]
+
+
+def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, str | None]:
+    """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
+
+    Raises:
+        UsageError: ``impl`` was given and cannot be loaded.
+    """
+    if impl:
+        return load_factory(impl, "--impl"), impl, None
+    wanted = scenario.meta.get("impl")
+    if isinstance(wanted, str) and wanted and wanted != DEFAULT_IMPL:
+        try:
+            return load_factory(wanted, "meta.impl"), wanted, None
+        except UsageError as exc:
+            notice = f"running on {DEFAULT_IMPL}: the scenario's meta.impl could not be loaded ({exc})"
+            return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, notice
+    return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        for line in list_builtins():
+            print(line)
+        return EXIT_OK
+    if args.new and args.scenario is None:
+        scenario = Scenario("Interactive session", (), None, {})
+    else:
+        try:
+            scenario = load_scenario(resolve(args.scenario or DEFAULT_WALKTHROUGH))
+        except ScenarioError as exc:
+            raise UsageError(str(exc)) from None
+    factory, impl_name, notice = choose_factory(scenario, args.impl)
+
+    from tui.app import FencepostApp, open_timeline  # Textual only once the input is good
+
+    timeline = open_timeline(scenario, factory)
+    app = FencepostApp(
+        timeline,
+        interactive=args.new,
+        impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
+        notice=notice,
+    )
+    app.run()
+    return EXIT_OK

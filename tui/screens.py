@@ -1,0 +1,122 @@
+"""The TUI's modal screens: a one-line prompt, and the help page."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Markdown
+
+from tui import commands
+
+_USAGES = "\n".join(commands.usage(op) for op in commands.SIGNATURES)
+
+HELP = f"""\
+# fencepost: stepping through a lease scheduler
+
+The screen shows one moment of a scenario: **step K/N** is how many of its
+protocol calls have been applied, **t=T** is the scheduler's logical clock.
+Step 0 is before the first call. Stepping back is exact: every step is
+computed once, up front, by the real implementation, with the spec's model
+run beside it.
+
+| Key | Does |
+|---|---|
+| `→` or `l` | next step |
+| `←` or `h` | previous step |
+| `Home` / `End` | first / last step |
+| `space` | play or pause (autoplay steps forward on a timer) |
+| `+` / `-` | play faster / slower |
+| `g` | jump to a step by number |
+| `n` / `N` | next / previous step with a lease expiry or a rejection |
+| `d` / `D` | next / previous step that breaks its `expect` or differs from the model |
+| `m` | show the model's expected state instead of the implementation's |
+| `i` | interactive mode: type protocol calls (below) |
+| `w` | write the session as a scenario file (interactive mode) |
+| `Esc` | leave the command line, so the keys above work again |
+| `ctrl+p` | command palette: load scenario, jump to step, save screenshot |
+| `?` | this page |
+| `q` | quit |
+
+Clicking a line of the event log jumps to its step.
+
+## The columns
+
+* **Pending**: tasks waiting, in dispatch order: the **▸** task is the one
+  the next dispatch picks (highest priority, then earliest due time, then
+  lowest id). Tasks not due yet come after, by due time. `retry` marks a
+  task waiting out its backoff after an explicit failure.
+* **Running**: worker, lease token and the lease `[start, expires)`, a
+  half-open interval; the bar is the time left. At `t = expires` the lease
+  has already ended.
+* **Done**: `✓ succeeded`, `✗ failed`, `⊘ cancelled`, most recent first.
+
+Rows that changed at this step are highlighted; so are this step's lines in
+the event log. Expiries and rejections have their own colours.
+
+## Interactive mode
+
+Each line is one protocol call, by the protocol's own names:
+
+```
+OP [NAME=VALUE ...] [VALUE ...]
+
+{_USAGES}
+```
+
+* Bare values fill the arguments in protocol order:
+  `dispatch w1 5 5` is `dispatch worker=w1 now=5 duration=5`.
+* Leave out `now` and the call happens at the current time.
+* A call the scheduler refuses shows its error message and adds no step.
+
+Examples: `add_worker w1 1`, `submit priority=2 due_at=12`,
+`dispatch w1 5 5`, `complete 1 1 9`, `fail 1 1 9`, `cancel 2`,
+`renew 1 1 8 5`, `advance 10`.
+"""
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Ask for one line; dismiss with it on Enter, or with None on Escape."""
+
+    AUTO_FOCUS = "#prompt-input"
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str, value: str = "", placeholder: str = "", integer: bool = False) -> None:
+        super().__init__(classes="prompt")
+        self.question = question
+        self.value = value
+        self.placeholder = placeholder
+        self.integer = integer
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box"):
+            yield Label(self.question, id="prompt-question")
+            yield Input(
+                value=self.value,
+                placeholder=self.placeholder,
+                type="integer" if self.integer else "text",
+                id="prompt-input",
+            )
+
+    @on(Input.Submitted, "#prompt-input")
+    def submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys, columns and the interactive syntax."""
+
+    AUTO_FOCUS = "#help-box"  # so the arrow keys scroll it
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

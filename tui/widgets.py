@@ -1,0 +1,409 @@
+"""The widgets of the fencepost TUI. They format what ``tui.timeline`` hands them.
+
+No scheduler logic lives here: which task is next, which lease expired and
+why a completion was refused are all decided in the timeline; a widget only
+turns rows and events into lines. Looks live in ``app.tcss``: every styled
+piece of text names a component class, and the stylesheet gives it colour.
+
+Long lists (the three task columns, the event log) are ``LineList``\\ s: one
+widget, with only the lines on screen formatted, whatever the number of tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tui.timeline import Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
+
+#: A line: the class for the whole row (or None), then (text, class or None) parts.
+Line = tuple[str | None, tuple[tuple[str, str | None], ...]]
+
+#: Width of the bar of time left on a running lease, in cells.
+BAR_WIDTH = 6
+
+#: Badges for the final statuses: a symbol of fixed width, then the status.
+DONE_BADGES = {"succeeded": "✓", "failed": "✗", "cancelled": "⊘"}
+
+
+class LineList(ScrollView, can_focus=False):
+    """A scrolling list that formats only the lines on screen (Textual's Line API)."""
+
+    #: Component classes of a subclass are named ``PREFIX--name``.
+    PREFIX = ""
+
+    #: Shown, dimmed, when there are no lines.
+    EMPTY = ""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._count = 0
+        self._window: tuple = ()  # the visible lines as last drawn
+        self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # a line's parts -> its drawn strip
+        self._base: Style | None = None  # self.rich_style, which is slow to compute per line
+
+    def line(self, index: int) -> Line:
+        """Line ``index`` (0 <= index < the count given to ``set_line_count``)."""
+        raise NotImplementedError
+
+    def set_line_count(self, count: int, width: int = 0) -> None:
+        """Show ``count`` lines (``line`` already answers for them); repaint only if what
+        is on screen changed, so a step repaints the lists it touched and no others."""
+        self._count = count
+        top, height = round(self.scroll_y), self.size.height
+        window = (count, width, top, tuple(self.line(i) for i in range(top, min(count, top + height))))
+        if window == self._window:
+            return
+        self._window = window
+        size = Size(width, count)
+        if self.virtual_size != size:
+            self.virtual_size = size
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # new colours: every cached strip is stale
+        self._base = None
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        if self._base is None:
+            self._base = self.rich_style
+        base = self._base
+        if index >= self._count:
+            if index == 0 and self.EMPTY:
+                style = base + self._style("empty")
+                return Strip([Segment(self.EMPTY, style)]).crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        row_class, parts = line = self.line(index)
+        key = (line, scroll_x, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            row_style = base + self._style(row_class) if row_class else base
+            segments = [Segment(text, row_style + self._style(name) if name else row_style) for text, name in parts]
+            strip = self._strips[key] = Strip(segments).crop_extend(scroll_x, scroll_x + width, row_style)
+        return strip
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
+
+
+class TaskColumn(LineList):
+    """One of Pending, Running and Done at one frame."""
+
+    COMPONENT_CLASSES = {
+        "task-column--empty",  # the hint shown in an empty column
+        "task-column--changed",  # the row changed at this step
+        "task-column--next",  # the task the next dispatch picks
+        "task-column--id",
+        "task-column--dim",
+        "task-column--not-due",  # pending, but not due yet
+        "task-column--retry",  # the retry_wait badge
+        "task-column--worker",
+        "task-column--bar-left",  # the part of the lease still to run
+        "task-column--bar-used",
+        "task-column--cancel-requested",
+        "task-column--succeeded",
+        "task-column--failed",
+        "task-column--cancelled",
+    }
+
+    PREFIX = "task-column"
+    TITLES = {"pending": "Pending", "running": "Running", "done": "Done"}
+
+    EMPTIES = {"pending": "nothing waiting", "running": "no lease held", "done": "nothing finished yet"}
+
+    def __init__(self, kind: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes=f"task-column -{kind}")
+        self.kind = kind
+        self.EMPTY = self.EMPTIES[kind]
+        self.border_title = self.TITLES[kind]
+        self._rows: Sequence[Row] = ()
+        self._board: Board | None = None
+        self._id_width = 1
+
+    def show(self, board: Board) -> None:
+        rows: Sequence[Row] = getattr(board, self.kind)
+        self._rows, self._board = rows, board
+        # ids are 1..n, so the widest is at most as wide as the number of tasks
+        self._id_width = len(str(len(board.pending) + len(board.running) + len(board.done)))
+        self.border_title = f"{self.TITLES[self.kind]} {len(rows):,}"
+        self.set_line_count(len(rows))
+
+    def line(self, index: int) -> Line:
+        row, board = self._rows[index], self._board
+        row_class = "changed" if row.id in board.changed else None
+        return row_class, tuple(getattr(self, f"_format_{self.kind}")(row, board))
+
+    def _id_part(self, row: Row) -> tuple[str, str]:
+        return (f"#{row.id:<{self._id_width}}", "id")
+
+    def _format_pending(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+        due = row.due_at <= board.now
+        nxt = due and board.pending and board.pending[0] is row
+        parts = [("▸ " if nxt else "  ", "next"), self._id_part(row), (f" p{row.priority:<2}", None)]
+        if due:
+            parts.append((f" due {row.due_at}", "dim"))
+        else:
+            parts.append((f" not due until t={row.due_at}", "not-due"))
+        if row.status == "retry_wait":
+            parts.append((" retry", "retry"))
+        if row.attempts:
+            parts.append((f" a{row.attempts}", "dim"))
+        return parts
+
+    def _format_running(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+        start, end = row.started_at, row.expires_at
+        span = max(1, (end or 0) - (start or 0))
+        left = max(0, (end or 0) - board.now)
+        filled = min(BAR_WIDTH, round(BAR_WIDTH * left / span))
+        parts = [
+            self._id_part(row),
+            (f" {row.worker}", "worker"),
+            (f" tok {row.token} ", None),
+            (lease_text(start, end), "dim"),
+            (" ", None),
+            ("█" * filled, "bar-left"),
+            ("░" * (BAR_WIDTH - filled), "bar-used"),
+            (f" {left}", "dim"),
+        ]
+        if row.cancel_requested:
+            parts.append((" cancel asked", "cancel-requested"))
+        return parts
+
+    def _format_done(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+        return [
+            (f"{DONE_BADGES.get(row.status, '?')} ", row.status),
+            self._id_part(row),
+            (f" {row.status:<9}", row.status),
+            (f" a{row.attempts}", "dim"),
+        ]
+
+
+class EventLog(LineList):
+    """Every step's call and events up to the current step, the current one highlighted.
+
+    Clicking a line jumps to its step (``g`` does the same from the keyboard).
+    """
+
+    COMPONENT_CLASSES = {
+        "event-log--empty",
+        "event-log--current",  # lines of the step on screen
+        "event-log--step",  # the step number and clock
+        "event-log--divergence",  # the "differs from the model" badge
+        *(f"event-log--{kind}" for kind in (
+            "call", "worker", "submit", "dispatch", "idle", "expiry", "rejection",
+            "complete", "fail", "cancel", "renew", "time", "error", "mismatch",
+        )),
+    }
+
+    PREFIX = "event-log"
+    EMPTY = "nothing has happened yet: → applies the first step"
+
+    class Picked(Message):
+        """A log line was clicked: go to its step."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Events"
+        self._timeline: Timeline | None = None
+        self._index = 0
+
+    def show(self, timeline: Timeline, index: int) -> None:
+        self._timeline, self._index = timeline, index
+        start, end = timeline.log_end[max(0, index - 1)] if index else 0, timeline.log_end[index]
+        self.border_subtitle = f"step {index}" if index else ""
+        self.set_line_count(end)
+        height = self.scrollable_content_region.height or 1
+        # force: before the first layout with enough lines there is no scrollbar yet,
+        # and an unforced scroll would be refused
+        self.scroll_to(y=max(0, min(start, end - height)), animate=False, force=True)
+
+    def line(self, index: int) -> Line:
+        timeline = self._timeline
+        frame_index, event = timeline.log[index]
+        row_class = "current" if frame_index == self._index else None
+        if event.kind == "call":
+            frame = timeline.frames[frame_index]
+            parts = [(f"{frame_index:>5} t={frame.now:<5} ", "step"), (f"{frame.call} → {frame.result}", "call")]
+            check = timeline.check(frame_index)
+            if check is not None and check.divergence:
+                parts.append(("  ≠ model", "divergence"))
+            return row_class, tuple(parts)
+        return row_class, ((" " * 14 + "↳ ", "step"), (event.text, event.kind))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or self._timeline is None:
+            return
+        index = offset.y + self.scroll_offset.y
+        if index < self._count:
+            self.post_message(self.Picked(self._timeline.log[index][0]))
+
+
+class WorkerStrip(Static):
+    """Every worker with its used/total slots."""
+
+    _shown_length = -1
+
+    COMPONENT_CLASSES = {"worker-strip--name", "worker-strip--used", "worker-strip--free", "worker-strip--full"}
+
+    #: More slots than this are drawn as a count only.
+    MAX_SLOTS_DRAWN = 12
+
+    def show(self, workers: Sequence[WorkerLoad]) -> None:
+        if not workers:
+            self.update(Text("no workers yet: add_worker adds one", style=self._style("free")))
+            return
+        text = Text()
+        for number, w in enumerate(workers):
+            if number:
+                text.append("   ")
+            full = w.used >= w.capacity
+            text.append(w.name, self._style("full" if full else "name"))
+            text.append(" ")
+            if w.capacity <= self.MAX_SLOTS_DRAWN:
+                text.append("▮" * w.used, self._style("used"))
+                text.append("▯" * max(0, w.capacity - w.used), self._style("free"))
+                text.append(" ")
+            text.append(f"{w.used}/{w.capacity}", self._style("full" if full else "name"))
+        # A step changes counts, rarely the length: only a new length may need another line.
+        self.update(text, layout=len(text) != self._shown_length)
+        self._shown_length = len(text)
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"worker-strip--{name}", partial=True)
+
+
+class StatusBar(Static):
+    """Title, ``step K/N``, ``t=T``, autoplay, and the marks of the step on screen."""
+
+    COMPONENT_CLASSES = {
+        "status-bar--title",
+        "status-bar--position",
+        "status-bar--clock",
+        "status-bar--playing",
+        "status-bar--mode",
+        "status-bar--mismatch",
+        "status-bar--divergence",
+        "status-bar--quiet",
+    }
+
+    def show(
+        self,
+        title: str,
+        frame: Frame,
+        last: int,
+        *,
+        playing: bool,
+        speed: float,
+        side: str,
+        interactive: bool,
+        check: Check | None,
+        model_progress: str,
+    ) -> None:
+        s = self._style
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" step {frame.index}/{last} ", s("position"))
+        text.append(f" t={frame.now} ", s("clock"))
+        if playing:
+            text.append(f" ▶ {speed:g}/s ", s("playing"))
+        if interactive:
+            text.append(" interactive ", s("mode"))
+        if side == "model":
+            text.append(" showing the model ", s("mode"))
+        if frame.mismatch:
+            text.append(" ✗ expect ", s("mismatch"))
+        if check is not None and (check.divergence or check.differing):
+            text.append(" ≠ model ", s("divergence"))
+        if model_progress:
+            text.append(f" {model_progress} ", s("quiet"))
+        text.append(" ")
+        text.append(title, s("title"))
+        self.update(text, layout=False)  # always one line
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"status-bar--{name}", partial=True)
+
+
+class SidePanel(VerticalScroll, can_focus=False):
+    """The step panel: summary, differences from the model, narration. Scrolls by mouse,
+    never takes the keys (they step through time)."""
+
+
+class StepSummary(Static):
+    """The step on screen: its call, its answer, what happened, and what comes next."""
+
+    COMPONENT_CLASSES = {
+        "step-summary--heading",
+        "step-summary--call",
+        "step-summary--result",
+        "step-summary--next",
+        *(f"step-summary--{kind}" for kind in (
+            "worker", "submit", "dispatch", "idle", "expiry", "rejection",
+            "complete", "fail", "cancel", "renew", "time", "error", "mismatch",
+        )),
+    }
+
+    def show(self, frame: Frame, last: int, upcoming: Frame | None) -> None:
+        s = self._style
+        text = Text()
+        if frame.step is None:
+            text.append("Before the first step", s("heading"))
+            text.append(f"  ({last} steps)\n" if last else "\n")
+        else:
+            text.append(f"Step {frame.index} of {last}  t={frame.now}\n", s("heading"))
+            text.append(frame.call + "\n", s("call"))
+            text.append("→ " + frame.result + "\n", s("error" if frame.error else "result"))
+            for event in frame.events:
+                text.append("• " + event.text + "\n", s(event.kind))
+        if upcoming is not None:
+            text.append("next: " + upcoming.call, s("next"))
+        self.update(text)
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"step-summary--{name}", partial=True)
+
+
+class Narration(Static):
+    """The step's note (Markdown), rendered at once: a step never waits for it."""
+
+    def show(self, markdown: str) -> None:
+        self.update(RichMarkdown(markdown) if markdown else "")
+
+
+class Differences(Static):
+    """Where the implementation parts from the model at the step on screen."""
+
+    COMPONENT_CLASSES = {"differences--heading", "differences--line"}
+
+    def show(self, frame: Frame, check: Check | None, lines: Sequence[str]) -> None:
+        s = self._style
+        text = Text()
+        text.append("Expected (the model) vs this implementation\n", s("heading"))
+        if check is not None and check.result != frame.result:
+            text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
+        for line in lines:
+            text.append(f"• {line}\n", s("line"))
+        self.update(text)
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"differences--{name}", partial=True)
