@@ -34,28 +34,13 @@ LONGER = {
     # 12 at best, 12-14 measured.
     "string_ids": 14,
 }
-#: Mutants the spec cannot catch yet: a known weakness, reported, not hidden.
-#: strict=True: once the spec catches one, the xfail turns into a failure so
-#: that the entry is removed here.
-UNCAUGHT = {
-    "expire_before_validation": (
-        "every invalid call the machine makes (unknown worker, zero duration, unknown task...) "
-        "carries the current time, so expiring leases before validation changes nothing observable; "
-        "invalid calls need a later time (e.g. a running lease's expires_at) to expose it"
-    ),
-}
-
-
 @cache
 def checked(name: str) -> CheckResult:
     return check_factory(load_factory(MUTANTS[name]))
 
 
 def mutant_params() -> list:
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=UNCAUGHT[name])) if name in UNCAUGHT else name
-        for name in MUTANTS
-    ]
+    return list(MUTANTS)
 
 
 @pytest.mark.parametrize("name", mutant_params())
