@@ -178,8 +178,11 @@ class FencepostApp(App[None]):
         self.title = f"fencepost · {self.timeline.scenario.title}"
         self._timer = self.set_interval(1 / SPEEDS[self.speed], self.action_next, pause=True)
         self.show_step()
+        # Once the first screen is up, everything alive (the timeline, the widgets) stays
+        # alive: out of the collector's sight, a full collection no longer stalls a step.
+        self.call_after_refresh(gc.freeze)
         if not self.timeline.model_done:
-            self.call_after_refresh(self.check_against_model)  # after the first screen is up
+            self.call_after_refresh(self.check_against_model)
         if self.notice:
             self.notify(self.notice, severity="warning", timeout=8)
         self.announce_problems()
@@ -292,9 +295,11 @@ class FencepostApp(App[None]):
         total = len(timeline.frames)
 
         def progress(done: int) -> None:
+            gc.freeze()  # the model's rows live as long as the timeline: keep them out of collections
             self.call_from_thread(self.model_advanced, timeline, f"model {100 * done // total}%")
 
         if timeline.run_model(should_stop=lambda: worker.is_cancelled, progress=progress):
+            gc.freeze()
             self.call_from_thread(self.model_finished, timeline)
 
     def model_advanced(self, timeline: Timeline, progress: str) -> None:

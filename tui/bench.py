@@ -9,7 +9,8 @@ expiries, stale completions), then reports:
 
 * the timeline, implementation side and model side, each alone;
 * open: from the scenario in memory to the first screen drawn (headless),
-  the model then finishing in the app's background thread;
+  the model then finishing in the app's background thread; with the imports
+  before it, that is what ``fencepost tui FILE`` costs after reading FILE;
 * a step forward or back, re-rendered: the UI thread's CPU time per key,
   median and worst over ``--steps`` keys, while the model is still running
   and after; beside it what the test harness itself spends on a key that
@@ -90,13 +91,17 @@ async def _measure_app(scenario: Scenario, size: tuple[int, int], samples: int) 
     """Open the app headless and time it; every figure in seconds."""
     from tui.app import FencepostApp, open_timeline
 
+    class Timed(FencepostApp):
+        def on_mount(self) -> None:
+            # After the app's own on_mount: the first time the screen has been drawn.
+            self.call_after_refresh(lambda: figures.setdefault("open", time.perf_counter() - started))
+
     figures: dict[str, float] = {}
     started = time.perf_counter()
     timeline = open_timeline(scenario, Scheduler)
-    app = FencepostApp(timeline)
+    app = Timed(timeline)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        figures["open"] = time.perf_counter() - started
 
         async def main_thread_cpu(keys: list[str]) -> list[float]:
             """CPU time of the UI thread per key: the model's thread does not count."""
@@ -138,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     width, height = (int(n) for n in args.size.lower().split("x"))
 
+    t0 = time.perf_counter()
+    import tui.app  # noqa: F401  (Textual and the app: part of every start)
+
+    imports = time.perf_counter() - t0
     scenario = generate(args.tasks)
     if args.write:
         dump_scenario(scenario, Path(args.write))
@@ -155,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scenario: {args.tasks:,} tasks, {len(scenario.steps):,} steps, terminal {width}x{height}")
     print(f"events:   {', '.join(f'{n:,} {kind}' for kind, n in kinds.items())}")
     rows = [
+        ("import Textual and the app", imports),
         ("timeline, implementation side", build),
         ("timeline, model side (alone)", model),
         *asyncio.run(_measure_app(scenario, (width, height), args.steps)).items(),
@@ -162,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in rows:
         print(f"  {name:<34}{seconds * 1000:9.1f} ms")
     figures = dict(rows)
-    ok = figures["open"] < 2.0 and figures["step (median)"] < 0.050
+    ok = imports + figures["open"] < 2.0 and figures["step (median)"] < 0.050
     print("targets (open < 2 s, a step < 50 ms):", "met" if ok else "NOT met")
     return 0 if ok else 1
 
