@@ -6,7 +6,7 @@ raises ``ValueError`` for exactly the same invalid calls, changing nothing
 then. What changes is the representation. Where ``SimpleScheduler`` scans
 every task, this one keeps
 
-* a registry: ``_Task`` records in a list indexed by ``id - 1``;
+* a registry: one record per task in a list indexed by ``id - 1``;
 * per-worker running counts, so capacity is one dictionary lookup;
 * a **ready heap** of ``(-priority, due_at, id)`` for waiting tasks (pending
   or retry_wait) whose ``due_at <= now``: its head is the dispatch choice;
@@ -14,10 +14,19 @@ every task, this one keeps
   move to the ready heap as time reaches them;
 * an **expiration heap** of ``(expires_at, token, id)`` for running leases.
 
+A task's record is usually a ``_Task``. A *fresh* task -- submitted due at
+once, and not dispatched, cancelled or otherwise handled since -- is stored
+more cheaply: its record is its ready-heap entry itself, the tuple
+``(-priority, due_at, id, max_attempts, retry_delay)``, which says all there
+is to say (pending, no attempts, no lease). That halves the memory of a
+backlog and keeps the ready heap's entries close together. The first call
+that needs more (``dispatch`` picking it, ``cancel``, ``fail``, ``renew``)
+replaces the record with a ``_Task`` whose entry is that same tuple.
+
 Deletion is lazy. A task remembers the one heap entry that currently speaks
-for it (``_Task.entry``, compared by identity, like asyncio's timer handles
-or Trio's deadline check); any other entry naming it is stale and is dropped
-when it reaches a heap's head. Stale entries come from ``cancel`` of a
+for it (``_Task.entry``, or the fresh record itself; compared by identity,
+like asyncio's timer handles or Trio's deadline check); any other entry
+naming it is stale and is dropped when it reaches a heap's head. Stale entries come from ``cancel`` of a
 waiting task, ``complete``/``fail`` of a running one (its expiration entry)
 and ``renew`` (its old expiration entry). Each heap counts its stale entries
 and is rebuilt once they are more than ``_COMPACT_MIN`` and more than half
@@ -93,7 +102,7 @@ _new_lease = _lease_builder()
 
 
 class _Task:
-    """One task's record; its id is its registry index plus one."""
+    """One task's full record; its id is its registry index plus one."""
 
     __slots__ = (
         "priority", "due_at", "max_attempts", "retry_delay", "status", "attempts",
@@ -130,13 +139,13 @@ class IndexedScheduler:
 
     def __init__(self) -> None:
         self._now = 0  # logical time; never decreases
-        self._tasks: list[_Task] = []  # the registry, index id - 1
+        self._tasks: list[_Task | tuple] = []  # the registry, index id - 1: a _Task or a fresh entry
         self._capacity: dict[str, int] = {}  # worker -> slots
         self._load: dict[str, int] = {}  # worker -> running tasks; equals a recount
         self._last_token = 0  # tokens issued so far
         # Each heap holds the live entry of every task in its state, once,
         # plus exactly ``*_stale`` entries that no task's ``entry`` is.
-        self._ready: list[tuple[int, int, int]] = []  # (-priority, due_at, id), due_at <= now
+        self._ready: list[tuple] = []  # (-priority, due_at, id[, max_attempts, retry_delay]), due_at <= now
         self._ready_stale = 0
         self._due: list[tuple[int, int]] = []  # (due_at, id), due_at > now
         self._due_stale = 0
@@ -184,22 +193,19 @@ class IndexedScheduler:
 
         Complexity: O(log n), n the entries of the heap it joins.
         """
-        if (type(priority) is not int or type(retry_delay) is not int or retry_delay < 1
-                or (due_at is not None and (type(due_at) is not int or due_at < 0))
-                or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
-            _check_submit(priority, due_at, max_attempts, retry_delay)
         tasks = self._tasks
-        task_id = len(tasks) + 1
         now = self._now
         if due_at is None:
             due_at = now
-        if due_at <= now:
-            entry = (-priority, due_at, task_id)
-            heappush(self._ready, entry)
-        else:
-            entry = (due_at, task_id)
-            heappush(self._due, entry)
-        tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))
+        if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= now
+                or type(retry_delay) is not int or retry_delay < 1
+                or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
+            return self._submit_record(priority, due_at, max_attempts, retry_delay)
+        # The common case, plain ints due at once: the entry is the whole record.
+        task_id = len(tasks) + 1
+        fresh = (-priority, due_at, task_id, max_attempts, retry_delay)
+        heappush(self._ready, fresh)
+        tasks.append(fresh)
         return task_id
 
     def task(self, task_id: int) -> TaskView:
@@ -208,7 +214,9 @@ class IndexedScheduler:
         Raises:
             ValueError: ``task_id`` is not an id issued so far.
         """
-        t = self._get(task_id)
+        t = self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+        if type(t) is tuple:  # a fresh task
+            return TaskView(task_id, _PENDING, -t[0], t[1], 0, None, None, None, False)
         return TaskView(task_id, t.status, t.priority, t.due_at, t.attempts,
                         t.worker, t.token, t.expires_at, t.cancel_requested)
 
@@ -260,6 +268,9 @@ class IndexedScheduler:
         while ready:
             entry = heappop(ready)
             t = tasks[entry[2] - 1]
+            if t is entry:  # a fresh task: its record was this entry
+                t = tasks[entry[2] - 1] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
+                break
             if t.entry is entry:
                 break
             self._ready_stale -= 1
@@ -310,6 +321,8 @@ class IndexedScheduler:
         else:
             self._now = now
         t = tasks[task_id - 1]
+        if type(t) is not _Task:  # a fresh task: pending, never leased
+            return _NOT_RUNNING
         if t.token != token:  # only a running task has a token
             return _rejection(t, token)
         self._end_lease(t, _SUCCEEDED)
@@ -429,15 +442,19 @@ class IndexedScheduler:
             for entry in heap:
                 _require(id(entry) not in where, f"entry {entry} is in the {name} heap twice or in two heaps")
                 where[id(entry)] = name
-                task_id = entry[-1]
+                task_id = _entry_id(entry)
                 _require(type(task_id) is int and 1 <= task_id <= len(tasks), f"{name} entry {entry} names no task")
-                live += tasks[task_id - 1].entry is entry
+                live += _is_live(entry, tasks)
             _require(stale == len(heap) - live,
                      f"{name} heap says {stale} stale entries, a recount finds {len(heap) - live} of {len(heap)}")
             _require(stale <= _COMPACT_MIN or stale * _COMPACT_RATIO <= len(heap),
                      f"{name} heap holds {stale} stale entries of {len(heap)}: past the compaction threshold")
         load = dict.fromkeys(self._capacity, 0)
         for task_id, t in enumerate(tasks, 1):
+            if type(t) is tuple:  # a fresh task: pending, due, its record is its ready entry
+                _require(len(t) == 5 and t[2] == task_id and t[1] <= now, f"task {task_id}'s fresh record is {t}")
+                _require(where.get(id(t)) == "ready", f"fresh task {task_id} is in the {where.get(id(t))} heap")
+                continue
             status, entry = t.status, t.entry
             _require((t.worker is None) == (t.token is None) == (t.expires_at is None) == (status is not _RUNNING),
                      f"task {task_id} is {status} with worker={t.worker!r} token={t.token} expires_at={t.expires_at}")
@@ -463,18 +480,37 @@ class IndexedScheduler:
             _require(where.get(id(entry)) == expected,
                      f"task {task_id} ({status}) has its live entry {entry} in the {where.get(id(entry))} heap, "
                      f"not the {expected} heap")
-            _require(entry == key, f"task {task_id}'s live entry is {entry}, its record says {key}")
+            _require(entry[:len(key)] == key, f"task {task_id}'s live entry is {entry}, its record says {key}")
         _require(load == self._load, f"per-worker running counts are {self._load}, a recount finds {load}")
         for worker, running in load.items():
             _require(running <= self._capacity[worker],
                      f"worker {worker!r} runs {running} tasks, above its capacity {self._capacity[worker]}")
-        tokens = [t.token for t in tasks if t.status is _RUNNING]
+        tokens = [t.token for t in tasks if type(t) is _Task and t.status is _RUNNING]
         _require(len(tokens) == len(set(tokens)), f"two running tasks share a token: {sorted(tokens)}")
 
     # -------------------------------------------------------------- internals
 
     def _get(self, task_id: object) -> _Task:
-        return self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+        """The record of a valid ``task_id``, as a ``_Task`` (a fresh task's tuple is replaced)."""
+        index = v.check_task_id(task_id, len(self._tasks)) - 1
+        t = self._tasks[index]
+        if type(t) is tuple:
+            t = self._tasks[index] = _Task(-t[0], t[1], t[3], t[4], t)
+        return t
+
+    def _submit_record(self, priority: int, due_at: int, max_attempts: int | None, retry_delay: int) -> int:
+        """``submit`` for all but the common case: check every argument, then keep a ``_Task``."""
+        _check_submit(priority, due_at, max_attempts, retry_delay)
+        tasks = self._tasks
+        task_id = len(tasks) + 1
+        if due_at <= self._now:
+            entry = (-priority, due_at, task_id)
+            heappush(self._ready, entry)
+        else:
+            entry = (due_at, task_id)
+            heappush(self._due, entry)
+        tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))
+        return task_id
 
     def _check_dispatch(self, worker: object, now: object, duration: object) -> int:
         """Check ``dispatch``'s arguments in the contract's order; return the capacity."""
@@ -495,7 +531,7 @@ class IndexedScheduler:
         """Check a token-carrying call's arguments, then move time (rule 3); return the task."""
         self._check_lease_call(task_id, token, now)
         self._advance_to(now)
-        return self._tasks[task_id - 1]
+        return self._get(task_id)
 
     def _advance_to(self, now: int) -> None:
         """Rule 3, then due times: expire leases with ``expires_at <= now``, move due tasks to ready."""
@@ -566,8 +602,19 @@ class IndexedScheduler:
 
 def _rebuild(heap: list, tasks: list[_Task]) -> None:
     """Drop every stale entry of ``heap`` in place (callers hold references to it)."""
-    heap[:] = [entry for entry in heap if tasks[entry[-1] - 1].entry is entry]
+    heap[:] = [entry for entry in heap if _is_live(entry, tasks)]
     heapify(heap)
+
+
+def _is_live(entry: tuple, tasks: list) -> bool:
+    """Whether ``entry`` speaks for its task: it is the task's record or its record's entry."""
+    record = tasks[_entry_id(entry) - 1]
+    return record is entry or (type(record) is _Task and record.entry is entry)
+
+
+def _entry_id(entry: tuple) -> int:
+    """The task id an entry names: ``(due_at, id)``, ``(-priority, due_at, id, ...)``, ``(expires_at, token, id)``."""
+    return entry[1] if len(entry) == 2 else entry[2]
 
 
 def _rejection(t: _Task, token: int) -> Outcome:

@@ -183,7 +183,7 @@ def corrupted(what: str) -> IndexedScheduler:
     elif what == "heap order":
         s._ready[0], s._ready[-1] = s._ready[-1], s._ready[0]
     elif what == "missing entry":
-        s._ready.remove(s._tasks[2].entry)
+        s._ready.remove(s._get(3).entry)
         indexed.heapify(s._ready)
     elif what == "wrong heap":
         entry = s._due.pop()
@@ -194,7 +194,7 @@ def corrupted(what: str) -> IndexedScheduler:
     elif what == "expired lease alive":
         s._now = lease.expires_at
     elif what == "key mismatch":
-        s._tasks[2].priority = 100
+        s._get(3).priority = 100
     return s
 
 
@@ -214,6 +214,50 @@ def test_check_invariants_catches_a_corrupted_index(what: str, message: str) -> 
     s = corrupted(what)
     with pytest.raises(AssertionError, match=message):
         s.check_invariants()
+
+
+def test_a_fresh_task_is_its_own_ready_entry_until_something_needs_more() -> None:
+    s = IndexedScheduler()
+    s.add_worker("w", 1)
+    first, second, later = s.submit(priority=2), s.submit(max_attempts=3, retry_delay=2), s.submit(due_at=5)
+    assert s._tasks[0] is s._ready[0] == (-2, 0, first, None, 1)
+    assert type(s._tasks[second - 1]) is tuple
+    assert type(s._tasks[later - 1]) is indexed._Task  # not due yet: a full record in the due heap
+    view = s.task(second)
+    assert (view.status, view.priority, view.due_at, view.attempts, view.token) == (Status.PENDING, 0, 0, 0, None)
+    assert type(s._tasks[second - 1]) is tuple  # looking changes nothing
+    assert s.complete(second, 1, 0).reason == "not_running"
+    lease = s.dispatch("w", 0, 5)
+    assert lease.task_id == first and type(s._tasks[first - 1]) is indexed._Task
+    assert s.cancel(second, 0).accepted
+    record = s._tasks[second - 1]
+    assert type(record) is indexed._Task and record.max_attempts == 3 and record.retry_delay == 2
+    assert s._ready_stale == 1  # the fresh tuple is still in the heap, now stale
+    s.check_invariants()
+
+
+@pytest.mark.parametrize("call", ["fail", "renew"])
+def test_a_rejected_call_on_a_fresh_task_keeps_it_pending(call: str) -> None:
+    s = IndexedScheduler()
+    task_id = s.submit(priority=4)
+    args = {"task_id": task_id, "token": 1, "now": 0} | ({"duration": 3} if call == "renew" else {})
+    assert getattr(s, call)(**args).reason == "not_running"
+    assert s.task(task_id).status is Status.PENDING
+    s.check_invariants()
+
+
+def test_unusual_ints_are_kept_as_given_in_a_full_record() -> None:
+    """An int subclass takes the checked path; the view shows the object the caller gave."""
+    from enum import IntEnum
+
+    class Level(IntEnum):
+        HIGH = 5
+
+    s = IndexedScheduler()
+    task_id = s.submit(priority=Level.HIGH)
+    assert type(s._tasks[0]) is indexed._Task
+    assert s.task(task_id).priority is Level.HIGH
+    s.check_invariants()
 
 
 def test_the_fast_lease_builder_makes_real_leases() -> None:
