@@ -69,7 +69,7 @@ def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline
 class FencepostApp(App[None]):
     """Step through a scenario run by a real scheduler, with the spec's model beside it."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     BINDINGS = [
         Binding("left,h", "previous", "Step back", key_display="←", group=STEP_KEYS),
         Binding("right,l", "next", "Step", key_display="→", group=STEP_KEYS),

@@ -153,17 +153,24 @@ class Frame:
     index: int  # 0 is before the first step
     now: int  # the implementation's clock after this step
     step: Step | None  # None at frame 0
-    result: str  # the implementation's answer in words
+    outcome: StepResult | None  # what the implementation returned or raised (None at frame 0)
     error: str | None  # the implementation raised this message
     mismatch: str | None  # how the step's expect did not hold
     events: tuple[Event, ...]  # what happened because of this step
     changed: frozenset[int]  # task ids whose row changed at this step
     workers: tuple[WorkerLoad, ...]
 
+    # Worded on demand: a 10,000-step timeline shows a few dozen of them.
+
     @property
     def call(self) -> str:
-        """The call as Python ("" at frame 0); worded on demand, as only a few are ever shown."""
+        """The call as Python ("" at frame 0)."""
         return describe_call(self.step) if self.step is not None else ""
+
+    @property
+    def result(self) -> str:
+        """The implementation's answer in words ("" at frame 0)."""
+        return describe_result(self.step, self.outcome) if self.step is not None else ""
 
     @property
     def notable(self) -> bool:
@@ -517,7 +524,7 @@ class Timeline:
     def __init__(self, scenario: Scenario, factory: Callable[[], object]) -> None:
         self.scenario = scenario
         self.factory = factory
-        self.frames: list[Frame] = [Frame(0, 0, None, "", None, None, (), frozenset(), ())]
+        self.frames: list[Frame] = [Frame(0, 0, None, None, None, None, (), frozenset(), ())]
         self.checks: list[Check] = [Check(0, 0, "", None, 0, frozenset(), ())]
         self.notable: list[int] = []  # frames with an expiry or a rejection, ascending
         self.mismatches: list[int] = []  # frames whose expect did not hold
@@ -663,7 +670,7 @@ class Timeline:
             index=index,
             now=now,
             step=step,
-            result=describe_result(step, result),
+            outcome=result,
             error=result.error,
             mismatch=mismatch,
             events=tuple(events),
