@@ -375,9 +375,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="sizes 1000,10000 and fewer cycles: a smoke run in seconds")
     parser.add_argument("--cycles", type=int, default=None,
-                        help="cycles per repetition (default 5000, quick 1000)")
+                        help="cycles per repetition (default 500, quick 200); short repetitions "
+                        "fit in one scheduler time slice on a busy machine")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="repetitions per figure; the best is reported (default 21, quick 5)")
+                        help="repetitions per figure; the best is reported (default 101, quick 15)")
     parser.add_argument("--simple-max", type=int, default=100_000,
                         help="largest size SimpleScheduler is timed at (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the priorities (default 0)")
@@ -393,8 +394,8 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    cycles = args.cycles or (1_000 if args.quick else 5_000)
-    repeats = args.repeats or (5 if args.quick else 21)
+    cycles = args.cycles or (200 if args.quick else 500)
+    repeats = args.repeats or (15 if args.quick else 101)
     print(f"fencepost bench: sizes {', '.join(f'{s:,}' for s in sizes)}", flush=True)
     rows = []
     for size in sizes:
