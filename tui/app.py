@@ -92,8 +92,8 @@ class FencepostApp(App[None]):
         Binding("escape", "leave_command", "Leave line"),
     ]
     AUTO_FOCUS = None  # nothing takes the keys until the command line is opened
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-very-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (48, "-very-tall")]
 
     # The footer is refreshed by refresh_keys, only when a key's state changes:
     # rebuilding it on every step would cost more than drawing the step.
@@ -168,10 +168,13 @@ class FencepostApp(App[None]):
                 yield Narration(id="note")
         with Vertical(id="command-bar"):
             yield Static(id="command-error")
-            yield Input(
-                id="command",
-                placeholder="a protocol call, e.g. dispatch worker=w1 now=5 duration=5 (Enter runs it, Esc leaves)",
-            )
+            with Horizontal(id="command-line"):
+                yield Static("call ›", id="command-prompt")
+                yield Input(
+                    id="command",
+                    placeholder="e.g. dispatch worker=w1 now=5 duration=5 (Esc leaves the line)",
+                    compact=True,
+                )
         yield Footer()
 
     def on_mount(self) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from rich.markdown import Markdown as RichMarkdown
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Markdown
+from textual.widgets import Input, Label, Static
 
 from tui import commands
 
@@ -116,7 +117,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Markdown(HELP)
+            yield Static(RichMarkdown(HELP))  # drawn at once, unlike the Markdown widget
 
     def action_close(self) -> None:
         self.dismiss(None)
