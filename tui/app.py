@@ -312,6 +312,7 @@ class FencepostApp(App[None]):
 
     def model_finished(self, timeline: Timeline) -> None:
         if timeline is self.timeline:
+            timeline.run_model()  # a step typed while the thread was finishing
             self.model_progress = ""
             self.show_step()
             if timeline.divergences:

@@ -195,10 +195,33 @@ def _all_boards_by_replay(scenario: Scenario) -> list[tl.Board]:
     return [build_timeline(Scenario("prefix", scenario.steps[:k]), Scheduler).board(k) for k in range(len(scenario.steps) + 1)]
 
 
-@pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation"])
-def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name):
+def _time_passing() -> Scenario:
+    """One slow worker and tasks due over time: tasks become due while others wait."""
+    sched, steps_ = SimpleScheduler(), []
+
+    def call(op: str, **args):
+        steps_.append(Step(op, args))
+        return getattr(sched, op)(**args)
+
+    call("add_worker", worker="w1", capacity=1)
+    for i in range(12):
+        call("submit", priority=i % 3, due_at=(i * 7) % 20)
+    for now in range(1, 26):
+        if now % 3 == 0:
+            lease = call("dispatch", worker="w1", now=now, duration=2)
+            if lease is not None and now % 2 == 0:
+                call("complete", task_id=lease.task_id, token=lease.token, now=now + 1)
+        else:
+            call("advance", now=max(now, sched.now))
+    return Scenario("time passing", tuple(steps_))
+
+
+@pytest.mark.parametrize("walk_limit", [64, 1])  # walk the diffs, or rebuild the columns
+@pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation", "time-passing"])
+def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit):
     monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
-    scenario = load_scenario(resolve(name))
+    monkeypatch.setattr(tl._Columns, "WALK_LIMIT", walk_limit)
+    scenario = _time_passing() if name == "time-passing" else load_scenario(resolve(name))
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
     order = list(range(timeline.last + 1)) + list(range(timeline.last, -1, -1))

@@ -8,6 +8,7 @@ from spec.cli import main
 from spec.mutants import token_reuse
 from spec.scenario import Scenario, load_scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
+from tui import app as app_module
 from tui.app import SPEEDS, FencepostApp, open_timeline
 from tui.screens import HelpScreen, PromptScreen
 from tui.widgets import EventLog, TaskColumn
@@ -173,6 +174,19 @@ async def test_a_divergence_is_marked_and_m_shows_the_models_state():
         assert app.side == "model" and app.query_one("#board").has_class("-model")
         running = app.query_one("#running", TaskColumn)
         assert running._rows[0].token == 2  # the model's fresh token; the mutant kept 1
+
+
+async def test_a_big_scenario_is_checked_against_the_model_in_the_background(monkeypatch):
+    monkeypatch.setattr(app_module, "MODEL_UP_FRONT_STEPS", 0)
+    app = app_for(Scenario("diverges", STALE_TOKEN_STEPS), factory=token_reuse.Scheduler)
+    assert not app.timeline.model_done
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.timeline.model_done and app.timeline.divergences == [5, 6]
+        assert app.check_action("next_problem", ()) is True
+        await pilot.press("d")
+        assert app.step == 5 and app.query_one("#differences").has_class("-shown")
 
 
 async def test_question_mark_opens_help_and_escape_closes_it():
