@@ -274,9 +274,9 @@ class FencepostApp(App[None]):
             model_progress=self.model_progress,
         )
 
-    def announce_problems(self) -> None:
+    def announce_problems(self, mismatches: bool = True) -> None:
         timeline = self.timeline
-        if timeline.mismatches:
+        if mismatches and timeline.mismatches:
             self.notify(
                 f"step {timeline.mismatches[0]} breaks its expect ({len(timeline.mismatches)} in all): press d to go there",
                 severity="error",
@@ -316,7 +316,7 @@ class FencepostApp(App[None]):
             self.model_progress = ""
             self.show_step()
             if timeline.divergences:
-                self.announce_problems()
+                self.announce_problems(mismatches=False)  # those were announced on opening
 
     # ------------------------------------------------------------ interactive mode
 

@@ -86,7 +86,6 @@ NOTABLE_KINDS = frozenset({"expiry", "rejection"})
 UNTIMED = frozenset({"add_worker", "submit"})
 
 WAITING = frozenset({"pending", "retry_wait"})
-FINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 
 class Row(NamedTuple):

@@ -26,7 +26,7 @@ from textual.strip import Strip
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.timeline import Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
+from tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
 Line = tuple[str | None, tuple[tuple[str, str | None], ...]]
@@ -205,10 +205,7 @@ class EventLog(LineList):
         "event-log--current",  # lines of the step on screen
         "event-log--step",  # the step number and clock
         "event-log--divergence",  # the "differs from the model" badge
-        *(f"event-log--{kind}" for kind in (
-            "call", "worker", "submit", "dispatch", "idle", "expiry", "rejection",
-            "complete", "fail", "cancel", "renew", "time", "error", "mismatch",
-        )),
+        *(f"event-log--{kind}" for kind in EVENT_KINDS),
     }
 
     PREFIX = "event-log"
@@ -354,13 +351,9 @@ class StepSummary(Static):
 
     COMPONENT_CLASSES = {
         "step-summary--heading",
-        "step-summary--call",
         "step-summary--result",
         "step-summary--next",
-        *(f"step-summary--{kind}" for kind in (
-            "worker", "submit", "dispatch", "idle", "expiry", "rejection",
-            "complete", "fail", "cancel", "renew", "time", "error", "mismatch",
-        )),
+        *(f"step-summary--{kind}" for kind in EVENT_KINDS),
     }
 
     def show(self, frame: Frame, last: int, upcoming: Frame | None) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spec.cli import main
 from spec.mutants import token_reuse
 from spec.scenario import Scenario, load_scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 from tui import app as app_module
-from tui.app import SPEEDS, FencepostApp, open_timeline
+from tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline
 from tui.screens import HelpScreen, PromptScreen
 from tui.widgets import EventLog, TaskColumn
 
@@ -73,14 +75,20 @@ async def test_n_and_shift_n_visit_the_expiries_and_rejections():
         assert app.step == notable[-2]
 
 
-async def test_autoplay_steps_through_the_same_next_action_and_stops_at_the_end():
+@pytest.fixture
+def timer_never_fires(monkeypatch):
+    """Autoplay speeds so slow that no tick lands during a test: the test ticks itself."""
+    monkeypatch.setattr(app_module, "SPEEDS", tuple(n * 1e-9 for n in range(1, len(SPEEDS) + 1)))
+
+
+async def test_autoplay_steps_through_the_same_next_action_and_stops_at_the_end(timer_never_fires):
     app = app_for("capacity-one")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        assert app.playing
+        assert app.playing and app._timer._callback == app.action_next
         await pilot.press("plus", "plus", "minus")
-        assert SPEEDS[app.speed] == 4.0
-        # The timer calls action_next; calling it here is what each tick does.
+        assert app.speed == DEFAULT_SPEED + 1 and app._timer._callback == app.action_next
+        # Each tick of the timer calls action_next; the test ticks instead of waiting.
         for _ in range(app.timeline.last):
             app.action_next()
             await pilot.pause()
@@ -88,7 +96,7 @@ async def test_autoplay_steps_through_the_same_next_action_and_stops_at_the_end(
         assert app.check_action("toggle_play", ()) is None
 
 
-async def test_space_pauses_autoplay():
+async def test_space_pauses_autoplay(timer_never_fires):
     app = app_for("capacity-one")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
@@ -213,3 +221,12 @@ async def test_the_palette_offers_load_jump_and_screenshot(in_tmp_cwd: Path):
         app.screen.query_one("#prompt-input").value = "capacity-one"
         await pilot.press("enter")
         assert app.timeline.scenario.title.startswith("Capacity one") and app.step == 0
+
+
+def test_the_stylesheet_colours_every_kind_of_event():
+    from tui.timeline import EVENT_KINDS
+
+    css = (Path(app_module.__file__).with_name("app.tcss")).read_text()
+    for kind in EVENT_KINDS:
+        assert f"EventLog > .event-log--{kind} " in css, kind
+        assert f"StepSummary > .step-summary--{kind} " in css, kind
