@@ -45,6 +45,7 @@ from spec.scenario import (
     StepResult,
     apply_step,
     check_expect,
+    check_state,
     describe_call,
     describe_result,
 )
@@ -470,17 +471,25 @@ class _Side:
 def _row(view: object, previous: Row | None, now: int, frame: int) -> Row:
     """Normalise a task view (any object with the protocol's attribute names)."""
     status = str(getattr(view.status, "value", view.status))
-    token = view.token
-    if status == "running":
-        same_lease = previous is not None and previous.status == "running" and previous.token == token
-        started_at = previous.started_at if same_lease else now
-    else:
-        started_at = None
-    since = previous.since if previous is not None and previous.status == status else frame
-    return Row(
+    row = Row(
         view.id, status, view.priority, view.due_at, view.attempts, view.worker,
-        token, view.expires_at, bool(view.cancel_requested), started_at, since,
+        view.token, view.expires_at, bool(view.cancel_requested), None, frame,
         (-view.priority, view.due_at, view.id),
+    )
+    if status == "running":
+        started_at = previous.started_at if previous is not None and same_lease(previous, row) else now
+        row = row._replace(started_at=started_at)
+    if previous is not None and previous.status == status:
+        row = row._replace(since=previous.since)
+    return row
+
+
+def same_lease(before: Row, after: Row) -> bool:
+    """Both rows are running under one lease. A dispatch always counts an attempt,
+    so a re-lease is seen even by an implementation that wrongly reuses the token."""
+    return (
+        before.status == after.status == "running"
+        and (before.token, before.worker, before.attempts) == (after.token, after.worker, after.attempts)
     )
 
 
@@ -650,6 +659,13 @@ class Timeline:
             crash = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
             return StepResult(error=f"{type(exc).__name__}: {exc}"), crash
 
+    def _check_state(self, step: Step) -> str | None:
+        """How the implementation's state misses the step's ``expect_state`` (as replay says it)."""
+        try:
+            return check_state(step, self._scheduler)
+        except Exception as exc:  # task() raising something other than ValueError
+            return f"reading the state raised {type(exc).__name__}: {exc}"
+
     def _read_impl(self, task_id: int) -> object | None:
         try:
             return self._scheduler.task(task_id)
@@ -666,7 +682,7 @@ class Timeline:
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
         events = self._events(step, result, changes, now)
-        mismatch = crash or check_expect(step, result)
+        mismatch = crash or check_expect(step, result) or self._check_state(step)
         if mismatch:
             events.append(Event("mismatch", f"expect failed: {mismatch}"))
         frame = Frame(
@@ -793,7 +809,7 @@ class Timeline:
         for task_id, before, after in changes:
             if before is None or before.status != "running":
                 continue
-            if after.status == "running" and after.token == before.token:
+            if same_lease(before, after):
                 continue
             if task_id == own and accepted and step.args.get("token") == before.token:
                 continue

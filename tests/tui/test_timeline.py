@@ -183,6 +183,16 @@ def test_a_broken_expect_is_marked_on_its_frame():
     assert texts(timeline, 1, "mismatch") == ["expect failed: expected task 2, got task 1"]
 
 
+def test_a_missed_expect_state_is_marked_as_replay_marks_it():
+    scenario = Scenario("state", (
+        Step("submit", {}, expect_state={"now": 0, "tasks": {"1": {"status": "pending"}}}),
+        Step("advance", {"now": 4}, expect_state={"now": 5}),
+    ))
+    timeline = build_timeline(scenario, Scheduler)
+    assert timeline.mismatches == [2]
+    assert timeline.frames[2].mismatch == "expected t=5 afterwards, got t=4"
+
+
 def test_changed_rows_are_the_ones_this_step_touched():
     timeline = run(*CAPACITY_ONE)
     assert timeline.frames[3].changed == {1}
@@ -256,6 +266,16 @@ def test_a_divergence_from_the_model_is_marked_with_what_differs():
     assert timeline.board(5, "model").running[0].token == 2
     assert timeline.board(5).running[0].token == 1
     assert run(*calls).divergences == []
+
+
+def test_a_re_lease_under_a_reused_token_is_still_an_expiry_and_a_new_lease():
+    calls = (("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 0, 1), ("dispatch", "w1", 9, 1))
+    timeline = run(*calls, factory=token_reuse.Scheduler)
+    assert texts(timeline, 4, "expiry") == [
+        "lease [0, 1) of task 1 on w1 (token 1) expired at t=1 (noticed at t=9): leased again at once to w1 under token 1"
+    ]
+    reused = timeline.board(4).running[0]
+    assert (reused.token, reused.started_at, reused.attempts) == (1, 9, 2)
 
 
 class _Crashes(SimpleScheduler):
