@@ -39,6 +39,8 @@ from impl.simple import SimpleScheduler
 PRIORITY_LEVELS = 8
 #: Lease length for the benchmark's dispatches; the clock never reaches it.
 DURATION = 1_000_000
+#: Untimed cycles before each timed repetition, to bring that loop's data back into cache.
+WARM_CYCLES = 500
 #: Sizes for a full run and for ``--quick``.
 FULL_SIZES = (1_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -93,23 +95,27 @@ def priorities(size: int, cycles: int, seed: int) -> tuple[list[int], list[int]]
     return initial, during
 
 
-def timed(loops: dict[str, Callable[[], None]], repeats: int, cycles: int) -> dict[str, Timing]:
+def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int) -> dict[object, Timing]:
     """Time each loop ``repeats`` times, taking turns, so all of them see the same machine.
 
-    One untimed warm-up round comes first (caches, allocator pools, the
-    interpreter's specialization); the garbage collector is off throughout.
+    Each loop is called with the number of cycles to run. One untimed round
+    comes first (allocator pools, the interpreter's specialization), and
+    before every timed repetition the same loop runs ``WARM_CYCLES`` untimed
+    cycles, so it starts with its own data in cache whatever ran before it.
+    The garbage collector is off throughout, as in ``timeit``.
     """
-    samples: dict[str, list[float]] = {name: [] for name in loops}
+    samples: dict[object, list[float]] = {name: [] for name in loops}
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         for loop in loops.values():
-            loop()
+            loop(cycles)
         for _ in range(repeats):
             for name, loop in loops.items():
+                loop(WARM_CYCLES)
                 start = time.perf_counter_ns()
-                loop()
+                loop(cycles)
                 samples[name].append((time.perf_counter_ns() - start) / cycles)
     finally:
         if was_enabled:
@@ -117,18 +123,18 @@ def timed(loops: dict[str, Callable[[], None]], repeats: int, cycles: int) -> di
     return {name: Timing(min(got), statistics.median(got), cycles, repeats) for name, got in samples.items()}
 
 
-def floor_loop(size: int, cycles: int, seed: int = 0) -> Callable[[], None]:
-    """``cycles`` times one heappush + one heappop on a heap of ``size`` tuples."""
+def floor_loop(size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
+    """A loop of one heappush + one heappop on a heap of ``size`` tuples, up to ``cycles`` per call."""
     initial, during = priorities(size, cycles, seed)
     heap = [(-p, 0, i) for i, p in enumerate(initial, 1)]
     heapify(heap)
     next_id = size + 1
 
-    def loop() -> None:
+    def loop(count: int) -> None:
         nonlocal next_id
         push, pop = heappush, heappop
         task_id = next_id
-        for p in during:
+        for p in during[:count]:
             push(heap, (-p, 0, task_id))
             pop(heap)
             task_id += 1
@@ -147,14 +153,14 @@ def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
     return scheduler
 
 
-def cycle_loop(factory: Callable[[], object], size: int, cycles: int, seed: int = 0) -> Callable[[], None]:
-    """``cycles`` times submit + dispatch + complete on a scheduler holding ``size`` pending tasks."""
+def cycle_loop(factory: Callable[[], object], size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
+    """A loop of submit + dispatch + complete with ``size`` tasks pending, up to ``cycles`` per call."""
     initial, during = priorities(size, cycles, seed)
     scheduler = build(factory, initial)
     submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
 
-    def loop() -> None:
-        for p in during:
+    def loop(count: int) -> None:
+        for p in during[:count]:
             submit(p)
             lease = dispatch("w", 0, DURATION)
             complete(lease.task_id, lease.token, 0)
@@ -195,17 +201,33 @@ def simple_cycles(size: int, cycles: int) -> int:
     return max(3, min(cycles, 1_000_000 // size))
 
 
-def measure_row(size: int, cycles: int, repeats: int, simple_max: int, seed: int = 0) -> Row:
-    """Every figure for one size; the floor and the indexed scheduler take turns."""
-    pair = timed({"floor": floor_loop(size, cycles, seed), "indexed": cycle_loop(IndexedScheduler, size, cycles, seed)},
-                 repeats, cycles)
-    floor, indexed = pair["floor"], pair["indexed"]
-    simple = None
-    if size <= simple_max:
-        simple = measure_cycle(SimpleScheduler, size, simple_cycles(size, cycles), min(repeats, 3), seed)
-    indexed_bytes = bytes_per_task(IndexedScheduler, size, seed)
-    simple_bytes = bytes_per_task(SimpleScheduler, size, seed)
-    return Row(size, floor, indexed, simple, indexed_bytes, simple_bytes)
+def measure(sizes: Sequence[int], cycles: int, repeats: int, simple_max: int, seed: int = 0,
+            progress: Callable[[str], None] = lambda line: None) -> list[Row]:
+    """Every figure for every size.
+
+    The floor and the indexed scheduler at every size are built first and
+    then take turns (see ``timed``), so the ratios between sizes, not only the
+    one against the floor, compare runs made under the same load. The simple
+    scheduler and the memory figures are measured afterwards, one at a time.
+    """
+    loops: dict[object, Callable[[int], None]] = {}
+    for size in sizes:
+        progress(f"  building {size:,} pending tasks")
+        loops["floor", size] = floor_loop(size, cycles, seed)
+        loops["indexed", size] = cycle_loop(IndexedScheduler, size, cycles, seed)
+    progress(f"  timing floor and indexed, {repeats} turns each")
+    timings = timed(loops, repeats, cycles)
+    loops.clear()
+    rows = []
+    for size in sizes:
+        simple = None
+        if size <= simple_max:
+            progress(f"  timing simple at {size:,}")
+            simple = measure_cycle(SimpleScheduler, size, simple_cycles(size, cycles), min(repeats, 3), seed)
+        progress(f"  memory at {size:,}")
+        rows.append(Row(size, timings["floor", size], timings["indexed", size], simple,
+                        bytes_per_task(IndexedScheduler, size, seed), bytes_per_task(SimpleScheduler, size, seed)))
+    return rows
 
 
 # ------------------------------------------------------------------ the spec's speed
@@ -404,10 +426,7 @@ def run(args: argparse.Namespace) -> int:
     cycles = args.cycles or (200 if args.quick else 500)
     repeats = args.repeats or (15 if args.quick else 101)
     print(f"fencepost bench: sizes {', '.join(f'{s:,}' for s in sizes)}", flush=True)
-    rows = []
-    for size in sizes:
-        rows.append(measure_row(size, cycles, repeats, args.simple_max, args.seed))
-        print(f"  measured {size:,}", flush=True)
+    rows = measure(sizes, cycles, repeats, args.simple_max, args.seed, progress=lambda line: print(line, flush=True))
     print()
     print(format_table(rows, args.simple_max))
     if not args.no_spec:

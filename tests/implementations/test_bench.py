@@ -56,15 +56,26 @@ def test_bytes_per_task_counts_what_submit_allocates() -> None:
     assert bench.bytes_per_task(SimpleScheduler, 200) > 0
 
 
-def test_simple_is_skipped_above_its_limit() -> None:
-    small = bench.measure_row(10, cycles=5, repeats=1, simple_max=10)
-    large = bench.measure_row(20, cycles=5, repeats=1, simple_max=10)
+def test_every_size_gets_a_row_and_simple_is_skipped_above_its_limit() -> None:
+    said: list[str] = []
+    small, large = bench.measure([10, 20], cycles=5, repeats=2, simple_max=10, progress=said.append)
+    assert (small.size, large.size) == (10, 20)
     assert small.simple is not None and large.simple is None
+    assert small.indexed.repeats == large.floor.repeats == 2
+    assert said[:2] == ["  building 10 pending tasks", "  building 20 pending tasks"]
+    assert "  timing simple at 20" not in said
     assert bench.simple_cycles(10**5, 20_000) < bench.simple_cycles(10**3, 20_000)
 
 
+def test_loops_run_the_cycles_they_are_asked_for() -> None:
+    loop = bench.floor_loop(10, cycles=8)
+    calls = []
+    bench.timed({"counted": lambda count: calls.append(count) or loop(count)}, repeats=2, cycles=8)
+    assert calls == [8, bench.WARM_CYCLES, 8, bench.WARM_CYCLES, 8]
+
+
 def rows_for(*sizes: int) -> list[bench.Row]:
-    return [bench.measure_row(size, cycles=5, repeats=1, simple_max=max(sizes) // 2) for size in sizes]
+    return bench.measure(sizes, cycles=5, repeats=1, simple_max=max(sizes) // 2)
 
 
 def test_the_table_has_a_row_per_size_and_says_what_was_skipped() -> None:
