@@ -7,8 +7,11 @@ constant. The *floor* is what no heap-based scheduler can beat: one
 id)`` tuples. Both get the same seeded priorities (uniform over
 ``PRIORITY_LEVELS`` levels) and the clock stays at 0, so the floor's heap and
 the indexed scheduler's ready heap hold the same keys at every step. Each
-figure is the best of several repetitions (the median beside it), timed with
-``time.perf_counter_ns`` with the garbage collector off, as ``timeit`` does.
+figure is the best of many short repetitions (the median beside it), timed
+with ``time.perf_counter_ns`` with the garbage collector off, as ``timeit``
+does. The floor and the indexed scheduler at every size take turns, each
+repetition after an untimed one of the same loop, so every ratio compares
+runs made under the same load on a shared machine.
 Memory is what ``tracemalloc`` sees allocated while N tasks are submitted.
 
 ``SimpleScheduler`` scans every task on each timed call, so it runs few
