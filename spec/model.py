@@ -302,7 +302,7 @@ def complete(state: State, task_id: int, token: int, now: int) -> tuple[State, O
 
     Accepted even when a cancellation was requested: the work did finish.
     """
-    current = require_task(state, task_id)
+    require_task(state, task_id)
     require_int("token", token)
     require_time(state, now)
     state = expire(state, now)
@@ -320,7 +320,7 @@ def fail(state: State, task_id: int, token: int, now: int) -> tuple[State, Outco
     its attempt budget is spent, and otherwise waits in ``retry_wait`` until
     ``now + retry_delay * 2 ** (attempts - 1)``.
     """
-    current = require_task(state, task_id)
+    require_task(state, task_id)
     require_int("token", token)
     require_time(state, now)
     state = expire(state, now)
@@ -344,7 +344,7 @@ def cancel(state: State, task_id: int, now: int) -> tuple[State, Outcome]:
     A running task keeps its lease with ``cancel_requested`` set; how it ends is
     up to ``complete``, ``fail`` or expiry. A final task is refused.
     """
-    current = require_task(state, task_id)
+    require_task(state, task_id)
     require_time(state, now)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
@@ -361,7 +361,7 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     Refused once a cancellation was requested, so a cancelled task cannot be
     kept alive by its worker.
     """
-    current = require_task(state, task_id)
+    require_task(state, task_id)
     require_int("token", token)
     require_time(state, now)
     require_at_least("duration", duration, 1)
