@@ -2,7 +2,7 @@
 
 For each size N, a scheduler holds N pending tasks and one worker of capacity
 one; a *cycle* is one ``submit`` + ``dispatch`` + ``complete``, so N stays
-constant. The *floor* is what no heap-based scheduler can beat: one
+constant. The *floor* is the bare heap work of such a cycle: one
 ``heappush`` and one ``heappop`` on a plain list of N ``(-priority, due_at,
 id)`` tuples. Both get the same seeded priorities (uniform over
 ``PRIORITY_LEVELS`` levels) and the clock stays at 0, so the floor's heap and
