@@ -79,7 +79,7 @@ def build_subparser(name: str) -> argparse.ArgumentParser:
     """The parser of one subcommand, from its own module."""
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip())
+    parser = argparse.ArgumentParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     module.add_arguments(parser)
     parser.set_defaults(run=module.run, command=name)

@@ -277,10 +277,10 @@ def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State,
     require_time(state, now)
     require_at_least("duration", duration, 1)
     state = expire(state, now)
-    candidates = eligible(state)
-    if load(state, worker) >= capacity or not candidates:
+    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and t.due_at <= now]
+    if load(state, worker) >= capacity or not ready:
         return state, None  # unchanged: last_token, every task
-    chosen = candidates[0]
+    chosen = min(ready, key=dispatch_order)
     token = state.last_token + 1
     lease = Lease(task_id=chosen.id, worker=worker, token=token, started_at=now, expires_at=now + duration)
     running = replace(
