@@ -1,0 +1,721 @@
+"""Bounded exhaustive exploration: every call sequence in a small scope, breadth first.
+
+``fencepost explore`` does for the fencepost model what TLC does for a TLA+
+spec: from ``model.initial()`` it applies every call the scope allows to every
+reachable state, breadth first, keeps each distinct state once, and checks
+every invariant of ``spec.invariants`` on every transition. With ``--impl
+MODULE:FACTORY`` it also drives that implementation along every explored path
+and compares it with the model on every transition. Where ``fencepost check``
+samples, this is a guarantee: no sequence of calls inside the scope breaks
+the contract. Outside it, nothing is claimed.
+
+The scope fixes every argument domain, invalid values included:
+
+* ``add_worker``: the next unused name of ``w1..wN`` with capacity C (names
+  come in order: all workers have the same capacity, so adding ``w2`` before
+  ``w1`` is only a renaming), plus a duplicate, capacity 0 and an empty name.
+* ``submit``, while fewer than ``--tasks`` exist: every priority, ``due_at``
+  None or any time ``0..T``, every ``max_attempts``, ``retry_delay`` 1; in any
+  state also ``due_at=-1``, ``max_attempts=0``, ``retry_delay=0`` and
+  ``priority=True``.
+* timed calls: every time from ``now`` to the horizon T, and one invalid time
+  (``now - 1``, or -1 at time 0); every added worker and the next, unknown,
+  name; every duration and 0; task ids ``1..submitted+1``; tokens
+  ``1..issued+1``; ``advance(now=True)``. Each invalid argument is tried at
+  every valid time, so a scheduler that expires leases before validating is
+  caught.
+
+Distinct states are kept by ``state_key``. It keeps everything the future can
+observe -- every later result and every later task view -- and drops only
+what it cannot: a running task's ``started_at`` (nothing reads it after the
+dispatch that returned it) and, of a final task, everything but its status and
+``expired_token`` (the model never changes a final task again, so its view
+stays what it was, checked when it became final; those two fields decide how
+a later call naming it is refused).
+
+Invariants run over the model's task views on every transition that changes
+the state, with a ``History`` rebuilt from the parent state (the model keeps
+no history and needs none); a call the model rejects with ``ValueError``
+leaves its state as it was by construction. Every transition is classified
+with ``spec.coverage.classify``; a run whose scope covers the default one
+fails if it misses a declared outcome or a boundary its scope can reach.
+
+With ``--impl``, each transition runs on a fresh implementation that replays
+the parent state's path (this needs nothing of a third-party scheduler but
+the protocol, and measured faster than copying one: see
+``ImplementationCheck``). Its result, clock and every task view must equal
+the model's, and its own ``check_invariants()`` must pass when it has one;
+equal views mean the invariants hold over its views too. A failing transition
+is replayed in ``spec.machine.Lockstep`` (``run_calls``) for the
+counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
+the model's state: an implementation is driven along one path to each model
+state, the first in breadth-first order.
+
+Large levels are split over ``--jobs`` forked processes; the result is the
+same for any number of jobs.
+
+Exit status: 0 nothing violated; 1 a violation, with a shortest
+counterexample (breadth-first order finds one first), or a coverage gap at the
+default scope or above; 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spec import invariants, model
+from spec.check import _probe  # the same up-front factory check as fencepost check
+from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from spec.coverage import Coverage, classify
+from spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
+from spec.protocol import FINAL_STATUSES, OPERATIONS
+from spec.trace import write_trace
+
+Call = tuple[str, dict]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The bounds of one exploration; every argument domain follows from them."""
+
+    workers: int = 1  # names w1..wN, added in order
+    capacity: int = 1  # every worker's capacity
+    tasks: int = 2  # at most this many submits succeed
+    horizon: int = 2  # times 0..horizon; due_at None or 0..horizon
+    depth: int | None = None  # most calls on a path; None: until no new state appears
+    priorities: tuple[int, ...] = (0, 1)  # submit's priority
+    max_attempts: tuple[int | None, ...] = (None, 1, 2)  # submit's max_attempts (None: unlimited)
+    durations: tuple[int, ...] = (1, 2)  # dispatch's and renew's duration (0 is tried too, as invalid)
+
+    def describe(self) -> str:
+        depth = "unbounded" if self.depth is None else str(self.depth)
+        return (
+            f"{self.workers} worker(s) of capacity {self.capacity}, up to {self.tasks} task(s), "
+            f"times 0..{self.horizon}, priorities {_listed(self.priorities)}, "
+            f"max_attempts {_listed(self.max_attempts)}, durations {_listed(self.durations)}, depth {depth}"
+        )
+
+    def covers(self, other: Scope) -> bool:
+        """True when every call sequence of ``other`` is also one of this scope."""
+        deeper = self.depth is None or (other.depth is not None and self.depth >= other.depth)
+        return (
+            deeper
+            and self.workers >= other.workers
+            and self.capacity == other.capacity
+            and self.tasks >= other.tasks
+            and self.horizon >= other.horizon
+            and set(self.priorities) >= set(other.priorities)
+            and set(self.max_attempts) >= set(other.max_attempts)
+            and set(self.durations) >= set(other.durations)
+        )
+
+    def unreachable(self) -> dict[str, str]:
+        """Declared boundaries no call sequence in this scope can hit, with what would."""
+        out = {}
+        if self.tasks < 10:
+            out["ids_past_9"] = "needs --tasks 10"
+        if self.tasks < 2:
+            out["equal_due_times"] = "needs --tasks 2"
+        return out
+
+
+def _listed(values: tuple) -> str:
+    return ",".join("none" if v is None else str(v) for v in values)
+
+
+#: The default scope: every declared outcome and every boundary but
+#: ``ids_past_9`` is reached, in under a minute on two cores.
+DEFAULT_SCOPE = Scope()
+
+
+# ---------------------------------------------------------------- the calls of one state
+
+
+def calls(state: model.State, scope: Scope) -> Iterator[Call]:
+    """Every call the scope allows in ``state``, valid and invalid, in a fixed order."""
+    names = [name for name, _ in state.workers]
+    unknown = f"w{len(names) + 1}"
+    times = range(state.now, scope.horizon + 1)
+    bad_time = state.now - 1 if state.now > 0 else -1
+    count = len(state.tasks)
+    ids = range(1, count + 1)
+    tokens = range(1, state.last_token + 2)
+    durations = scope.durations
+    # add_worker
+    if len(names) < scope.workers:
+        yield "add_worker", {"worker": unknown, "capacity": scope.capacity}
+    if names:
+        yield "add_worker", {"worker": names[0], "capacity": scope.capacity}
+    yield "add_worker", {"worker": unknown, "capacity": 0}
+    yield "add_worker", {"worker": "", "capacity": scope.capacity}
+    # submit
+    if count < scope.tasks:
+        for priority in scope.priorities:
+            for due_at in (None, *range(scope.horizon + 1)):
+                for max_attempts in scope.max_attempts:
+                    args: dict = {"priority": priority} if priority else {}
+                    if due_at is not None:
+                        args["due_at"] = due_at
+                    if max_attempts is not None:
+                        args["max_attempts"] = max_attempts
+                    yield "submit", args
+    yield "submit", {"due_at": -1}
+    yield "submit", {"max_attempts": 0}
+    yield "submit", {"retry_delay": 0}
+    yield "submit", {"priority": True}
+    # dispatch
+    for worker in names:
+        for now in times:
+            for duration in (*durations, 0):
+                yield "dispatch", {"worker": worker, "now": now, "duration": duration}
+        yield "dispatch", {"worker": worker, "now": bad_time, "duration": durations[0]}
+    for now in times:
+        yield "dispatch", {"worker": unknown, "now": now, "duration": durations[0]}
+    # complete, fail
+    for op in ("complete", "fail"):
+        for task_id in ids:
+            for token in tokens:
+                for now in times:
+                    yield op, {"task_id": task_id, "token": token, "now": now}
+            yield op, {"task_id": task_id, "token": 1, "now": bad_time}
+        for now in times:
+            yield op, {"task_id": count + 1, "token": 1, "now": now}
+    # cancel
+    for task_id in (*ids, count + 1):
+        for now in times:
+            yield "cancel", {"task_id": task_id, "now": now}
+    if count:
+        yield "cancel", {"task_id": 1, "now": bad_time}
+    # renew
+    for task_id in ids:
+        for token in tokens:
+            for now in times:
+                for duration in durations:
+                    yield "renew", {"task_id": task_id, "token": token, "now": now, "duration": duration}
+        current = state.tasks[task_id - 1].token or state.last_token or 1
+        for now in times:
+            yield "renew", {"task_id": task_id, "token": current, "now": now, "duration": 0}
+        yield "renew", {"task_id": task_id, "token": current, "now": bad_time, "duration": durations[0]}
+    for now in times:
+        yield "renew", {"task_id": count + 1, "token": 1, "now": now, "duration": durations[0]}
+    # advance
+    for now in times:
+        yield "advance", {"now": now}
+    yield "advance", {"now": bad_time}
+    yield "advance", {"now": True}
+
+
+# ---------------------------------------------------------------- the state key
+
+
+def _task_key(task: model.Task) -> tuple:
+    if task.status in FINAL_STATUSES:
+        # A final task never changes again; only these decide how a later call naming it is refused.
+        return (task.status, task.expired_token)
+    # Everything but started_at, which nothing reads after the dispatch that set it.
+    return (
+        task.status, task.priority, task.due_at, task.max_attempts, task.retry_delay, task.attempts,
+        task.worker, task.token, task.expires_at, task.cancel_requested, task.expired_token,
+    )
+
+
+def state_key(state: model.State) -> tuple:
+    """What identifies a state for deduplication; see the module docstring for what it drops."""
+    return (state.now, state.last_token, state.workers, tuple(map(_task_key, state.tasks)))
+
+
+# ---------------------------------------------------------------- invariants over model states
+
+
+def observation(state: model.State) -> invariants.Observation:
+    """The model's state as the invariants read an implementation's."""
+    return invariants.Observation(
+        now=state.now,
+        tasks=[model.view(t) for t in state.tasks],
+        capacities=dict(state.workers),
+        max_attempts={t.id: t.max_attempts for t in state.tasks},
+    )
+
+
+def history_at(state: model.State) -> invariants.History:
+    """What the invariants remember after seeing ``state``, rebuilt from the state alone.
+
+    The model keeps no history, and needs none: every task that ever became
+    final, or cancelled, still is, and ``last_token`` counts every token issued
+    (each was seen on a running task the step it was issued). Running the
+    invariants once over ``state`` with an empty history records the rest.
+    """
+    history = invariants.History()
+    invariants.check_all(observation(state), history)
+    history.last_token = state.last_token
+    return history
+
+
+def _copy_history(history: invariants.History) -> invariants.History:
+    return invariants.History(
+        last_token=history.last_token,
+        final=dict(history.final),
+        cancelled_at=dict(history.cancelled_at),
+        prev_tokens=dict(history.prev_tokens),
+    )
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass
+class Violation:
+    """The shortest counterexample: numbered steps, the last one marked."""
+
+    trace: list[TraceStep]
+    problem: str
+
+
+@dataclass
+class Result:
+    """What one exploration found, with TLC's statistics."""
+
+    scope: Scope
+    generated: int = 0  # transitions computed, duplicates and rejected calls included
+    distinct: int = 0  # distinct states, the initial one included
+    depth: int = 0  # calls on the longest shortest path to a state
+    queued: int = 0  # states found but not expanded (depth bound or a violation)
+    seconds: float = 0.0
+    taken: Counter = field(default_factory=Counter)  # op -> transitions computed
+    found: Counter = field(default_factory=Counter)  # op -> distinct states it reached first
+    coverage: Coverage = field(default_factory=Coverage)
+    violation: Violation | None = None
+
+    @property
+    def missing(self) -> list[str]:
+        """Declared outcomes and boundaries not reached that this scope can reach."""
+        skip = self.scope.unreachable()
+        return [gap for gap in self.coverage.missing() if not any(gap.startswith(f"boundary {name} (") for name in skip)]
+
+
+# ---------------------------------------------------------------- implementation checks
+
+
+def _replay(factory: Callable[[], object], path: list[Call]) -> object:
+    """A fresh implementation that has made the calls of ``path`` (each already checked)."""
+    impl = factory()
+    for op, args in path:
+        try:
+            getattr(impl, op)(**args)
+        except ValueError:
+            pass
+    return impl
+
+
+class ImplementationCheck:
+    """Drives an implementation along explored paths and compares it with the model.
+
+    Each transition gets its own implementation, fresh from the factory,
+    replaying the parent state's path: it needs nothing of a third-party
+    scheduler but the protocol. Copying one scheduler per parent state
+    instead was measured slower here: ``copy.deepcopy`` of an
+    ``IndexedScheduler`` costs as much as replaying twenty calls, and even
+    ``pickle.loads`` of a snapshot taken once per parent state made the
+    default-scope exploration 10-20% slower than replaying.
+    """
+
+    def __init__(self, factory: Callable[[], object]) -> None:
+        self.factory = factory
+        self._views: dict[model.Task, tuple] = {}  # the model's view of a task, as view_tuple gives it
+
+    def expected_view(self, task: model.Task) -> tuple:
+        view = self._views.get(task)
+        if view is None:
+            view = self._views[task] = view_tuple(model.view(task))
+        return view
+
+    def agrees(self, path: list[Call], op: str, args: dict, expected: object, after: model.State) -> bool:
+        """True when one call at the end of ``path`` matches the model's result, clock and views."""
+        try:
+            impl = _replay(self.factory, path)
+            try:
+                got = normalize(getattr(impl, op)(**args))
+            except ValueError as exc:
+                got = ("error", str(exc))
+            if comparable(got) != comparable(expected) or impl.now != after.now:
+                return False
+            for task in after.tasks:
+                if view_tuple(impl.task(task.id)) != self.expected_view(task):
+                    return False
+            check = getattr(impl, "check_invariants", None)
+            if check is not None:
+                check()
+        except Exception:  # any other exception, or an invariant of its own, is a disagreement
+            return False
+        return True
+
+    def counterexample(self, calls_: list[Call]) -> Violation | None:
+        """The failing calls replayed in lockstep, as ``fencepost check`` reports them."""
+        trace = run_calls(self.factory, calls_)
+        if trace is None:
+            return None
+        problems = [step.problem for step in trace if step.problem]
+        return Violation(trace, problems[-1] if problems else "the implementation diverged")
+
+
+# ---------------------------------------------------------------- the search
+
+
+def _path(parents: dict, key: tuple) -> list[Call]:
+    calls_: list[Call] = []
+    while parents[key] is not None:
+        key, op, args = parents[key]
+        calls_.append((op, args))
+    calls_.reverse()
+    return calls_
+
+
+def _model_trace(calls_: list[Call], problem: str) -> Violation:
+    """The model's own steps along ``calls_`` (expected = got), the last one marked."""
+    state = model.initial()
+    trace = []
+    for op, args in calls_:
+        try:
+            state, result = model.apply(state, op, dict(args))
+            expected = normalize(result)
+        except ValueError as exc:
+            expected = ("error", str(exc))
+        trace.append(TraceStep(op, dict(args), expected, expected))
+    if trace:
+        trace[-1].problem = problem
+    return Violation(trace, problem)
+
+
+@dataclass
+class _Level:
+    """What expanding part of one breadth-first level found, in frontier order."""
+
+    generated: int = 0
+    taken: Counter = field(default_factory=Counter)
+    coverage: Coverage = field(default_factory=Coverage)
+    new: list = field(default_factory=list)  # (after_key, (key, op, args), after), first discovery first
+    violation: Violation | None = None
+    expanded: int = 0  # frontier states fully expanded before a violation stopped it
+
+
+def _expand_all(
+    frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None,
+    superseded: Callable[[], bool] = lambda: False,
+) -> _Level:
+    """Expand ``frontier`` in order against the states known in ``parents``.
+
+    Stops at a violation, or as soon as ``superseded()`` says an earlier part
+    of the level found one (which makes the rest of this part irrelevant).
+    """
+    level = _Level()
+    fresh: set = set()
+    for state, key in frontier:
+        if superseded():
+            break
+        level.violation = _expand(state, key, scope, parents, impl, level, fresh)
+        if level.violation is not None:
+            break
+        level.expanded += 1
+    return level
+
+
+def _expand(
+    state: model.State, key: tuple, scope: Scope, parents: dict, impl: ImplementationCheck | None,
+    level: _Level, fresh: set,
+) -> Violation | None:
+    """Apply every call to ``state``; record new states in ``level``; return a violation, if any."""
+    history = history_at(state)
+    path = _path(parents, key) if impl is not None else []
+    checked = {key}  # the invariants judge (parent, child); a child reached twice is judged once
+    record = level.coverage.record
+    taken = level.taken
+    for op, args in calls(state, scope):
+        level.generated += 1
+        taken[op] += 1
+        try:
+            after, value = model.apply(state, op, args)
+            expected = normalize(value)
+            raised = False
+        except ValueError as exc:
+            after, value, expected, raised = state, None, ("error", str(exc)), True
+        outcome, boundaries = classify(op, args, state, after, value, raised)
+        record(op, outcome, boundaries)
+        after_key = key if raised else state_key(after)
+        if after_key not in checked:
+            checked.add(after_key)
+            try:
+                invariants.check_all(observation(after), _copy_history(history))
+            except invariants.InvariantViolation as exc:
+                return _model_trace([*_path(parents, key), (op, args)], str(exc))
+        if impl is not None and not impl.agrees(path, op, args, expected, after):
+            failing = [*path, (op, args)]
+            return impl.counterexample(failing) or _model_trace(
+                failing, "the implementation disagreed once, but not when replayed again: is it deterministic?"
+            )
+        if after_key not in parents and after_key not in fresh:
+            fresh.add(after_key)
+            level.new.append((after_key, (key, op, args), after))
+    return None
+
+
+#: Below this many states a level is expanded in this process: forking a pool
+#: and merging its results costs more than it saves on smaller levels (measured).
+_PARALLEL_MIN = 1000
+
+# The level being expanded, for forked workers to read (set just before forking):
+# (frontier, scope, parents, impl, jobs, the lowest share index that found a violation).
+_SHARED: tuple | None = None
+
+
+def _expand_share(index: int) -> _Level:
+    frontier, scope, parents, impl, jobs, first_violation = _SHARED
+    size = -(-len(frontier) // jobs)
+    level = _expand_all(
+        frontier[index * size : (index + 1) * size], scope, parents, impl,
+        superseded=lambda: first_violation.value < index,
+    )
+    if level.violation is not None:
+        with first_violation.get_lock():
+            first_violation.value = min(first_violation.value, index)
+    return level
+
+
+def _expand_level(frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None, jobs: int) -> list[_Level]:
+    """Expand one level, split in order over ``jobs`` forked processes when it is large enough.
+
+    Merged in order, the shares give what one process would: a share stops
+    early only when an earlier share found a violation, and then only the
+    earliest violation counts.
+    """
+    global _SHARED
+    if jobs <= 1 or len(frontier) < _PARALLEL_MIN:
+        return [_expand_all(frontier, scope, parents, impl)]
+    context = multiprocessing.get_context("fork")
+    _SHARED = (frontier, scope, parents, impl, jobs, context.Value("i", jobs))
+    try:
+        with context.Pool(jobs) as pool:
+            return pool.map(_expand_share, range(jobs), chunksize=1)
+    finally:
+        _SHARED = None
+
+
+def default_jobs() -> int:
+    """Processes ``explore`` uses by default: one per core, where processes can fork."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return os.cpu_count() or 1
+
+
+def explore(
+    scope: Scope = DEFAULT_SCOPE,
+    factory: Callable[[], object] | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, Result], None] | None = None,
+) -> Result:
+    """Explore every call sequence of ``scope`` breadth first; stop at the first violation.
+
+    Args:
+        scope: the bounds; see ``Scope``.
+        factory: when given, a zero-argument callable returning a fresh
+            implementation to compare with the model on every transition.
+        jobs: processes to expand large levels with (forked; 1 on platforms
+            that cannot fork). The result does not depend on it, except the
+            counts of a run that stops at a violation.
+        progress: called after each level with its number and the counts so far.
+
+    Returns:
+        A ``Result``; ``violation`` holds a shortest counterexample, if any:
+        the same one whatever ``jobs`` is, since shares are merged in
+        frontier order.
+    """
+    result = Result(scope)
+    started = time.perf_counter()
+    impl = ImplementationCheck(factory) if factory is not None else None
+    root = model.initial()
+    root_key = state_key(root)
+    parents: dict[tuple, tuple | None] = {root_key: None}
+    try:
+        invariants.check_all(observation(root), invariants.History())
+    except invariants.InvariantViolation as exc:
+        result.violation = Violation([], str(exc))
+    frontier = [(root, root_key)]
+    depth = 0
+    while frontier and result.violation is None and (scope.depth is None or depth < scope.depth):
+        following = []
+        expanded = 0
+        for share in _expand_level(frontier, scope, parents, impl, jobs):
+            result.generated += share.generated
+            result.taken.update(share.taken)
+            result.coverage.merge(share.coverage)
+            for after_key, parent, after in share.new:
+                if after_key not in parents:
+                    parents[after_key] = parent
+                    result.found[parent[1]] += 1
+                    following.append((after, after_key))
+            expanded += share.expanded
+            if share.violation is not None:
+                result.violation = share.violation
+                break
+        if following:
+            depth += 1
+        result.queued = len(frontier) - expanded - (result.violation is not None) + len(following)
+        frontier = following
+        if progress is not None:
+            result.distinct = len(parents)
+            progress(depth, result)
+    result.depth = depth
+    result.distinct = len(parents)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# ---------------------------------------------------------------- report
+
+
+def report(result: Result) -> list[str]:
+    """TLC's summary: counts, depth, speed, then per operation transitions and distinct states."""
+    seconds = max(result.seconds, 1e-9)
+    complete = result.queued == 0 and result.violation is None
+    lines = [
+        f"{result.generated} states generated, {result.distinct} distinct states found, "
+        f"{result.queued} states left on queue.",
+        f"The depth of the {'complete ' if complete else ''}state graph search is {result.depth}.",
+        f"{result.seconds:.1f} s: {result.generated / seconds:.0f} states/s generated, "
+        f"{result.distinct / seconds:.0f} distinct states/s.",
+        f"{'operation':<12}{'transitions':>12}{'distinct':>10}",
+    ]
+    for op in OPERATIONS:
+        lines.append(f"{op:<12}{result.taken[op]:>12}{result.found[op]:>10}")
+    return lines
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _values(kind: type, minimum: int | None, none: bool = False) -> Callable[[str], tuple]:
+    """A parser for a comma-separated list of distinct ints (and ``none`` when allowed)."""
+    rule = "whole numbers" + (f" >= {minimum}" if minimum is not None else "") + (" or none" if none else "")
+
+    def parse(text: str) -> tuple:
+        values: list = []
+        for item in text.split(","):
+            item = item.strip().lower()
+            if none and item == "none":
+                value = None
+            else:
+                try:
+                    value = kind(item)
+                except ValueError:
+                    raise argparse.ArgumentTypeError(f"must be comma-separated {rule}, got {text!r}") from None
+                if minimum is not None and value < minimum:
+                    raise argparse.ArgumentTypeError(f"must be comma-separated {rule}, got {text!r}")
+            if value not in values:
+                values.append(value)
+        return tuple(values)
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = DEFAULT_SCOPE
+    parser.add_argument("--impl", metavar="MODULE:FACTORY", default=None,
+                        help="also drive this implementation along every path and compare it with the model")
+    parser.add_argument("--workers", type=_count(1), default=d.workers, metavar="N",
+                        help=f"worker names w1..wN (default {d.workers})")
+    parser.add_argument("--capacity", type=_count(1), default=d.capacity, metavar="C",
+                        help=f"every worker's capacity (default {d.capacity})")
+    parser.add_argument("--tasks", type=_count(0), default=d.tasks, metavar="N",
+                        help=f"most tasks submitted (default {d.tasks}; ids past 9 need 10)")
+    parser.add_argument("--horizon", type=_count(0), default=d.horizon, metavar="T",
+                        help=f"times 0..T (default {d.horizon})")
+    parser.add_argument("--depth", type=_count(1), default=d.depth, metavar="D",
+                        help="most calls on a path (default: until no new state appears)")
+    parser.add_argument("--priorities", type=_values(int, None), default=d.priorities, metavar="P,P",
+                        help=f"submit's priorities (default {_listed(d.priorities)})")
+    parser.add_argument("--max-attempts", type=_values(int, 1, none=True), default=d.max_attempts, metavar="M,M",
+                        help=f"submit's max_attempts, 'none' for unlimited (default {_listed(d.max_attempts)})")
+    parser.add_argument("--durations", type=_values(int, 1), default=d.durations, metavar="D,D",
+                        help=f"dispatch's and renew's durations (default {_listed(d.durations)})")
+    parser.add_argument("--jobs", type=_count(1), default=None, metavar="J",
+                        help="processes to explore with (default: one per core)")
+    parser.add_argument("--trace-out", metavar="FILE", default=None,
+                        help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+
+
+def run(args: argparse.Namespace) -> int:
+    factory = load_factory(args.impl, "--impl") if args.impl else None
+    if factory is not None:
+        _probe(factory, args.impl)
+    if args.trace_out and not Path(args.trace_out).resolve().parent.is_dir():
+        raise UsageError(f"--trace-out {args.trace_out!r}: the folder it would go in does not exist")
+    scope = Scope(
+        workers=args.workers, capacity=args.capacity, tasks=args.tasks, horizon=args.horizon, depth=args.depth,
+        priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations,
+    )
+    print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}", flush=True)
+    result = explore(scope, factory, jobs=args.jobs or default_jobs(), progress=_progress if sys.stderr.isatty() else None)
+    print("\n".join(report(result)))
+    if result.violation is not None:
+        print(f"Violation, a shortest counterexample ({len(result.violation.trace)} steps, breadth-first):")
+        print(format_trace(result.violation.trace))
+        print(f"violation: {result.violation.problem}")
+        if args.trace_out:
+            _write(result, args)
+        return EXIT_VIOLATION
+    unreachable = ", ".join(f"{name} ({why})" for name, why in scope.unreachable().items())
+    missing = result.missing
+    if missing:
+        print(f"Never reached: {'; '.join(missing)}")
+        if scope.covers(DEFAULT_SCOPE):
+            print("the default scope must reach every declared outcome and boundary: this exploration is vacuous there")
+            return EXIT_VIOLATION
+        print("(not an error in a scope smaller than the default)")
+    else:
+        print(f"Every declared outcome and boundary reached{', except ' + unreachable if unreachable else ''}.")
+    agreed = f"; {args.impl} agreed with the model on every transition" if args.impl else ""
+    print(f"No invariant violated ({len(invariants.INVARIANTS)} invariants){agreed}.")
+    return EXIT_OK
+
+
+def _progress(level: int, result: Result) -> None:
+    print(f"  level {level}: {result.distinct} distinct states, {result.generated} generated, "
+          f"{result.queued} on queue", file=sys.stderr, flush=True)
+
+
+def _write(result: Result, args: argparse.Namespace) -> None:
+    trace = result.violation.trace
+    meta = {"generated_by": "fencepost explore", "scope": result.scope.describe()}
+    if args.impl:
+        meta["impl"] = args.impl
+    description = (
+        f"A shortest counterexample found by `fencepost explore{' --impl ' + args.impl if args.impl else ''}`: "
+        f"{len(trace)} steps -- {result.violation.problem}"
+    )
+    try:
+        path = write_trace(trace, args.trace_out, title="Shortest counterexample (fencepost explore)",
+                           description=description, meta=meta)
+    except OSError as exc:
+        raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc}") from None
+    print(f"counterexample written to {path}; replay it with: fencepost replay {path}"
+          + (f" --impl {args.impl}" if args.impl else ""))
