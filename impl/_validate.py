@@ -45,5 +45,14 @@ def check_worker_name(worker: object) -> str:
     return worker
 
 
+def check_new_worker(worker: object, capacity: object, existing: object) -> None:
+    """``add_worker``'s rules: a non-empty str name not in ``existing``, capacity >= 1."""
+    if not isinstance(worker, str) or not worker:
+        raise ValueError(f"worker must be a non-empty str: {worker!r}")
+    check_min("capacity", capacity, 1)
+    if worker in existing:
+        raise ValueError(f"worker {worker!r} already exists")
+
+
 def unknown_worker(worker: str) -> ValueError:
     return ValueError(f"worker {worker!r} is unknown: add it with add_worker first")

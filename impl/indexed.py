@@ -169,11 +169,7 @@ class IndexedScheduler:
         Raises:
             ValueError: an empty or non-str name, a bad capacity, or a duplicate name.
         """
-        if not isinstance(worker, str) or not worker:
-            raise ValueError(f"worker must be a non-empty str: {worker!r}")
-        v.check_min("capacity", capacity, 1)
-        if worker in self._capacity:
-            raise ValueError(f"worker {worker!r} already exists")
+        v.check_new_worker(worker, capacity, self._capacity)
         self._capacity[worker] = capacity
         self._load[worker] = 0
 
@@ -405,8 +401,7 @@ class IndexedScheduler:
 
         Complexity: O(log n) amortized (the old expiration entry turns stale).
         """
-        v.check_min("duration", duration, 1)
-        t = self._lease_call(task_id, token, now)
+        t = self._lease_call(task_id, token, now, duration)
         if t.token != token:
             return _rejection(t, token)
         if t.cancel_requested:
@@ -521,15 +516,16 @@ class IndexedScheduler:
         v.check_min("duration", duration, 1)
         return self._capacity[worker]
 
-    def _check_lease_call(self, task_id: object, token: object, now: object) -> None:
+    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> None:
         """Check a token-carrying call's arguments in the contract's order."""
         v.check_task_id(task_id, len(self._tasks))
         v.check_int("token", token)
         v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
 
-    def _lease_call(self, task_id: int, token: int, now: int) -> _Task:
+    def _lease_call(self, task_id: int, token: int, now: int, duration: int = 1) -> _Task:
         """Check a token-carrying call's arguments, then move time (rule 3); return the task."""
-        self._check_lease_call(task_id, token, now)
+        self._check_lease_call(task_id, token, now, duration)
         self._advance_to(now)
         return self._get(task_id)
 

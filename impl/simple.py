@@ -80,11 +80,7 @@ class SimpleScheduler:
 
     def add_worker(self, worker: str, capacity: int) -> None:
         """Register ``worker`` with ``capacity`` >= 1 slots; a duplicate name raises."""
-        if not isinstance(worker, str) or not worker:
-            raise ValueError(f"worker must be a non-empty str: {worker!r}")
-        v.check_min("capacity", capacity, 1)
-        if worker in self._capacity:
-            raise ValueError(f"worker {worker!r} already exists")
+        v.check_new_worker(worker, capacity, self._capacity)
         self._capacity[worker] = capacity
 
     def submit(self, priority: int = 0, due_at: int | None = None,
@@ -181,8 +177,7 @@ class SimpleScheduler:
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
-        v.check_min("duration", duration, 1)
-        t = self._timed_lease_call(task_id, token, now)
+        t = self._timed_lease_call(task_id, token, now, duration)
         refused = self._rejection(t, token)
         if refused:
             return refused
@@ -196,11 +191,12 @@ class SimpleScheduler:
     def _get(self, task_id: object) -> _Task:
         return self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
 
-    def _timed_lease_call(self, task_id: object, token: object, now: object) -> _Task:
-        """Validate a token-carrying call, then expire; return the task."""
+    def _timed_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> _Task:
+        """Validate a token-carrying call (in the model's order), then expire; return the task."""
         t = self._get(task_id)
         v.check_int("token", token)
         v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
         self._expire(now)
         return t
 
