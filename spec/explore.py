@@ -9,7 +9,9 @@ and compares it with the model on every transition. Where ``fencepost check``
 samples, this is a guarantee: no sequence of calls inside the scope breaks
 the contract. Outside it, nothing is claimed.
 
-The scope fixes every argument domain, invalid values included:
+The scope (``Scope``; ``--workers``, ``--capacity``, ``--tasks``,
+``--horizon``, ``--depth``, ``--priorities``, ``--max-attempts``,
+``--durations``) fixes every argument domain, invalid values included:
 
 * ``add_worker``: the next unused name of ``w1..wN`` with capacity C (names
   come in order: all workers have the same capacity, so adding ``w2`` before
@@ -25,13 +27,15 @@ The scope fixes every argument domain, invalid values included:
   every valid time, so a scheduler that expires leases before validating is
   caught.
 
-Distinct states are kept by ``state_key``. It keeps everything the future can
-observe -- every later result and every later task view -- and drops only
-what it cannot: a running task's ``started_at`` (nothing reads it after the
-dispatch that returned it) and, of a final task, everything but its status and
-``expired_token`` (the model never changes a final task again, so its view
-stays what it was, checked when it became final; those two fields decide how
-a later call naming it is refused).
+Distinct states are kept by ``state_key``. Two states with the same key give
+the same result to every later call and the same later views of every task
+that is not final; the key drops a running task's ``started_at`` (nothing
+reads it after the dispatch that returned it) and, of a final task,
+everything but its status and ``expired_token``. The model never changes a
+final task again, so the rest of its view stays what it was when the task
+became final, where it was checked; status and ``expired_token`` decide how a
+later call naming it is refused. A test runs a small scope with the whole
+state as the key and finds the same outcomes, boundaries and views.
 
 Invariants run over the model's task views on every transition that changes
 the state, with a ``History`` rebuilt from the parent state (the model keeps
@@ -48,8 +52,10 @@ the model's, and its own ``check_invariants()`` must pass when it has one;
 equal views mean the invariants hold over its views too. A failing transition
 is replayed in ``spec.machine.Lockstep`` (``run_calls``) for the
 counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
-the model's state: an implementation is driven along one path to each model
-state, the first in breadth-first order.
+the model's state, so an implementation is driven along one path to each
+model state, the first in breadth-first order: a bug that needs the
+implementation's own internals to differ between two paths to the same model
+state can hide from this (``fencepost check``'s random paths complement it).
 
 Large levels are split over ``--jobs`` forked processes; the result is the
 same for any number of jobs.
