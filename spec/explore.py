@@ -328,7 +328,7 @@ class ImplementationCheck:
     replaying the parent state's path: it needs nothing of a third-party
     scheduler but the protocol. Copying one scheduler per parent state
     instead was measured slower here: ``copy.deepcopy`` of an
-    ``IndexedScheduler`` costs as much as replaying twenty calls, and even
+    ``IndexedScheduler`` costs as much as replaying thirty calls, and even
     ``pickle.loads`` of a snapshot taken once per parent state made the
     default-scope exploration 10-20% slower than replaying.
     """
@@ -683,7 +683,8 @@ def run(args: argparse.Namespace) -> int:
     result = explore(scope, factory, jobs=args.jobs or default_jobs(), progress=_progress if sys.stderr.isatty() else None)
     print("\n".join(report(result)))
     if result.violation is not None:
-        print(f"Violation, a shortest counterexample ({len(result.violation.trace)} steps, breadth-first):")
+        steps = len(result.violation.trace)
+        print(f"Violation, a shortest counterexample ({steps} step{'' if steps == 1 else 's'}, breadth-first):")
         print(format_trace(result.violation.trace))
         print(f"violation: {result.violation.problem}")
         if args.trace_out:
