@@ -176,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     factory = load_factory(args.factory)
-    _probe(factory, args.factory)
+    probe_factory(factory, args.factory)
     result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps)
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _probe(factory: Callable[[], object], text: str) -> None:
+def probe_factory(factory: Callable[[], object], text: str) -> None:
     """Make one scheduler up front, so a broken factory is a usage error, not a counterexample."""
     try:
         scheduler = factory()

@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spec import invariants, model
-from spec.check import _probe  # the same up-front factory check as fencepost check
+from spec.check import probe_factory
 from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
 from spec.coverage import Coverage, classify
 from spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
@@ -672,7 +672,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     factory = load_factory(args.impl, "--impl") if args.impl else None
     if factory is not None:
-        _probe(factory, args.impl)
+        probe_factory(factory, args.impl)
     if args.trace_out and not Path(args.trace_out).resolve().parent.is_dir():
         raise UsageError(f"--trace-out {args.trace_out!r}: the folder it would go in does not exist")
     scope = Scope(
