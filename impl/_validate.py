@@ -35,7 +35,8 @@ def check_time(current: int, now: object) -> int:
 def check_task_id(task_id: object, issued: int) -> int:
     check_int("task_id", task_id)
     if not 1 <= task_id <= issued:
-        raise ValueError(f"task_id {task_id!r} is unknown: ids issued so far are 1..{issued}")
+        known = f"ids issued so far are 1..{issued}" if issued else "no task has been submitted yet"
+        raise ValueError(f"task_id {task_id!r} is unknown: {known}")
     return task_id
 
 

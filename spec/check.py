@@ -23,7 +23,7 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from spec import profiles
-from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
 from spec.coverage import Coverage
 from spec.machine import TraceStep, conformance_machine, format_trace, minimize
 
@@ -138,7 +138,7 @@ def _run_batch(
 def report_failure(result: CheckResult) -> str:
     """The counterexample as a person reads it: numbered steps, then the violation."""
     lines = [
-        f"counterexample ({len(result.trace)} steps, shrunk):",
+        f"counterexample ({len(result.trace)} step{'s' if len(result.trace) != 1 else ''}, shrunk):",
         format_trace(result.trace),
         f"violation: {result.failure}",
     ]
@@ -177,6 +177,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     factory = load_factory(args.factory)
     probe_factory(factory, args.factory)
+    if args.trace_out:
+        check_output_path(args.trace_out)
     result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps)
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
@@ -187,7 +189,10 @@ def run(args: argparse.Namespace) -> int:
         if args.trace_out:
             from spec.trace import write_counterexample
 
-            path = write_counterexample(result, args.trace_out, factory_spec=args.factory)
+            try:
+                path = write_counterexample(result, args.trace_out, factory_spec=args.factory)
+            except OSError as exc:
+                raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc.strerror or exc}") from None
             print(f"counterexample written to {path}; replay it with: fencepost replay {path} --impl {args.factory}")
         return EXIT_VIOLATION
     missing = result.missing

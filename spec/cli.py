@@ -15,6 +15,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -62,9 +64,29 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     return obj
 
 
+def check_output_path(path: str, argument: str = "--trace-out") -> None:
+    """Refuse, before any work, an output path that could not be written.
+
+    Raises:
+        UsageError: the path is a folder, or the folder it would go in does not exist.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{argument} {path!r}: is a folder; give a file name ending in .toml or .json")
+    if not target.resolve().parent.is_dir():
+        raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: lists the subcommands without importing them."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="fencepost",
         description="Reference spec, implementations and visualizer for lease-based task scheduling. "
         "With no command, opens the onboarding walkthrough in the terminal UI.",
@@ -79,7 +101,7 @@ def build_subparser(name: str) -> argparse.ArgumentParser:
     """The parser of one subcommand, from its own module."""
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
+    parser = _OneLineParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     module.add_arguments(parser)
     parser.set_defaults(run=module.run, command=name)

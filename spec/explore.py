@@ -79,7 +79,7 @@ from pathlib import Path
 
 from spec import invariants, model
 from spec.check import probe_factory
-from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
 from spec.coverage import Coverage, classify
 from spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
 from spec.protocol import FINAL_STATUSES, OPERATIONS
@@ -673,8 +673,8 @@ def run(args: argparse.Namespace) -> int:
     factory = load_factory(args.impl, "--impl") if args.impl else None
     if factory is not None:
         probe_factory(factory, args.impl)
-    if args.trace_out and not Path(args.trace_out).resolve().parent.is_dir():
-        raise UsageError(f"--trace-out {args.trace_out!r}: the folder it would go in does not exist")
+    if args.trace_out:
+        check_output_path(args.trace_out)
     scope = Scope(
         workers=args.workers, capacity=args.capacity, tasks=args.tasks, horizon=args.horizon, depth=args.depth,
         priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations,

@@ -109,7 +109,8 @@ def require_time(state: State, now: object) -> int:
 def require_task(state: State, task_id: object) -> Task:
     require_int("task_id", task_id)
     if not 1 <= task_id <= len(state.tasks):
-        raise ValueError(f"task_id {task_id!r} is unknown: ids issued so far are 1..{len(state.tasks)}")
+        known = f"ids issued so far are 1..{len(state.tasks)}" if len(state.tasks) else "no task has been submitted yet"
+        raise ValueError(f"task_id {task_id!r} is unknown: {known}")
     return state.tasks[task_id - 1]
 
 

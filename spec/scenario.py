@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from spec.protocol import OPERATIONS, Lease, SchedulerProtocol
+from spec.protocol import OPERATIONS, Lease, SchedulerProtocol, Status
 
 
 class ScenarioError(ValueError):
@@ -259,6 +259,9 @@ def _step_from_data(raw: dict, fail) -> Step:
     return Step(op=op, args=args, note=note, expect=expect, expect_state=expect_state)
 
 
+#: The statuses ``expect_state`` may name, by their protocol strings.
+STATUS_VALUES = tuple(status.value for status in Status)
+
 #: Task view fields ``expect_state`` may name, with their types. A field that
 #: is None in the view (no lease) is left out; ``status`` says as much.
 STATE_FIELDS: dict[str, type] = {
@@ -275,6 +278,8 @@ def _expect_state_from_data(value: object, fail) -> dict:
         if not (isinstance(key, str) and key.isdigit() and int(key) >= 1):
             raise fail(where, "expected a task id (a whole number >= 1) as the key")
         _expect_table(fields, STATE_FIELDS, (), "a table of task view fields", fail, where)
+        if "status" in fields and fields["status"] not in STATUS_VALUES:
+            raise fail(f"{where}.status", f"expected one of {', '.join(STATUS_VALUES)}, got {_show(fields['status'])}")
     return table
 
 

@@ -68,7 +68,7 @@ def trace_to_scenario(trace: list[TraceStep], title: str, description: str | Non
         note = None
         expect_state = None
         if record.problem:
-            note = f"**The implementation diverges here.** {record.problem}"
+            note = f"**The implementation diverges here.** {record.problem[:1].upper()}{record.problem[1:]}"
             expect_state = state_of(state)
         steps.append(Step(record.op, dict(record.args), note=note, expect=expect_of(record), expect_state=expect_state))
     return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta or {}))

@@ -48,7 +48,8 @@ def test_bad_options_exit_2(capsys, argv):
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_run_too_small_to_reach_the_boundaries_fails_and_names_them(capsys):
@@ -100,3 +101,12 @@ def test_a_view_only_divergence_still_fails_replay_at_its_step(tmp_path, capsys)
     assert main(["replay", str(path), "--impl", mutant]) == 1
     assert f"the first is step {len(scenario.steps)}" in capsys.readouterr().out
     assert main(["replay", str(path)]) == 0
+
+
+@pytest.mark.parametrize("where", ["missing-folder/cx.toml", "."])
+def test_an_unwritable_trace_out_is_refused_before_the_check_runs(tmp_path, capsys, where):
+    target = str(tmp_path / where)
+    assert main(["check", BROKEN, "--trace-out", target]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    assert "--trace-out" in captured.err and len(captured.err.strip().splitlines()) == 1

@@ -93,6 +93,13 @@ def step_error(step_toml: str) -> str:
         ('op = "submit"\nexpect = { id = 1 }\n',
          "walk.toml: step 1: field 'expect.id': unknown field (expected task_id)"),
         ('op = "submit"\nexpect = {}\n', "walk.toml: step 1: field 'expect.task_id': missing"),
+        ('op = "submit"\nexpect_state = { tasks = { 1 = { status = "weird" } } }\n',
+         "walk.toml: step 1: field 'expect_state.tasks.1.status': expected one of pending, running, retry_wait, "
+         "succeeded, failed, cancelled, got \"weird\""),
+        ('op = "submit"\nexpect_state = { tasks = { x = { status = "pending" } } }\n',
+         "walk.toml: step 1: field 'expect_state.tasks.x': expected a task id (a whole number >= 1) as the key"),
+        ('op = "submit"\nexpect_state = { clock = 3 }\n',
+         "walk.toml: step 1: field 'expect_state.clock': unknown field (expected now, tasks)"),
     ],
 )
 def test_a_bad_step_names_file_step_field_and_value_on_one_line(step_toml: str, message: str) -> None:
