@@ -367,6 +367,15 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[Trac
     best = run_calls(factory, [(s.op, s.args) for s in trace])
     if best is None:
         return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
+    while True:  # until a whole pass changes nothing: a simpler argument can unlock a deletion
+        shorter = _minimize_pass(factory, best)
+        if [(s.op, s.args) for s in shorter] == [(s.op, s.args) for s in best]:
+            return best
+        best = shorter
+
+
+def _minimize_pass(factory: Callable[[], object], best: list[TraceStep]) -> list[TraceStep]:
+    """One round of ``minimize``: deletions, then an earlier clock, then simpler arguments."""
 
     def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
         return run_calls(factory, [(op, args) for op, args, _ in candidate]) if candidate else None
