@@ -794,7 +794,7 @@ class Timeline:
         elif op == "dispatch":
             events.append(self._dispatch_event(step, result, now))
         elif op in ("complete", "fail", "renew"):
-            events.append(self._lease_call_event(step, result))
+            events.append(self._lease_call_event(step, result, changes))
         elif op == "cancel":
             events.append(self._cancel_event(step, result))
         elif op == "advance" and not events:
@@ -871,19 +871,25 @@ class Timeline:
             why = f"same priority {chosen.priority} and due t={chosen.due_at}; id {chosen.id} comes before {rival.id}"
         return Event("dispatch", f"{head}: {why}", lease.task_id)
 
-    def _lease_call_event(self, step: Step, result: StepResult) -> Event:
+    def _lease_call_event(self, step: Step, result: StepResult, changes: tuple[Change, ...]) -> Event:
         op, task_id, token = step.op, step.args["task_id"], step.args["token"]
         row = self._impl.rows.get(task_id)
         if not getattr(result.value, "accepted", False):
             reason = self._reason(result, task_id, token)
             return Event("rejection", f"rejected {op} of task {task_id} with token {token}: {reason}", task_id)
-        if op == "complete":
-            return Event("complete", f"task {task_id} succeeded (token {token}); its slot is free at once", task_id)
+        # From here on the words describe the scheduler's state after the step, never the
+        # call's arguments: an implementation that wrongly accepts a stale token is shown as it is.
         if row is None:
             return Event(op, f"{op} of task {task_id} accepted", task_id)
+        if op == "complete":
+            before = next((b for changed, b, _ in changes if changed == task_id), None)
+            held = before.token if before is not None and before.status == "running" else token
+            under = f"token {held}" if held == token else f"its lease was under token {held}, not the {token} given"
+            return Event("complete", f"task {task_id} {row.status} ({under}); its slot is free at once", task_id)
         if op == "renew":
             lease = lease_text(row.started_at, row.expires_at)
-            return Event("renew", f"lease of task {task_id} renewed: now {lease}, still token {token}", task_id)
+            under = f"still token {row.token}" if row.token == token else f"under token {row.token}, not the {token} given"
+            return Event("renew", f"lease of task {task_id} renewed: now {lease}, {under}", task_id)
         text = _AFTER_FAIL.get(row.status, "task {id} failed: now {status}").format(**row._asdict())
         return Event("fail", text, task_id)
 

@@ -315,3 +315,18 @@ def test_append_records_accepted_calls_with_their_result_as_expect_and_refuses_i
     assert frame.step.expect == {"task_id": 1, "worker": "w1", "token": 1, "started_at": 3, "expires_at": 5}
     assert timeline.model_done and timeline.check(3).divergence is None
     assert [s.op for s in timeline.steps] == ["add_worker", "submit", "dispatch"]
+
+
+def test_a_lease_call_accepted_under_a_stale_token_shows_the_token_the_task_really_holds():
+    from spec.mutants import worker_identity
+
+    # The mutant accepts token 1 for task 2 because token 1's lease went to the same worker.
+    calls = [("submit",), ("submit",), ("add_worker", "w3", 3), ("dispatch", "w3", 0, 1), ("dispatch", "w3", 0, 1)]
+    renewed = run(*calls, ("renew", 2, 1, 0, 1), factory=worker_identity.Scheduler)
+    assert texts(renewed, 6, "renew") == ["lease of task 2 renewed: now [0, 1), under token 2, not the 1 given"]
+    completed = run(*calls, ("complete", 2, 1, 0), factory=worker_identity.Scheduler)
+    assert texts(completed, 6, "complete") == [
+        "task 2 succeeded (its lease was under token 2, not the 1 given); its slot is free at once"
+    ]
+    honest = run(*calls, ("renew", 2, 2, 0, 3))
+    assert texts(honest, 6, "renew") == ["lease of task 2 renewed: now [0, 3), still token 2"]
