@@ -14,8 +14,10 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
+from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.notifications import Notification, Notify
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
@@ -30,6 +32,9 @@ from tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, 
 #: Autoplay speeds, in steps per second.
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 DEFAULT_SPEED = 2  # index into SPEEDS
+
+#: Seconds a notice about a problem step stays up (going to the step dismisses it sooner).
+PROBLEM_NOTICE_SECONDS = 6
 
 #: Up to this many steps the model is checked before the screen opens (a small
 #: scenario takes milliseconds); past it, in a thread once the screen is up.
@@ -90,6 +95,11 @@ class FencepostApp(App[None]):
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
+        # The step panel scrolls by these; its border says when there is more (not in the footer).
+        Binding("pagedown,shift+down", "scroll_note(1)", "Scroll the step panel down", show=False),
+        Binding("pageup,shift+up", "scroll_note(-1)", "Scroll the step panel up", show=False),
+        Binding("down", "scroll_note_line(1)", "Scroll the step panel down a line", show=False),
+        Binding("up", "scroll_note_line(-1)", "Scroll the step panel up a line", show=False),
     ]
     AUTO_FOCUS = None  # nothing takes the keys until the command line is opened
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-very-wide")]
@@ -122,10 +132,13 @@ class FencepostApp(App[None]):
         self._note_shown: str | None = None
         self._timer = None
         self._key_state: tuple = ()
+        self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
+        self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
 
     def watch_step(self, step: int) -> None:
         if self.playing and step >= self.timeline.last:
             self.playing = False
+        self.dismiss_problem_notices(step)
         self.show_step()
 
     def watch_playing(self, playing: bool) -> None:
@@ -187,7 +200,7 @@ class FencepostApp(App[None]):
         if not self.timeline.model_done:
             self.call_after_refresh(self.check_against_model)
         if self.notice:
-            self.notify(self.notice, severity="warning", timeout=8)
+            self.notify(self.notice, severity="warning", timeout=8, markup=False)
         self.announce_problems()
         if self._start_interactive:
             self.action_interact()
@@ -231,6 +244,9 @@ class FencepostApp(App[None]):
         if differs:
             differences.show(frame, check, lines)
         self.query_one("#board").set_class(board.side == "model", "-model")
+        if self._shown_at != (timeline, index):  # a new step is read from its top
+            self._shown_at = (timeline, index)
+            self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
         self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
@@ -275,19 +291,33 @@ class FencepostApp(App[None]):
         )
 
     def announce_problems(self, mismatches: bool = True) -> None:
+        """A notice for the first step that breaks its expect and the first that parts
+        from the model; each goes away once that step is on screen."""
         timeline = self.timeline
         if mismatches and timeline.mismatches:
-            self.notify(
-                f"step {timeline.mismatches[0]} breaks its expect ({len(timeline.mismatches)} in all): press d to go there",
-                severity="error",
-                timeout=8,
-            )
+            first = timeline.mismatches[0]
+            self.problem_notice(first, f"step {first} breaks its expect ({len(timeline.mismatches)} in all): d goes there")
         if timeline.divergences:
-            self.notify(
-                f"the implementation parts from the model at step {timeline.divergences[0]}: press d to go there",
-                severity="error",
-                timeout=8,
-            )
+            first = timeline.divergences[0]
+            self.problem_notice(first, f"the implementation parts from the model at step {first}: d goes there")
+
+    def problem_notice(self, step: int, message: str) -> None:
+        if step == self.step:
+            return  # already there: the status line marks it
+        notification = Notification(message, severity="error", timeout=PROBLEM_NOTICE_SECONDS)
+        self.post_message(Notify(notification))
+        self._problem_notices.append((step, notification))
+
+    def dismiss_problem_notices(self, step: int | None = None) -> None:
+        """Take down the notices that name ``step`` (all of them when None): the user got there."""
+        keep = []
+        for named, notification in self._problem_notices:
+            if step is None or named == step:
+                if notification in self._notifications:
+                    self._unnotify(notification)
+            else:
+                keep.append((named, notification))
+        self._problem_notices = keep
 
     # ------------------------------------------------------------ the model, in the background
 
@@ -333,7 +363,7 @@ class FencepostApp(App[None]):
             if isinstance(outcome, str):
                 outcome = f"{step.op} refused: {outcome}"
         if isinstance(outcome, str):
-            error.update(outcome)
+            error.update(Text(outcome))  # not markup: "[priority]" in a usage is text
             error.set_class(True, "-shown")
             return
         self.query_one("#command", Input).value = ""
@@ -353,10 +383,10 @@ class FencepostApp(App[None]):
         try:
             dump_scenario(self.session(), path)
         except (ScenarioError, OSError) as exc:
-            self.notify(f"not written: {exc}", severity="error")
+            self.notify(f"not written: {exc}", severity="error", markup=False)
             return
         self.save_path = path
-        self.notify(f"wrote {self.timeline.last} steps to {path}; replay it with: fencepost replay {path}")
+        self.notify(f"wrote {self.timeline.last} steps to {path}; replay it with: fencepost replay {path}", markup=False)
 
     # ------------------------------------------------------------ loading, jumping, screenshots
 
@@ -366,12 +396,13 @@ class FencepostApp(App[None]):
         try:
             scenario = load_scenario(resolve(name_or_path))
         except ScenarioError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         self.replace_timeline(open_timeline(scenario, self.timeline.factory))
 
     def replace_timeline(self, timeline: Timeline) -> None:
         self.workers.cancel_group(self, "model")
+        self.dismiss_problem_notices()
         self.timeline = timeline
         self.title = f"fencepost · {timeline.scenario.title}"
         self.model_progress = ""
@@ -392,7 +423,7 @@ class FencepostApp(App[None]):
         """Save an SVG of the screen; the step number is in the file name."""
         Path(folder).mkdir(parents=True, exist_ok=True)
         path = self.save_screenshot(filename=self.screenshot_name(), path=folder)
-        self.notify(f"saved {path}")
+        self.notify(f"saved {path}", markup=False)
         return path
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -458,14 +489,27 @@ class FencepostApp(App[None]):
         self.step = max(0, min(self.timeline.last, index))
 
     def action_jump_prompt(self) -> None:
-        def jump(answer: str | None) -> None:
-            if answer is not None:
-                self.action_jump(int(answer))
-
         self.push_screen(
-            PromptScreen(f"Jump to step (0 to {self.timeline.last})", placeholder=str(self.step), integer=True),
-            jump,
+            PromptScreen(f"Jump to step (0 to {self.timeline.last})", placeholder=str(self.step)),
+            self.jump_to_answer,
         )
+
+    def jump_to_answer(self, answer: str | None) -> None:
+        """Go to the step typed at the ``g`` prompt, saying so when that is not quite what was typed."""
+        if answer is None:  # Escape: the user changed their mind
+            return
+        last = self.timeline.last
+        try:
+            wanted = int(answer)
+        except ValueError:
+            said = f"{answer!r} is not a step number" if answer else "no step number typed"
+            self.notify(f"{said}: still at step {self.step} (steps are 0 to {last})", severity="warning", markup=False)
+            return
+        target = max(0, min(last, wanted))
+        if target != wanted:
+            where = "the last" if target == last else "the first"
+            self.notify(f"there is no step {wanted}: went to step {target}, {where}", severity="warning", markup=False)
+        self.action_jump(target)
 
     def action_next_notable(self) -> None:
         target = self.timeline.next_notable(self.step)
@@ -496,6 +540,13 @@ class FencepostApp(App[None]):
 
     def action_slower(self) -> None:
         self.speed = max(0, self.speed - 1)
+
+    def action_scroll_note(self, pages: int) -> None:
+        side = self.query_one(SidePanel)
+        (side.scroll_page_down if pages > 0 else side.scroll_page_up)(animate=False)
+
+    def action_scroll_note_line(self, lines: int) -> None:
+        self.query_one(SidePanel).scroll_relative(y=lines, animate=False)
 
     def action_toggle_side(self) -> None:
         self.side = "model" if self.side == "impl" else "impl"

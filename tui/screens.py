@@ -36,6 +36,7 @@ run beside it.
 | `m` | show the model's expected state instead of the implementation's |
 | `i` | interactive mode: type protocol calls (below) |
 | `w` | write the session as a scenario file (interactive mode) |
+| `PgDn` / `PgUp` | scroll the step panel (also `shift+↓` / `shift+↑`, or `↓` / `↑` a line) |
 | `Esc` | leave the command line, so the keys above work again |
 | `ctrl+p` | command palette: load scenario, jump to step, save screenshot |
 | `?` | this page |
@@ -53,6 +54,23 @@ Clicking a line of the event log jumps to its step.
   half-open interval; the bar is the time left. At `t = expires` the lease
   has already ended.
 * **Done**: `✓ succeeded`, `✗ failed`, `⊘ cancelled`, most recent first.
+
+A row reads like `▸ #1 p2  due 0 a1`:
+
+| Badge | Means |
+|---|---|
+| `#1` | task id (ids come only from `submit`: 1, 2, 3, ...) |
+| `p2` | priority 2 (higher is dispatched first) |
+| `due 0` | due time: dispatchable from `t=0` on |
+| `not due until t=12` | not dispatchable before `t=12` |
+| `a1` | attempts (tries) so far: every dispatch of the task counts one |
+| `retry` | waiting out its backoff after an explicit `fail` |
+| `w1 tok 3` | running on worker `w1` under lease token 3 |
+| `[5, 10) ███░░░ 3` | the lease, and the bar and number of time units left |
+| `cancel asked` | a cancellation was requested; the lease runs on |
+
+The step panel (narration) scrolls when it is longer than the screen: its
+border says `more ↓ PgDn`.
 
 Rows that changed at this step are highlighted; so are this step's lines in
 the event log. Expiries and rejections have their own colours.
@@ -79,17 +97,16 @@ Examples: `add_worker w1 1`, `submit priority=2 due_at=12`,
 
 
 class PromptScreen(ModalScreen[str | None]):
-    """Ask for one line; dismiss with it on Enter, or with None on Escape."""
+    """Ask for one line; dismiss with it on Enter (stripped, maybe ""), or with None on Escape."""
 
     AUTO_FOCUS = "#prompt-input"
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str, value: str = "", placeholder: str = "", integer: bool = False) -> None:
+    def __init__(self, question: str, value: str = "", placeholder: str = "") -> None:
         super().__init__(classes="prompt")
         self.question = question
         self.value = value
         self.placeholder = placeholder
-        self.integer = integer
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box"):
@@ -97,13 +114,12 @@ class PromptScreen(ModalScreen[str | None]):
             yield Input(
                 value=self.value,
                 placeholder=self.placeholder,
-                type="integer" if self.integer else "text",
                 id="prompt-input",
             )
 
     @on(Input.Submitted, "#prompt-input")
     def submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        self.dismiss(event.value.strip())
 
     def action_cancel(self) -> None:
         self.dismiss(None)

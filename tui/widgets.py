@@ -11,8 +11,10 @@ widget, with only the lines on screen formatted, whatever the number of tasks.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
@@ -127,11 +129,15 @@ class TaskColumn(LineList):
 
     EMPTIES = {"pending": "nothing waiting", "running": "no lease held", "done": "nothing finished yet"}
 
+    #: The badges' key, on the bottom border (``?`` has the whole legend).
+    LEGENDS = {"pending": "p=prio a=tries", "running": "[start, end) · time left", "done": "a=tries"}
+
     def __init__(self, kind: str, *, id: str | None = None) -> None:
         super().__init__(id=id, classes=f"task-column -{kind}")
         self.kind = kind
         self.EMPTY = self.EMPTIES[kind]
         self.border_title = self.TITLES[kind]
+        self.border_subtitle = self.LEGENDS[kind]
         self._rows: Sequence[Row] = ()
         self._board: Board | None = None
         self._id_width = 1
@@ -197,6 +203,10 @@ class TaskColumn(LineList):
 class EventLog(LineList):
     """Every step's call and events up to the current step, the current one highlighted.
 
+    A log entry longer than the log is wide is word-wrapped onto as many lines
+    as it needs, so an explanation is never cut off. Entries are wrapped
+    lazily: ``_starts`` (where each entry begins, in screen lines) is extended
+    only as far as the step on screen, and only rebuilt when the width changes.
     Clicking a line jumps to its step (``g`` does the same from the keyboard).
     """
 
@@ -211,6 +221,16 @@ class EventLog(LineList):
     PREFIX = "event-log"
     EMPTY = "nothing has happened yet: → applies the first step"
 
+    #: The call line's "step, clock" column, and the same width under it.
+    STEP_WIDTH = 14
+    #: Marks an event under its call.
+    EVENT_PREFIX = " " * STEP_WIDTH + "↳ "
+    #: Appended to a call the model disagrees with; room for it is kept on every call line,
+    #: so the model finishing in the background never re-wraps the log.
+    DIVERGENCE = "  ≠ model"
+    #: Narrower than this (room for the text), lines are cropped rather than wrapped.
+    MIN_WRAP = 12
+
     class Picked(Message):
         """A log line was clicked: go to its step."""
 
@@ -223,29 +243,67 @@ class EventLog(LineList):
         self.border_title = "Events"
         self._timeline: Timeline | None = None
         self._index = 0
+        self._wrap_width = 0  # the width _starts was computed for (0: no wrapping)
+        self._starts: list[int] = [0]  # _starts[k]: the screen line log entry k begins on
+        self._wrapped: LRUCache[int, tuple[str, ...]] = LRUCache(512)  # entry -> its pieces
 
     def show(self, timeline: Timeline, index: int) -> None:
+        width = self.scrollable_content_region.width
+        if timeline is not self._timeline or width != self._wrap_width:
+            self._starts, self._wrap_width = [0], width
+            self._wrapped.clear()
         self._timeline, self._index = timeline, index
-        start, end = timeline.log_end[max(0, index - 1)] if index else 0, timeline.log_end[index]
+        first, end = timeline.log_end[max(0, index - 1)] if index else 0, timeline.log_end[index]
+        self._wrap_up_to(end)
+        start, count = self._starts[first], self._starts[end]
         self.border_subtitle = f"step {index}" if index else ""
-        self.set_line_count(end)
+        self.set_line_count(count)
         height = self.scrollable_content_region.height or 1
         # force: before the first layout with enough lines there is no scrollbar yet,
         # and an unforced scroll would be refused
-        self.scroll_to(y=max(0, min(start, end - height)), animate=False, force=True)
+        self.scroll_to(y=max(0, min(start, count - height)), animate=False, force=True)
+
+    def on_resize(self) -> None:
+        if self._timeline is not None and self.scrollable_content_region.width != self._wrap_width:
+            self.show(self._timeline, self._index)
+
+    def _wrap_up_to(self, end: int) -> None:
+        starts = self._starts
+        for entry in range(len(starts) - 1, end):
+            starts.append(starts[-1] + len(self._pieces(entry)))
+
+    def _pieces(self, entry: int) -> tuple[str, ...]:
+        """Log entry ``entry``'s text (without its prefix), cut into screen lines."""
+        pieces = self._wrapped.get(entry)
+        if pieces is None:
+            frame_index, event = self._timeline.log[entry]
+            room = self._wrap_width - len(self.EVENT_PREFIX)
+            if event.kind == "call":  # starts under the arrow, goes on under the events' text
+                frame = self._timeline.frames[frame_index]
+                text, room = f"{frame.call} → {frame.result}", room - len(self.DIVERGENCE)
+            else:
+                text = event.text
+            pieces = self._wrapped[entry] = wrap(text, room) if room >= self.MIN_WRAP else (text,)
+        return pieces
 
     def line(self, index: int) -> Line:
+        entry = bisect.bisect_right(self._starts, index) - 1
+        piece = index - self._starts[entry]
         timeline = self._timeline
-        frame_index, event = timeline.log[index]
+        frame_index, event = timeline.log[entry]
         row_class = "current" if frame_index == self._index else None
+        pieces = self._pieces(entry)
+        text = pieces[piece]
         if event.kind == "call":
             frame = timeline.frames[frame_index]
-            parts = [(f"{frame_index:>5} t={frame.now:<5} ", "step"), (f"{frame.call} → {frame.result}", "call")]
+            head = f"{frame_index:>5} t={frame.now:<5} " if piece == 0 else " " * len(self.EVENT_PREFIX)
+            parts = [(head, "step"), (text, "call")]
             check = timeline.check(frame_index)
-            if check is not None and check.divergence:
-                parts.append(("  ≠ model", "divergence"))
+            if piece == len(pieces) - 1 and check is not None and check.divergence:
+                parts.append((self.DIVERGENCE, "divergence"))
             return row_class, tuple(parts)
-        return row_class, ((" " * 14 + "↳ ", "step"), (event.text, event.kind))
+        head = self.EVENT_PREFIX if piece == 0 else " " * len(self.EVENT_PREFIX)
+        return row_class, ((head, "step"), (text, event.kind))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -253,7 +311,44 @@ class EventLog(LineList):
             return
         index = offset.y + self.scroll_offset.y
         if index < self._count:
-            self.post_message(self.Picked(self._timeline.log[index][0]))
+            self.post_message(self.Picked(self.step_of_line(index)))
+
+    def step_of_line(self, index: int) -> int:
+        """The step that screen line ``index`` of the log (from the top, not the scroll) belongs to."""
+        return self._timeline.log[bisect.bisect_right(self._starts, index) - 1][0]
+
+
+def wrap(text: str, width: int) -> tuple[str, ...]:
+    """``text`` cut at spaces into lines of at most ``width`` cells (a word longer
+    than that is cut where it must be). Fast for the common case: one line."""
+    if cell_len(text) <= width:
+        return (text,)
+    lines = []
+    while cell_len(text) > width:
+        cut = text.rfind(" ", 0, width + 1) if text.isascii() else _last_space(text, width)
+        if cut <= 0:
+            cut = _cells_prefix(text, width)
+            lines.append(text[:cut])
+            text = text[cut:]
+        else:
+            lines.append(text[:cut])
+            text = text[cut + 1 :]
+    lines.append(text)
+    return tuple(lines)
+
+
+def _cells_prefix(text: str, width: int) -> int:
+    """The length of the longest prefix of ``text`` that fits in ``width`` cells."""
+    cells = 0
+    for at, char in enumerate(text):
+        cells += cell_len(char)
+        if cells > width:
+            return max(1, at)
+    return len(text)
+
+
+def _last_space(text: str, width: int) -> int:
+    return text.rfind(" ", 0, _cells_prefix(text, width) + 1)
 
 
 class WorkerStrip(Static):
@@ -342,8 +437,29 @@ class StatusBar(Static):
 
 
 class SidePanel(VerticalScroll, can_focus=False):
-    """The step panel: summary, differences from the model, narration. Scrolls by mouse,
-    never takes the keys (they step through time)."""
+    """The step panel: summary, differences from the model, narration.
+
+    It never takes the keys (they step through time): the app's PgUp/PgDn and
+    shift+↑/↓ scroll it, as does the mouse. Its border says when there is more
+    to read above or below, beside the scrollbar.
+    """
+
+    #: The border's hint, by (more above, more below).
+    HINTS = {(False, False): "", (False, True): "more ↓ PgDn", (True, True): "↑ more ↓", (True, False): "↑ PgUp"}
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.show_hint()
+
+    def watch_virtual_size(self) -> None:  # the content's height changed
+        self.show_hint()
+
+    def on_resize(self) -> None:
+        self.show_hint()
+
+    def show_hint(self) -> None:
+        y, bottom = round(self.scroll_y), self.max_scroll_y
+        self.border_subtitle = self.HINTS[y > 0, y < bottom]
 
 
 class StepSummary(Static):
@@ -370,6 +486,7 @@ class StepSummary(Static):
                 text.append("• " + event.text + "\n", s(event.kind))
         if upcoming is not None:
             text.append("next: " + upcoming.call, s("next"))
+        text.rstrip()  # the last step has no "next:" line: no blank line in its place
         self.update(text)
 
     def _style(self, name: str) -> Style:

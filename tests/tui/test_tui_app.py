@@ -5,15 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
 
 from spec.cli import main
 from spec.mutants import token_reuse
-from spec.scenario import Scenario, load_scenario
+from spec.scenario import Scenario, Step, load_scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 from tui import app as app_module
 from tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline
 from tui.screens import HelpScreen, PromptScreen
-from tui.widgets import EventLog, TaskColumn
+from tui.widgets import EventLog, SidePanel, StatusBar, TaskColumn, wrap
+
+#: The size a new user tried first.
+SMALL = (80, 24)
 
 
 def titles(app: FencepostApp) -> list[str]:
@@ -111,7 +115,7 @@ async def test_clicking_a_log_line_jumps_to_its_step():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("end")
         log = app.query_one(EventLog)
-        first_shown = app.timeline.log[round(log.scroll_y)][0]
+        first_shown = log.step_of_line(round(log.scroll_y))
         await pilot.click(EventLog, offset=(3, 1))  # inside the border: the first line
         assert app.step == first_shown
 
@@ -230,3 +234,130 @@ def test_the_stylesheet_colours_every_kind_of_event():
     for kind in EVENT_KINDS:
         assert f"EventLog > .event-log--{kind} " in css, kind
         assert f"StepSummary > .step-summary--{kind} " in css, kind
+
+
+def notices(app: FencepostApp) -> list[str]:
+    return [notification.message for notification in app._notifications]
+
+
+def status_line(app: FencepostApp) -> str:
+    status = app.query_one(StatusBar)
+    return status.render_lines(Region(0, 0, status.size.width, 1))[0].text
+
+
+async def test_a_long_narration_scrolls_by_keys_and_starts_at_the_top_of_every_step():
+    app = app_for("onboarding")
+    async with app.run_test(size=SMALL) as pilot:
+        side = app.query_one(SidePanel)
+        await pilot.pause()
+        assert side.max_scroll_y > 0, "step 0's narration is longer than the panel at 80x24"
+        assert side.border_subtitle == "more ↓ PgDn" and side.show_vertical_scrollbar
+        await pilot.press("down")
+        assert side.scroll_y == 1 and side.border_subtitle == "↑ more ↓"
+        for _ in range(side.max_scroll_y):
+            await pilot.press("pagedown")
+        assert side.scroll_y == side.max_scroll_y and side.border_subtitle == "↑ PgUp"
+        await pilot.press("shift+up")
+        assert 0 <= side.scroll_y < side.max_scroll_y
+        await pilot.press("shift+down", "right")
+        await pilot.pause()
+        assert app.step == 1 and side.scroll_y == 0
+        assert side.border_subtitle == ("more ↓ PgDn" if side.max_scroll_y else "")
+
+
+async def test_a_problem_notice_goes_away_once_its_step_is_on_screen():
+    app = app_for(Scenario("A completion with a stale token", STALE_TOKEN_STEPS))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert notices(app) == ["step 6 breaks its expect (1 in all): d goes there"]
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.step == 6 and notices(app) == []
+
+
+async def test_the_status_line_keeps_step_clock_and_marks_and_shortens_a_long_title():
+    title = "A completion quoting a stale token, which the implementation must reject outright"
+    app = app_for(Scenario(title, STALE_TOKEN_STEPS))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("end")
+        line = status_line(app)
+        assert line.startswith(" step 6/6  t=6  ✗ expect  A completion quoting")
+        assert line.rstrip().endswith("…") and len(line) == SMALL[0]
+
+
+async def test_a_renew_under_a_stale_token_is_shown_with_the_token_the_task_holds():
+    from spec.mutants import worker_identity
+
+    # The counterexample `fencepost check spec.mutants.worker_identity:Scheduler` finds.
+    trace = (
+        Step("submit", {}),
+        Step("submit", {}),
+        Step("add_worker", {"worker": "w3", "capacity": 3}),
+        Step("dispatch", {"worker": "w3", "now": 0, "duration": 1}),
+        Step("dispatch", {"worker": "w3", "now": 0, "duration": 1}),
+        Step("renew", {"task_id": 2, "token": 1, "now": 0, "duration": 1}, expect={"accepted": False}),
+    )
+    app = app_for(Scenario("Counterexample", trace), factory=worker_identity.Scheduler)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("d")
+        assert app.step == 6
+        summary = str(app.query_one("#summary").render())
+        assert "lease of task 2 renewed: now [0, 1), under token 2, not the 1 given" in summary
+        assert "still token 1" not in summary
+
+
+async def test_the_event_log_wraps_an_explanation_instead_of_cutting_it():
+    app = app_for("onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        expiry = next(i for i in app.timeline.notable if app.timeline.frames[i].events[0].kind == "expiry")
+        await pilot.press("g")
+        app.screen.query_one("#prompt-input").value = str(expiry)
+        await pilot.press("enter")
+        log = app.query_one(EventLog)
+        shown = [" ".join(text for text, _ in log.line(i)[1]) for i in range(log._count)]
+        width = log.scrollable_content_region.width
+        assert all(len("".join(text for text, _ in log.line(i)[1])) <= width for i in range(log._count))
+        words = " ".join(" ".join(shown).split())
+        for event in app.timeline.frames[expiry].events:
+            assert event.text in words
+
+
+def test_wrap_cuts_at_spaces_and_keeps_every_word():
+    assert wrap("short", 10) == ("short",)
+    assert wrap("lease [1, 9) of task 1 expired at t=9", 14) == ("lease [1, 9)", "of task 1", "expired at t=9")
+    assert wrap("abcdefghijkl", 5) == ("abcde", "fghij", "kl")
+
+
+async def test_g_says_so_when_the_step_typed_is_not_one():
+    app = app_for("onboarding")
+    last = app.timeline.last
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("right", "g", "x", "enter")
+        assert app.step == 1 and notices(app) == [f"'x' is not a step number: still at step 1 (steps are 0 to {last})"]
+        app.clear_notifications()
+        await pilot.press("g", "enter")
+        assert app.step == 1 and notices(app) == [f"no step number typed: still at step 1 (steps are 0 to {last})"]
+        app.clear_notifications()
+        await pilot.press("g", "9", "9", "enter")
+        assert app.step == last and notices(app) == [f"there is no step 99: went to step {last}, the last"]
+        app.clear_notifications()
+        await pilot.press("g", "-", "3", "enter")
+        assert app.step == 0 and notices(app) == ["there is no step -3: went to step 0, the first"]
+        app.clear_notifications()
+        await pilot.press("g", "4", "escape")
+        assert app.step == 0 and notices(app) == []  # Escape is a change of mind, not a mistake
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("submit priority=1 priority=2", "priority given twice: submit [priority] [due_at] [max_attempts] [retry_delay]"),
+        ("submit 1 2 3 4 5", "too many values for submit: submit [priority] [due_at] [max_attempts] [retry_delay]"),
+    ],
+)
+async def test_a_refused_line_shows_the_verbs_whole_signature(line: str, message: str):
+    app = empty_session()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*line, "enter")
+        error = app.query_one("#command-error")
+        assert error.has_class("-shown") and str(error.render()) == message
