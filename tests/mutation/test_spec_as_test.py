@@ -1,0 +1,482 @@
+"""The spec as the test, for mutation testing of ``impl/`` (issue 4, "Strength").
+
+``mutmut run`` (configured in pyproject.toml's ``[tool.mutmut]``) copies
+``impl/`` into ``mutants/``, makes one mutant per small change, and runs the
+tests that reach the changed function -- this module and the spec's example
+tests -- against each; a mutant that passes survives.
+
+The main test is the conformance check of ``fencepost check``, split in two so
+a mutant costs a second or two instead of a whole Hypothesis run:
+
+* the corpus: the conformance machine (``spec.machine``) runs once per
+  process, derandomized with the ``ci`` profile's examples and steps, against
+  the reference model itself, and every call of every run is recorded. The
+  machine chooses each argument from the model's state alone, so these are
+  exactly the calls the first batch of ``fencepost check`` makes to any
+  scheduler that conforms.
+* the check: each recorded run is replayed into a fresh scheduler in lockstep
+  with the model (``spec.machine.run_calls``, what ``fencepost check`` uses to
+  shrink): results, every task view and the clock compared after every call,
+  every invariant of ``spec.invariants`` and the scheduler's own
+  ``check_invariants()`` checked after every call.
+
+Three more kinds of test close what that check leaves open, on purpose or by
+its scope; each is checked in lockstep with the model like a machine run:
+
+* exact answers: ``fencepost check`` lets a third-party scheduler word its
+  refusals and errors its own way and reads ``accepted`` and
+  ``cancel_requested`` through ``bool()``. The shipped schedulers answer
+  exactly as the model does -- the protocol's ``Reason`` for each refusal,
+  real ``bool`` fields, the model's ``ValueError`` messages -- and every test
+  here demands that too, over the same corpus.
+* every invalid argument: the machine's invalid calls send a wrong type or a
+  backwards time to only some operations. Here every argument of every
+  operation gets each wrong type and out-of-range value, alone and two at a
+  time (the first one in the model's order is named), at the instant a lease
+  expires, so an invalid call that still moved time would show.
+* scenarios the machine's scope does not reach: its runs have at most 16
+  tasks and 50 steps and small times, so ``IndexedScheduler``'s heap rebuilds
+  (more than 64 stale entries) never run, and a token or a task id larger
+  than the current time is rare. Short call sequences reach each of them.
+
+Under mutmut the corpus is built in mutmut's main process while it collects
+its stats, and every per-mutant process forked from it inherits it.
+
+Budget: under mutmut (``MUTANT_UNDER_TEST`` is set) the ``ci`` profile's
+count; ``FENCEPOST_MUTATION_EXAMPLES`` overrides it. In the normal
+``python -m pytest`` run the corpus is a few runs (the module takes about a
+second): tests/spec/test_check.py already runs the full check there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import os
+from typing import NamedTuple
+
+import hypothesis
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import impl.indexed
+from impl.indexed import IndexedScheduler
+from impl.simple import SimpleScheduler
+from spec import model, profiles
+from spec.check import COVERAGE_BATCHES
+from spec.coverage import Coverage
+from spec.machine import conformance_machine, format_call, format_trace, run_calls
+
+UNDER_MUTMUT = "MUTANT_UNDER_TEST" in os.environ
+EXAMPLES = int(os.environ.get("FENCEPOST_MUTATION_EXAMPLES", profiles.CI_EXAMPLES if UNDER_MUTMUT else 10))
+SHIPPED = [SimpleScheduler, IndexedScheduler]
+
+Call = tuple[str, dict]
+
+
+def _name(factory: type) -> str:
+    return factory.__name__
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+class _RecordingModel:
+    """The reference model behind the protocol's methods, recording every call it gets."""
+
+    def __init__(self, runs: list[list[Call]]) -> None:
+        self.state = model.initial()
+        self.calls: list[Call] = []
+        runs.append(self.calls)
+
+    @property
+    def now(self) -> int:
+        return self.state.now
+
+    def task(self, task_id: int) -> object:
+        return model.task(self.state, task_id)
+
+    def __getattr__(self, op: str):
+        if op not in model.TRANSITIONS:  # e.g. check_invariants: the model has none
+            raise AttributeError(op)
+
+        def call(**args: object) -> object:
+            self.calls.append((op, dict(args)))
+            self.state, result = model.apply(self.state, op, dict(args))
+            return result
+
+        return call
+
+
+class Corpus(NamedTuple):
+    runs: tuple[tuple[Call, ...], ...]
+    missing: list[str]  # declared outcomes and boundaries no batch reached
+
+
+@functools.cache
+def corpus(examples: int = EXAMPLES) -> Corpus:
+    """Every run ``fencepost check`` makes, as calls: its batches, as ``spec.check.check_factory`` runs them.
+
+    The first batch is derandomized; while a declared outcome or boundary is
+    still unreached another batch runs with the next seed, up to
+    ``spec.check.COVERAGE_BATCHES``.
+    """
+    runs: list[list[Call]] = []
+    coverage = Coverage()
+    for batch in range(COVERAGE_BATCHES):
+        machine = conformance_machine(lambda: _RecordingModel(runs), coverage=coverage)
+        if batch:
+            machine = hypothesis.seed(batch)(machine)
+        run_settings = settings(
+            settings.get_profile("ci"),
+            max_examples=examples,
+            stateful_step_count=profiles.CI_STEPS,
+            derandomize=not batch,
+            database=None,
+            print_blob=False,
+            phases=(Phase.explicit, Phase.generate),
+        )
+        run_state_machine_as_test(machine, settings=run_settings)
+        if not coverage.missing():
+            break
+    return Corpus(tuple(tuple(run) for run in runs if run), coverage.missing())
+
+
+corpus()  # at import: under mutmut, in the process every mutant's process forks from
+
+
+@pytest.fixture(autouse=True)
+def lease_builder_under_the_mutant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Build ``impl.indexed._new_lease`` again, inside the test.
+
+    It is made once at import, before mutmut activates any mutant (mutmut
+    switches mutants per call, in processes forked after the import), so a
+    mutant of ``_lease_builder`` would otherwise never run.
+    """
+    monkeypatch.setattr(impl.indexed, "_new_lease", impl.indexed._lease_builder())
+
+
+# ---------------------------------------------------------------- exact answers
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[str, ...] | None:
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+
+
+def _exact(value: object) -> object:
+    """A value with the type of every part: ``Outcome(None)`` is not ``Outcome(False)`` here."""
+    names = _fields(type(value))
+    if names is None:
+        return (type(value), value)
+    return (type(value), tuple((type(part), part) for part in map(value.__getattribute__, names)))
+
+
+def exact_difference(factory: type, calls: list[Call]) -> str | None:
+    """Replay ``calls`` into the model and ``factory()``; the first inexact answer, else None."""
+    scheduler, state = factory(), model.initial()
+    for number, (op, args) in enumerate(calls, 1):
+        try:
+            state, result = model.apply(state, op, dict(args))
+            want: object = _exact(result)
+        except ValueError as exc:
+            want = ("ValueError", str(exc))
+        try:
+            got: object = _exact(getattr(scheduler, op)(**args))
+        except ValueError as exc:
+            got = ("ValueError", str(exc))
+        where = f"step {number}, {format_call(op, args)}"
+        if got != want:
+            return f"{where}: the model answers {want}, the scheduler {got}"
+        for task in state.tasks:
+            want, got = _exact(model.task(state, task.id)), _exact(scheduler.task(task.id))
+            if got != want:
+                return f"{where}: afterwards task({task.id}) is {got}, the model says {want}"
+    return None
+
+
+# ---------------------------------------------------------------- compaction scenarios
+
+
+class _Script:
+    """Builds a call sequence, applying each call to the model so later calls can use its answers."""
+
+    def __init__(self) -> None:
+        self.state = model.initial()
+        self.calls: list[Call] = []
+
+    def __call__(self, op: str, **args: object) -> object:
+        self.calls.append((op, args))
+        self.state, result = model.apply(self.state, op, dict(args))
+        return result
+
+    def dispatch_or_report(self, op: str, task_id: int, token: int, now: int) -> None:
+        """``dispatch`` to w1 at ``now``, or the lease call ``op`` on the given task and token."""
+        if op == "dispatch":
+            self("dispatch", worker="w1", now=now, duration=1)
+        else:
+            self(op, task_id=task_id, token=token, now=now)
+
+    def drain(self, worker: str, now: int, most: int = 1_000) -> None:
+        """Dispatch to ``worker`` and complete at once until nothing is eligible (or ``most`` times)."""
+        for _ in range(most):
+            lease = self("dispatch", worker=worker, now=now, duration=5)
+            if lease is None:
+                break
+            self("complete", task_id=lease.task_id, token=lease.token, now=now)
+
+
+def cancel_most_waiting_tasks(not_yet_due: bool) -> list[Call]:
+    """66 of 130 waiting tasks cancelled: the ready heap rebuilds, or the due heap if they are not yet due.
+
+    After 65 cancels exactly half the heap is stale: allowed, not yet rebuilt.
+    """
+    s = _Script()
+    s("add_worker", worker="w1", capacity=2)
+    for i in range(130):
+        s("submit", priority=i % 3, due_at=20 + i % 7 if not_yet_due else 0)
+    for task_id in range(1, 67):
+        s("cancel", task_id=task_id, now=task_id // 10)
+    s.drain("w1", now=30, most=5)
+    return s.calls
+
+
+def renew_one_lease_many_times() -> list[Call]:
+    """70 renewals of one lease, each to a new end: the expiration heap rebuilds."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=2)
+    s("submit")
+    s("submit")
+    first = s("dispatch", worker="w1", now=0, duration=50)
+    other = s("dispatch", worker="w1", now=0, duration=40)
+    for k in range(70):
+        s("renew", task_id=first.task_id, token=first.token, now=k // 4, duration=60 + k % 9)
+    s("advance", now=39)
+    s("complete", task_id=other.task_id, token=other.token, now=39)
+    s("advance", now=200)  # the renewed lease expires once, at its last end
+    s.drain("w1", now=200)
+    return s.calls
+
+
+def end_leases_out_of_order() -> list[Call]:
+    """70 leases ended latest-expiring first (complete, fail, cancel then fail): the expiration heap rebuilds."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=70)
+    for _ in range(70):
+        s("submit", max_attempts=2)
+    leases = [s("dispatch", worker="w1", now=0, duration=200 - k) for k in range(70)]
+    for k, lease in enumerate(leases):  # the first lease ends last, so it is never the heap's head
+        if k % 3 == 0:
+            s("complete", task_id=lease.task_id, token=lease.token, now=1)
+        elif k % 3 == 1:
+            s("fail", task_id=lease.task_id, token=lease.token, now=1)
+        else:
+            s("cancel", task_id=lease.task_id, now=1)
+            s("fail", task_id=lease.task_id, token=lease.token, now=1)
+    s.drain("w1", now=10)
+    return s.calls
+
+
+COMPACTION_SCENARIOS = {
+    "cancel_most_ready_tasks": functools.partial(cancel_most_waiting_tasks, False),
+    "cancel_most_tasks_not_yet_due": functools.partial(cancel_most_waiting_tasks, True),
+    "renew_one_lease_many_times": renew_one_lease_many_times,
+    "end_leases_out_of_order": end_leases_out_of_order,
+}
+
+
+# ---------------------------------------------------------------- every invalid argument
+
+#: A worker w1 of capacity 1; task 1 running under token 1 for [5, 10); task 2 pending; now 5.
+BUSY: list[Call] = [
+    ("add_worker", {"worker": "w1", "capacity": 1}),
+    ("submit", {}),
+    ("submit", {}),
+    ("dispatch", {"worker": "w1", "now": 5, "duration": 5}),
+]
+#: A valid call of each operation against ``BUSY``, at now 10: the instant task 1's lease expires.
+#: ``submit`` twice: due at once (``IndexedScheduler``'s fast path) and due later.
+VALID_CALLS: list[Call] = [
+    ("add_worker", {"worker": "w2", "capacity": 1}),
+    ("submit", {"priority": 1, "max_attempts": 2, "retry_delay": 2}),
+    ("submit", {"priority": 1, "due_at": 7, "max_attempts": 2, "retry_delay": 2}),
+    ("dispatch", {"worker": "w1", "now": 10, "duration": 3}),
+    ("complete", {"task_id": 1, "token": 1, "now": 10}),
+    ("fail", {"task_id": 1, "token": 1, "now": 10}),
+    ("cancel", {"task_id": 2, "now": 10}),
+    ("renew", {"task_id": 1, "token": 1, "now": 10, "duration": 3}),
+    ("advance", {"now": 10}),
+]
+#: Values each argument must refuse against ``BUSY``: out of range first, then wrong types.
+BAD_VALUES: dict[str, tuple[object, ...]] = {
+    "capacity": (0, -1, True, 1.5, "1", None),
+    "priority": (True, 1.5, "1", None),
+    "due_at": (-1, True, 1.5, "7"),
+    "max_attempts": (0, -1, True, 1.5, "2"),
+    "retry_delay": (0, -1, True, 1.5, "2", None),
+    "now": (4, -1, True, 10.0, "10", None),
+    "duration": (0, -1, True, 1.5, "3", None),
+    "task_id": (0, 3, -1, True, 1.0, "1", None),
+    "token": (True, 1.0, "1", None),
+}
+BAD_WORKERS = {"add_worker": ("", "w1", 1, ["w2"], None), "dispatch": ("nobody", "", 1, ["w1"], None)}
+
+
+def invalid_calls() -> list[Call]:
+    """Each argument of each operation bad alone (every bad value), then every two bad at once."""
+    calls: list[Call] = []
+    for op, valid in VALID_CALLS:
+        bad = {name: BAD_WORKERS[op] if name == "worker" else BAD_VALUES[name] for name in valid}
+        for name, values in bad.items():
+            calls += [(op, {**valid, name: value}) for value in values]
+        names = list(valid)
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                calls.append((op, {**valid, first: bad[first][0], second: bad[second][-1]}))
+    return calls
+
+
+# ---------------------------------------------------------------- scenarios past the machine's reach
+
+
+def submit_with_every_default() -> list[Call]:
+    """``submit()`` with no argument at all: priority 0, due now, unlimited attempts, retry_delay 1."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=1)
+    s("advance", now=3)
+    s("submit", priority=1)
+    s("submit")
+    lease = s("dispatch", worker="w1", now=3, duration=2)
+    s("fail", task_id=lease.task_id, token=lease.token, now=4)
+    s.drain("w1", now=9)
+    return s.calls
+
+
+def expiry_of_a_token_above_now(op: str) -> list[Call]:
+    """The lease that expires first holds token 3 and ends at 2: a token larger than the instant."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=3)
+    for duration in (9, 9, 2):
+        s("submit")
+        s("dispatch", worker="w1", now=0, duration=duration)
+    s.dispatch_or_report(op, task_id=3, token=3, now=2)  # lease_expired; its slot is free again
+    return s.calls
+
+
+def due_time_below_the_task_id(op: str) -> list[Call]:
+    """Task 4 falls due at 2, with an id above its due time and nothing else waiting."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=2)
+    s("submit")
+    lease = s("dispatch", worker="w1", now=0, duration=10)
+    for task_id in (2, 3):
+        s("submit")
+        s("cancel", task_id=task_id, now=0)
+    s("submit", due_at=2)
+    s.dispatch_or_report(op, task_id=lease.task_id, token=lease.token, now=2)
+    s.drain("w1", now=2)
+    return s.calls
+
+
+def a_cancelled_task_due_first() -> list[Call]:
+    """The earliest due entry belongs to a cancelled task; the one behind it must still fall due."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=1)
+    s("submit", due_at=3)
+    s("submit", due_at=4)
+    s("submit", due_at=4)
+    s("cancel", task_id=1, now=0)
+    s("advance", now=5)
+    s.drain("w1", now=5)
+    return s.calls
+
+
+class _Level(enum.IntEnum):
+    """Ints of a subclass: valid arguments (only ``bool`` is refused), kept as given."""
+
+    ONE = 1
+    TWO = 2
+
+
+def int_subclass_arguments() -> list[Call]:
+    """Every int argument of ``submit`` and ``add_worker`` as an ``IntEnum``, due at once and later."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=_Level.ONE)
+    s("advance", now=2)
+    s("submit", priority=1)
+    s("submit", priority=_Level.TWO)
+    s("submit", priority=_Level.TWO, due_at=_Level.ONE, max_attempts=_Level.TWO, retry_delay=_Level.ONE)
+    s("submit", priority=_Level.ONE, due_at=_Level.TWO)
+    s("submit", due_at=4)
+    lease = s("dispatch", worker="w1", now=2, duration=1)
+    s("fail", task_id=lease.task_id, token=lease.token, now=2)
+    s.drain("w1", now=5)
+    return s.calls
+
+
+BOUNDARY_SCENARIOS = {
+    "submit_with_every_default": submit_with_every_default,
+    "dispatch_when_a_token_above_now_expires": functools.partial(expiry_of_a_token_above_now, "dispatch"),
+    "complete_when_a_token_above_now_expires": functools.partial(expiry_of_a_token_above_now, "complete"),
+    "dispatch_when_an_id_above_now_falls_due": functools.partial(due_time_below_the_task_id, "dispatch"),
+    "complete_when_an_id_above_now_falls_due": functools.partial(due_time_below_the_task_id, "complete"),
+    "a_cancelled_task_due_first": a_cancelled_task_due_first,
+    "int_subclass_arguments": int_subclass_arguments,
+}
+
+
+def check_calls(factory: type, calls: list[Call], what: str) -> None:
+    """Fail the test unless ``calls`` conform in lockstep and every answer is exactly the model's."""
+    trace = run_calls(factory, calls)
+    if trace is not None:
+        pytest.fail(f"{what} diverges from the spec:\n{format_trace(trace[-3:])}", pytrace=False)
+    difference = exact_difference(factory, calls)
+    if difference is not None:
+        pytest.fail(f"{what}: {difference}", pytrace=False)
+
+
+# ---------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("factory", SHIPPED, ids=_name)
+def test_conforms_to_the_spec(factory: type) -> None:
+    runs, missing = corpus()
+    assert len(runs) >= EXAMPLES
+    if EXAMPLES >= profiles.CI_EXAMPLES:  # the full budget reaches all that fencepost check must
+        assert not missing, f"the corpus never reached: {'; '.join(missing)}"
+    for number, calls in enumerate(runs, 1):
+        trace = run_calls(factory, list(calls))
+        if trace is not None:
+            pytest.fail(f"run {number} of {len(runs)} diverges from the spec:\n{format_trace(trace)}", pytrace=False)
+
+
+@pytest.mark.parametrize("factory", SHIPPED, ids=_name)
+def test_answers_exactly_as_the_model(factory: type) -> None:
+    for number, calls in enumerate(corpus().runs, 1):
+        difference = exact_difference(factory, list(calls))
+        if difference is not None:
+            pytest.fail(f"run {number}: {difference}", pytrace=False)
+
+
+@pytest.mark.parametrize("factory", SHIPPED, ids=_name)
+def test_every_invalid_argument_is_refused_as_the_model_refuses_it(factory: type) -> None:
+    for call in invalid_calls():
+        check_calls(factory, [*BUSY, call], f"the invalid call {format_call(*call)}")
+
+
+@pytest.mark.parametrize("factory", SHIPPED, ids=_name)
+@pytest.mark.parametrize("name", list(BOUNDARY_SCENARIOS))
+def test_boundary_scenario_conforms(name: str, factory: type) -> None:
+    check_calls(factory, BOUNDARY_SCENARIOS[name](), name)
+
+
+@pytest.mark.parametrize("name", list(COMPACTION_SCENARIOS))
+def test_compaction_scenario_conforms(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On ``IndexedScheduler`` only: ``SimpleScheduler`` has no heaps, and the corpus checks it."""
+    rebuilt: list[int] = []
+    real = impl.indexed._rebuild
+    monkeypatch.setattr(impl.indexed, "_rebuild", lambda heap, tasks: (rebuilt.append(len(heap)), real(heap, tasks)))
+    check_calls(IndexedScheduler, COMPACTION_SCENARIOS[name](), name)
+    assert rebuilt, f"{name} never rebuilt a heap: it is not worth its time"
