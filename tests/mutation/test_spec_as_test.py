@@ -43,9 +43,10 @@ Under mutmut the corpus is built in mutmut's main process while it collects
 its stats, and every per-mutant process forked from it inherits it.
 
 Budget: under mutmut (``MUTANT_UNDER_TEST`` is set) the ``ci`` profile's
-count; ``FENCEPOST_MUTATION_EXAMPLES`` overrides it. In the normal
-``python -m pytest`` run the corpus is a few runs (the module takes about a
-second): tests/spec/test_check.py already runs the full check there.
+count per batch, about 450 runs in two batches, replayed in a few seconds;
+``FENCEPOST_MUTATION_EXAMPLES`` overrides it. In the normal ``python -m
+pytest`` run the corpus is a few runs and the module takes a second or two:
+tests/spec/test_check.py already runs the full check there.
 """
 
 from __future__ import annotations
@@ -69,11 +70,19 @@ from spec.check import COVERAGE_BATCHES
 from spec.coverage import Coverage
 from spec.machine import conformance_machine, format_call, format_trace, run_calls
 
-UNDER_MUTMUT = "MUTANT_UNDER_TEST" in os.environ
-EXAMPLES = int(os.environ.get("FENCEPOST_MUTATION_EXAMPLES", profiles.CI_EXAMPLES if UNDER_MUTMUT else 10))
 SHIPPED = [SimpleScheduler, IndexedScheduler]
 
 Call = tuple[str, dict]
+
+
+def under_mutmut() -> bool:
+    """Read when needed, not at import: mutmut may import this module before it sets the variable."""
+    return "MUTANT_UNDER_TEST" in os.environ
+
+
+def examples() -> int:
+    """Runs per batch of the corpus: the ``ci`` profile's under mutmut, a smoke test's otherwise."""
+    return int(os.environ.get("FENCEPOST_MUTATION_EXAMPLES", profiles.CI_EXAMPLES if under_mutmut() else 10))
 
 
 def _name(factory: type) -> str:
@@ -115,8 +124,12 @@ class Corpus(NamedTuple):
     missing: list[str]  # declared outcomes and boundaries no batch reached
 
 
+def corpus() -> Corpus:
+    return _corpus(examples())
+
+
 @functools.cache
-def corpus(examples: int = EXAMPLES) -> Corpus:
+def _corpus(per_batch: int) -> Corpus:
     """Every run ``fencepost check`` makes, as calls: its batches, as ``spec.check.check_factory`` runs them.
 
     The first batch is derandomized; while a declared outcome or boundary is
@@ -131,7 +144,7 @@ def corpus(examples: int = EXAMPLES) -> Corpus:
             machine = hypothesis.seed(batch)(machine)
         run_settings = settings(
             settings.get_profile("ci"),
-            max_examples=examples,
+            max_examples=per_batch,
             stateful_step_count=profiles.CI_STEPS,
             derandomize=not batch,
             database=None,
@@ -144,7 +157,8 @@ def corpus(examples: int = EXAMPLES) -> Corpus:
     return Corpus(tuple(tuple(run) for run in runs if run), coverage.missing())
 
 
-corpus()  # at import: under mutmut, in the process every mutant's process forks from
+if under_mutmut():
+    corpus()  # at import: in mutmut's main process, which every mutant's process forks from
 
 
 @pytest.fixture(autouse=True)
@@ -443,8 +457,8 @@ def check_calls(factory: type, calls: list[Call], what: str) -> None:
 @pytest.mark.parametrize("factory", SHIPPED, ids=_name)
 def test_conforms_to_the_spec(factory: type) -> None:
     runs, missing = corpus()
-    assert len(runs) >= EXAMPLES
-    if EXAMPLES >= profiles.CI_EXAMPLES:  # the full budget reaches all that fencepost check must
+    assert len(runs) >= examples()
+    if examples() >= profiles.CI_EXAMPLES:  # the full budget reaches all that fencepost check must
         assert not missing, f"the corpus never reached: {'; '.join(missing)}"
     for number, calls in enumerate(runs, 1):
         trace = run_calls(factory, list(calls))
