@@ -55,5 +55,15 @@ def check_new_worker(worker: object, capacity: object, existing: object) -> None
         raise ValueError(f"worker {worker!r} already exists")
 
 
+def check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
+    """``submit``'s rules, in the contract's order; raise on the first bad argument."""
+    check_int("priority", priority)
+    if due_at is not None:
+        check_min("due_at", due_at, 0)
+    if max_attempts is not None:
+        check_min("max_attempts", max_attempts, 1)
+    check_min("retry_delay", retry_delay, 1)
+
+
 def unknown_worker(worker: str) -> ValueError:
     return ValueError(f"worker {worker!r} is unknown: add it with add_worker first")

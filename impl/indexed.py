@@ -495,7 +495,7 @@ class IndexedScheduler:
 
     def _submit_record(self, priority: int, due_at: int, max_attempts: int | None, retry_delay: int) -> int:
         """``submit`` for all but the common case: check every argument, then keep a ``_Task``."""
-        _check_submit(priority, due_at, max_attempts, retry_delay)
+        v.check_submit(priority, due_at, max_attempts, retry_delay)
         tasks = self._tasks
         task_id = len(tasks) + 1
         if due_at <= self._now:
@@ -622,16 +622,6 @@ def _rejection(t: _Task, token: int) -> Outcome:
     if t.status is _PENDING or t.status is _RETRY_WAIT:
         return _NOT_RUNNING
     return _ALREADY_FINAL
-
-
-def _check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
-    """Check ``submit``'s arguments in the contract's order; raise on the first bad one."""
-    v.check_int("priority", priority)
-    if due_at is not None:
-        v.check_min("due_at", due_at, 0)
-    if max_attempts is not None:
-        v.check_min("max_attempts", max_attempts, 1)
-    v.check_min("retry_delay", retry_delay, 1)
 
 
 def _require(condition: bool, message: str) -> None:

@@ -86,12 +86,7 @@ class SimpleScheduler:
     def submit(self, priority: int = 0, due_at: int | None = None,
                max_attempts: int | None = None, retry_delay: int = 1) -> int:
         """Add a pending task and return its id (1, 2, 3...). Expires nothing."""
-        v.check_int("priority", priority)
-        if due_at is not None:
-            v.check_min("due_at", due_at, 0)
-        if max_attempts is not None:
-            v.check_min("max_attempts", max_attempts, 1)
-        v.check_min("retry_delay", retry_delay, 1)
+        v.check_submit(priority, due_at, max_attempts, retry_delay)
         task_id = len(self._tasks) + 1
         due = self._now if due_at is None else due_at
         self._tasks.append(_Task(task_id, priority, due, max_attempts, retry_delay))
