@@ -6,7 +6,7 @@ import pytest
 
 from impl import Scheduler
 from impl.simple import SimpleScheduler
-from spec import model
+from schedulers import ModelScheduler
 from spec.replay import replay
 from spec.scenario import BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, load_scenario, resolve
 
@@ -21,30 +21,6 @@ REQUIRED = {
     "cancellation",
     "failed-dispatch",
 }
-
-
-class ModelScheduler:
-    """The reference model behind the protocol's method names, so a walkthrough can be replayed on the spec itself."""
-
-    def __init__(self) -> None:
-        self.state = model.initial()
-
-    @property
-    def now(self) -> int:
-        return self.state.now
-
-    def task(self, task_id: int):
-        return model.task(self.state, task_id)
-
-    def __getattr__(self, op: str):
-        if op not in model.TRANSITIONS:
-            raise AttributeError(op)
-
-        def call(**args):
-            self.state, result = model.apply(self.state, op, args)
-            return result
-
-        return call
 
 
 FACTORIES = {"model": ModelScheduler, "impl.Scheduler": Scheduler, "SimpleScheduler": SimpleScheduler}
