@@ -45,23 +45,45 @@ LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "at_expiry", "la
 # its current token, which is where acceptance (and its boundary) lives.
 TASK_KINDS = ("running", "running", "running", "cancel_requested", "cancel_requested", "any", "newest")
 TOKEN_KINDS = ("current", "current", "current", "previous", "same_worker", "other", "never_issued")
+#: The faults ``invalid_call`` makes. One step puts its fault into every
+#: operation and argument where it can occur, one call each, so a lapse in a
+#: single place (``cancel`` alone coercing a float time) is met within one
+#: check's budget; refused calls change nothing, so the extra calls cost no
+#: exploration.
 INVALID_CALLS = (
-    "time_backwards",
-    "negative_time",
-    "zero_duration",
-    "unknown_worker",
-    "unknown_task",
-    "task_id_zero",
-    "bool_argument",
-    "str_argument",
-    "zero_capacity",
-    "empty_worker_name",
-    "duplicate_worker",
-    "negative_due_at",
-    "zero_max_attempts",
-    "zero_retry_delay",
-    "float_time",
+    "wrong_type",  # every int argument of every operation, a valid value in a non-int disguise
+    "bad_time",  # every timed operation: a negative or backwards time
+    "bad_task_id",  # every operation that names a task: zero, negative or never issued
+    "below_minimum",  # duration, capacity, due_at, max_attempts, retry_delay below their minimum
+    "bad_worker",  # not a str, empty, already added, or (on dispatch) never added
+    "two_faults",  # two bad arguments at once: either may be reported, nothing changes
 )
+#: Every int argument of every operation, in the order a ``wrong_type`` step tries them.
+INT_ARGUMENTS = (
+    ("dispatch", "now"), ("dispatch", "duration"),
+    ("complete", "task_id"), ("complete", "token"), ("complete", "now"),
+    ("fail", "task_id"), ("fail", "token"), ("fail", "now"),
+    ("cancel", "task_id"), ("cancel", "now"),
+    ("renew", "task_id"), ("renew", "token"), ("renew", "now"), ("renew", "duration"),
+    ("advance", "now"),
+    ("submit", "priority"), ("submit", "due_at"), ("submit", "max_attempts"), ("submit", "retry_delay"),
+    ("add_worker", "capacity"),
+)
+#: The forms a wrong-typed int argument takes. Each disguises a valid value
+#: (``"7"``, ``7.0``, ``7.5``, ``[7]``), so an implementation that coerces
+#: with ``int()`` or lets ``isinstance(True, int)`` through answers where it
+#: must refuse. Only forms both TOML and JSON can write, so any
+#: counterexample saves.
+NON_INT_FORMS = ("str", "float", "fraction", "bool", "list")
+#: Values a worker name must refuse; a list is unhashable, so no dict lookup may see it.
+NON_STRS = (1, ["w1"], 1.5, True)
+TIMED_OPS = ("dispatch", "complete", "fail", "cancel", "renew", "advance")
+
+
+def disguise(value: int, form: str) -> object:
+    """``value`` in one of the ``NON_INT_FORMS``; ``bool`` gives True (equal to 1, never an int here)."""
+    return {"str": str(value), "float": float(value), "fraction": value + 0.5, "bool": True, "list": [value]}[form]
+
 
 picks = st.integers(min_value=0, max_value=7)
 offsets = st.integers(min_value=0, max_value=3)
@@ -87,16 +109,32 @@ class TraceStep:
 
 
 def normalize(result: object) -> object:
-    """A comparable form of any protocol result, read through attribute names only."""
-    if result is None or isinstance(result, bool):
+    """A comparable form of any protocol result, read through attribute names only.
+
+    Types are compared where ``==`` would blur them: ``True == 1``, so a bool
+    where the protocol has an int (or an int where it has a bool) becomes a
+    marker that equals nothing the model returns.
+    """
+    if result is None:
         return result
     if isinstance(result, int):
-        return result
+        return int_field(result)
     if hasattr(result, "accepted"):
-        return ("outcome", bool(result.accepted), getattr(result, "reason", None))
+        return ("outcome", bool_field(result.accepted), getattr(result, "reason", None))
     if hasattr(result, "token") and hasattr(result, "expires_at"):
-        return ("lease", result.task_id, result.worker, result.token, result.started_at, result.expires_at)
+        return ("lease", int_field(result.task_id), result.worker, int_field(result.token),
+                int_field(result.started_at), int_field(result.expires_at))
     return ("other", repr(result))
+
+
+def int_field(value: object) -> object:
+    """``value``, unless it is a bool standing in for an int."""
+    return ("a bool, not an int", value) if isinstance(value, bool) else value
+
+
+def bool_field(value: object) -> object:
+    """``value``, unless it is something other than a bool (``1``, ``"yes"``) standing in for one."""
+    return value if type(value) is bool else ("not a bool", value)
 
 
 def comparable(value: object) -> object:
@@ -117,12 +155,16 @@ def describe(value: object, op: str = "dispatch") -> str:
     if isinstance(value, tuple) and value:
         kind = value[0]
         if kind == "outcome":
+            if type(value[1]) is not bool:
+                return f"an outcome with accepted={value[1][1]!r}, not a bool"
             return "accepted" if value[1] else f"rejected ({value[2]})"
         if kind == "lease":
             _, task_id, worker, token, start, end = value
             return f"lease task {task_id} to {worker}, token {token}, [{start}, {end})"
         if kind == "error":
             return f"error: {value[1]}"
+        if kind == "other":
+            return value[1]
     return repr(value)
 
 
@@ -130,8 +172,8 @@ def view_tuple(view: object) -> tuple:
     """A task view as a tuple, status by its string value."""
     status = getattr(view.status, "value", view.status)
     return (
-        view.id, status, view.priority, view.due_at, view.attempts,
-        view.worker, view.token, view.expires_at, bool(view.cancel_requested),
+        int_field(view.id), status, int_field(view.priority), int_field(view.due_at), int_field(view.attempts),
+        view.worker, int_field(view.token), int_field(view.expires_at), bool_field(view.cancel_requested),
     )
 
 
@@ -634,15 +676,20 @@ def conformance_machine(
         def advance(self, when: str, pick: int, offset: int) -> None:
             self.step("advance", now=self.time(when, pick, offset))
 
-        @rule(kind=st.sampled_from(INVALID_CALLS), pick=picks, when=st.sampled_from(TIME_KINDS), offset=offsets)
-        def invalid_call(self, kind: str, pick: int, when: str, offset: int) -> None:
-            """A call the protocol refuses: both sides must raise ValueError and change nothing.
+        @rule(
+            kind=st.sampled_from(INVALID_CALLS), pick=picks, form=st.sampled_from(NON_INT_FORMS),
+            when=st.sampled_from(TIME_KINDS), offset=offsets,
+        )
+        def invalid_call(self, kind: str, pick: int, form: str, when: str, offset: int) -> None:
+            """Calls the protocol refuses: both sides must raise ValueError and change nothing.
 
-            Its time lands on boundaries like any other call's, so an
-            implementation that expires leases before validating is seen.
+            Each step makes one fault everywhere it can occur (see
+            ``INVALID_CALLS``); ``offset`` also chooses among its bad
+            values. Their time lands on boundaries like any other call's, so
+            an implementation that expires leases before validating is seen.
             """
-            op, args = invalid_arguments(self.state, kind, pick, self.time(when, pick, offset))
-            self.step(op, **args)
+            for op, args in invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form):
+                self.step(op, **args)
 
         # ------------------------------------------------------------ invariants
 
@@ -690,50 +737,83 @@ def conformance_machine(
     return ConformanceMachine
 
 
-def invalid_arguments(state: model.State, kind: str, pick: int, now: int | None = None) -> tuple[str, dict]:
-    """One invalid call of the given kind, against ``state``; see ``INVALID_CALLS``.
+def invalid_calls(
+    state: model.State, kind: str, pick: int, now: int | None = None, shape: int = 0, form: str = "str",
+) -> list[tuple[str, dict]]:
+    """The calls of one kind of fault (see ``INVALID_CALLS``) against ``state``, as ``(op, args)``.
 
     ``now`` (default: the current time) is the instant used where the fault
-    is not the time itself.
+    is not the time itself. ``pick`` chooses the task and worker named and
+    the size of a bad value, ``shape`` which bad value, and ``form`` (one of
+    ``NON_INT_FORMS``) how a wrong type disguises a valid value. Every other
+    argument is valid, so each call is refused for the fault its kind names
+    (``two_faults`` aside; with no task submitted yet, a named task is
+    unknown too).
+
+    Raises:
+        ValueError: ``kind`` is not one of ``INVALID_CALLS``.
     """
     now = state.now if now is None else now
     tasks = len(state.tasks)
     task_id = 1 + pick % tasks if tasks else 1
+    token = (state.tasks[task_id - 1].token if tasks else None) or 1  # the task's current token, if it has one
     worker = state.workers[pick % len(state.workers)][0] if state.workers else "w1"
-    if kind == "time_backwards" and state.now > 0:
-        return "advance", {"now": max(0, state.now - 1 - pick)}
-    if kind in ("time_backwards", "negative_time"):
-        return "dispatch", {"worker": worker, "now": -1 - pick, "duration": 1}
-    if kind == "zero_duration":
-        if tasks and pick % 2:
-            return "renew", {"task_id": task_id, "token": 1, "now": now, "duration": -(pick % 2)}
-        return "dispatch", {"worker": worker, "now": now, "duration": 0}
-    if kind == "unknown_worker":
-        return "dispatch", {"worker": "nobody", "now": now, "duration": 1}
-    if kind == "unknown_task":
-        op = ("complete", "fail", "cancel", "renew")[pick % 4]
-        args: dict = {"task_id": tasks + 1 + pick, "now": now}
-        if op != "cancel":
-            args["token"] = 1
-        if op == "renew":
-            args["duration"] = 1
-        return op, args
-    if kind == "task_id_zero":
-        return "cancel", {"task_id": 0, "now": now}
-    if kind == "bool_argument":
-        return ("submit", {"priority": True}) if pick % 2 else ("advance", {"now": state.now <= 1})
-    if kind == "str_argument":
-        return ("complete", {"task_id": task_id, "token": "1", "now": now}) if tasks and pick % 2 else ("advance", {"now": str(now)})
-    if kind == "float_time":
-        return "advance", {"now": float(now) + 0.5}
-    if kind == "zero_capacity":
-        return "add_worker", {"worker": "w9", "capacity": -(pick % 2)}
-    if kind == "empty_worker_name":
-        return "add_worker", {"worker": "", "capacity": 1}
-    if kind == "duplicate_worker":
-        return "add_worker", {"worker": worker, "capacity": 1}
-    if kind == "negative_due_at":
-        return "submit", {"due_at": -1 - pick}
-    if kind == "zero_max_attempts":
-        return "submit", {"max_attempts": -(pick % 2)}
-    return "submit", {"retry_delay": -(pick % 2)}
+
+    def call(op: str, **fault: object) -> tuple[str, dict]:
+        return op, {**valid_call(op, task_id, token, worker, now), **fault}
+
+    if kind == "wrong_type":
+        valid = {
+            "now": now, "duration": 1 + pick % 3, "task_id": task_id, "token": token, "priority": pick,
+            "due_at": now, "max_attempts": 1 + pick % 3, "retry_delay": 1 + pick % 3, "capacity": 1 + pick % 2,
+        }
+        return [call(op, **{name: disguise(valid[name], form)}) for op, name in INT_ARGUMENTS]
+    if kind == "bad_time":
+        negative, backwards = -1 - pick, state.now - 1 - pick % max(state.now, 1)
+        wrong = backwards if shape % 2 and state.now > 0 else negative
+        return [call(op, now=wrong) for op in (TIMED_OPS if tasks else ("dispatch", "advance"))]
+    if kind == "bad_task_id":
+        wrong = (0, -1 - pick, tasks + 1 + pick)[shape % 3]
+        return [call(op, task_id=wrong) for op in ("complete", "fail", "cancel", "renew")]
+    if kind == "below_minimum":
+        low = -1 - pick % 3 if shape % 2 else 0
+        return [
+            call("dispatch", duration=low), call("renew", duration=low), call("add_worker", capacity=low),
+            call("submit", due_at=-1 - pick), call("submit", max_attempts=low), call("submit", retry_delay=low),
+        ]
+    if kind == "bad_worker":
+        non_str = NON_STRS[pick % len(NON_STRS)]
+        again = [call("add_worker", worker=worker)] if state.workers else []  # a worker added already
+        return [
+            call("add_worker", worker=non_str), call("add_worker", worker=""), *again,
+            call("dispatch", worker=non_str), call("dispatch", worker="nobody"),
+        ]
+    if kind == "two_faults":
+        return [
+            ("dispatch", {"worker": "nobody", "now": -1, "duration": 0}),
+            ("complete", {"task_id": 0, "token": "1", "now": now}),
+            ("renew", {"task_id": tasks + 1, "token": [1], "now": 1.5, "duration": 0}),
+            ("submit", {"priority": "1", "due_at": -1}),
+            ("add_worker", {"worker": "", "capacity": 0}),
+            ("cancel", {"task_id": "x", "now": -1}),
+            ("fail", {"task_id": task_id, "token": 1.5, "now": -1}),
+            ("add_worker", {"worker": worker, "capacity": True}),
+        ]
+    raise ValueError(f"kind must be one of {', '.join(INVALID_CALLS)}: {kind!r}")
+
+
+def valid_call(op: str, task_id: int, token: int, worker: str, now: int) -> dict:
+    """Arguments for ``op`` with every type and range right, for a kind to put one fault into.
+
+    (The task may still not exist and the token may be stale: those are refusals, not faults.)
+    """
+    return {
+        "submit": {},
+        "add_worker": {"worker": "w9", "capacity": 1},
+        "dispatch": {"worker": worker, "now": now, "duration": 1},
+        "complete": {"task_id": task_id, "token": token, "now": now},
+        "fail": {"task_id": task_id, "token": token, "now": now},
+        "cancel": {"task_id": task_id, "now": now},
+        "renew": {"task_id": task_id, "token": token, "now": now, "duration": 1},
+        "advance": {"now": now},
+    }[op]

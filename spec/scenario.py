@@ -560,6 +560,8 @@ def describe_result(step: Step, result: StepResult) -> str:
             return (f"lease task {value.task_id} to {value.worker}, token {value.token}, "
                     f"[{value.started_at}, {value.expires_at})")
     elif step.op in OUTCOME_OPS and hasattr(value, "accepted"):
+        if type(value.accepted) is not bool:
+            return f"an outcome with accepted={value.accepted!r}, not a bool"
         if value.accepted:
             return "accepted"
         reason = getattr(value, "reason", None)
@@ -608,7 +610,8 @@ def _meets(step: Step, result: StepResult) -> bool:
     if step.op == "dispatch":
         return value is not None and all(getattr(value, k, _ABSENT) == v for k, v in expect.items())
     if step.op in OUTCOME_OPS:
-        if getattr(value, "accepted", _ABSENT) != expect["accepted"]:
+        accepted = getattr(value, "accepted", _ABSENT)
+        if type(accepted) is not bool or accepted != expect["accepted"]:  # 1 == True, but 1 is no answer
             return False
         return "reason" not in expect or getattr(value, "reason", _ABSENT) == expect["reason"]
     if step.op == "submit":
@@ -634,7 +637,7 @@ def check_state(step: Step, scheduler: object) -> str | None:
         for name, value in fields.items():
             have = getattr(view, name, _ABSENT)
             have = getattr(have, "value", have)  # a str enum status compares by its value
-            if have != value:
+            if have != value or isinstance(have, bool) != isinstance(value, bool):  # True == 1
                 return f"expected task {key} {name}={value!r} afterwards, got {have!r}"
     return None
 

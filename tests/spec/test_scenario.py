@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec.protocol import Lease, Outcome
+from spec.protocol import Lease, Outcome, Status, TaskView
 from spec.scenario import (
     BUILTIN_DIR,
     DEFAULT_WALKTHROUGH,
@@ -22,6 +23,7 @@ from spec.scenario import (
     builtin_names,
     builtin_summary,
     check_expect,
+    check_state,
     describe_call,
     describe_expect,
     describe_result,
@@ -484,6 +486,8 @@ def test_describe_result(step: Step, result: StepResult, text: str) -> None:
          StepResult(Outcome(False, "stale_token")), "expected rejected: lease_expired, got rejected: stale_token"),
         (Step("complete", COMPLETE.args, expect={"accepted": False}), StepResult(Outcome(True)),
          "expected rejected, got accepted"),
+        (Step("complete", COMPLETE.args, expect={"accepted": True}), StepResult(Outcome(1)),
+         "expected accepted, got an outcome with accepted=1, not a bool"),
         (Step("submit", {}, expect={"task_id": 2}), StepResult(2), None),
         (Step("submit", {}, expect={"task_id": 2}), StepResult(3), "expected task 2, got task 3"),
         (Step("advance", {"now": 1}, expect="error"), StepResult(error="bad"), None),
@@ -495,6 +499,35 @@ def test_describe_result(step: Step, result: StepResult, text: str) -> None:
 )
 def test_check_expect(step: Step, result: StepResult, mismatch: str | None) -> None:
     assert check_expect(step, result) == mismatch
+
+
+class OneTaskShown:
+    """A scheduler reduced to what ``check_state`` reads: the clock and one task's view."""
+
+    now = 0
+
+    def __init__(self, **fields: object) -> None:
+        shown = TaskView(id=1, status=Status.PENDING, priority=0, due_at=0, attempts=0, worker=None,
+                         token=None, expires_at=None, cancel_requested=False)
+        self.view = replace(shown, **fields)
+
+    def task(self, task_id: int) -> TaskView:
+        return self.view
+
+
+@pytest.mark.parametrize(
+    ("fields", "mismatch"),
+    [
+        ({}, None),
+        ({"attempts": 1}, "expected task 1 attempts=0 afterwards, got 1"),
+        ({"cancel_requested": 0}, "expected task 1 cancel_requested=False afterwards, got 0"),
+        ({"attempts": False}, "expected task 1 attempts=0 afterwards, got False"),
+    ],
+)
+def test_check_state_compares_bools_and_ints_as_different(fields: dict, mismatch: str | None) -> None:
+    step = Step("advance", {"now": 0}, expect_state={"now": 0, "tasks": {"1": {
+        "status": "pending", "attempts": 0, "cancel_requested": False}}})
+    assert check_state(step, OneTaskShown(**fields)) == mismatch
 
 
 def test_describe_expect_is_empty_without_an_expectation() -> None:

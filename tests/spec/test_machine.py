@@ -1,0 +1,134 @@
+"""The conformance machine's own parts: the invalid calls it makes and how it compares results.
+
+The check's verdicts on whole implementations are in ``test_check.py``; here
+each test names a sloppiness an implementation could have and shows that the
+machine sees it -- and that what it generates is what it claims to be.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import replace
+
+import pytest
+
+from impl.simple import SimpleScheduler
+from spec import model
+from spec.check import check_factory
+from spec.machine import INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, invalid_calls, normalize, view_tuple
+from spec.protocol import Outcome
+from spec.scenario import Scenario, Step, dumps_scenario, loads_scenario
+
+
+def states() -> list[model.State]:
+    """A few states an invalid call can meet: no tasks yet, tasks waiting and running, time moved on."""
+    empty = model.initial()
+    state, _ = model.apply(empty, "add_worker", {"worker": "w1", "capacity": 2})
+    busy = state
+    for priority in range(3):
+        busy, _ = model.apply(busy, "submit", {"priority": priority})
+    busy, _ = model.apply(busy, "dispatch", {"worker": "w1", "now": 4, "duration": 5})
+    return [state, busy, replace(busy, now=7)]
+
+
+def every_invalid_call(state: model.State):
+    for kind in INVALID_CALLS:
+        for pick in range(8):
+            for shape in range(4):
+                for form in NON_INT_FORMS:
+                    for call in invalid_calls(state, kind, pick, state.now + shape % 2, shape, form):
+                        yield kind, call
+
+
+@pytest.mark.parametrize("state", states(), ids=["no tasks", "one running", "later"])
+def test_every_invalid_call_is_refused_by_the_model(state: model.State) -> None:
+    accepted = []
+    for kind, (op, args) in every_invalid_call(state):
+        try:
+            model.apply(state, op, dict(args))
+        except ValueError:
+            continue
+        accepted.append((kind, op, args))
+    assert accepted == []
+
+
+def test_invalid_calls_cover_every_operation_and_argument() -> None:
+    seen: set[tuple[str, str]] = set()
+    for state in states():
+        for _, (op, args) in every_invalid_call(state):
+            try:
+                model.apply(state, op, {**args})
+            except ValueError as exc:
+                # which argument the model refused, by the name its message starts with
+                named = [name for name in args if str(exc).startswith((name, f"{name} "))]
+                seen.update((op, name) for name in named)
+    wanted = {
+        ("submit", "priority"), ("submit", "due_at"), ("submit", "max_attempts"), ("submit", "retry_delay"),
+        ("add_worker", "worker"), ("add_worker", "capacity"),
+        ("dispatch", "worker"), ("dispatch", "now"), ("dispatch", "duration"),
+        ("renew", "task_id"), ("renew", "token"), ("renew", "now"), ("renew", "duration"),
+        ("complete", "task_id"), ("complete", "token"), ("complete", "now"),
+        ("fail", "task_id"), ("fail", "token"), ("fail", "now"),
+        ("cancel", "task_id"), ("cancel", "now"), ("advance", "now"),
+    }
+    assert wanted - seen == set()
+
+
+@pytest.mark.parametrize("fmt", ["toml", "json"])
+def test_every_invalid_call_can_be_kept_in_a_scenario(fmt: str) -> None:
+    steps = tuple(Step(op, args, expect="error") for state in states() for _, (op, args) in every_invalid_call(state))
+    scenario = Scenario(title="every invalid call", steps=steps)
+    assert loads_scenario(dumps_scenario(scenario, fmt), fmt).steps == steps
+
+
+# ---------------------------------------------------------------- sloppy implementations are seen
+
+
+def coerces(op: str, argument: str) -> type:
+    """``SimpleScheduler``, except that ``op`` runs ``argument`` through ``int()`` when it is a float or digit string."""
+    correct = getattr(SimpleScheduler, op)
+    names = list(inspect.signature(correct).parameters)[1:]
+
+    def lax(self, *args, **kwargs):
+        kwargs.update(zip(names, args))
+        value = kwargs.get(argument)
+        if isinstance(value, float) or (isinstance(value, str) and value.lstrip("-").isdigit()):
+            kwargs[argument] = int(float(value))
+        return correct(self, **kwargs)
+
+    return type(f"Coerces_{op}_{argument}", (SimpleScheduler,), {op: lax})
+
+
+@pytest.mark.parametrize(("op", "argument"), INT_ARGUMENTS, ids=lambda x: x)
+def test_the_check_sees_one_argument_of_one_operation_coerced(op: str, argument: str) -> None:
+    result = check_factory(coerces(op, argument))
+    assert not result.passed
+    diverging = next(step for step in result.trace if step.problem)
+    assert diverging.op == op and not isinstance(diverging.args[argument], int)
+
+
+class IntAccepted(SimpleScheduler):
+    """Answers with ``accepted`` as 1 or 0: equal to True and False, but not a bool."""
+
+    def complete(self, task_id, token, now):
+        outcome = super().complete(task_id, token, now)
+        return Outcome(int(outcome.accepted), outcome.reason)
+
+
+def test_the_check_sees_an_int_where_accepted_must_be_a_bool() -> None:
+    result = check_factory(IntAccepted)
+    assert not result.passed
+    diverging = next(step for step in result.trace if step.problem)
+    assert diverging.op == "complete" and "not a bool" in diverging.problem
+
+
+def test_a_bool_never_passes_for_an_int_nor_an_int_for_a_bool() -> None:
+    assert normalize(True) != normalize(1)
+    assert normalize(Outcome(1, None)) != normalize(Outcome(True, None))
+    assert normalize(Outcome(True, None)) == ("outcome", True, None)
+    scheduler = SimpleScheduler()
+    scheduler.submit()
+    view = scheduler.task(1)
+    sloppy = replace(view, cancel_requested=0, attempts=False)
+    assert view_tuple(sloppy) != view_tuple(view)
+    assert view_tuple(replace(view)) == view_tuple(view)
