@@ -24,16 +24,16 @@ Three more kinds of test close what that check leaves open, on purpose or by
 its scope; each is checked in lockstep with the model like a machine run:
 
 * exact answers: ``fencepost check`` lets a third-party scheduler word its
-  refusals and errors its own way and reads ``accepted`` and
-  ``cancel_requested`` through ``bool()``. The shipped schedulers answer
-  exactly as the model does -- the protocol's ``Reason`` for each refusal,
-  real ``bool`` fields, the model's ``ValueError`` messages -- and every test
-  here demands that too, over the same corpus.
-* every invalid argument: the machine's invalid calls send a wrong type or a
-  backwards time to only some operations. Here every argument of every
-  operation gets each wrong type and out-of-range value, alone and two at a
-  time (the first one in the model's order is named), at the instant a lease
-  expires, so an invalid call that still moved time would show.
+  refusals and errors its own way. The shipped schedulers answer exactly as
+  the model does -- the protocol's ``Reason`` for each refusal, the model's
+  ``ValueError`` messages -- and every test here demands that too, over the
+  same corpus.
+* every invalid argument: the machine's invalid calls put each kind of fault
+  into every argument it fits, with one bad value per step. Here every
+  argument of every operation gets every wrong type and out-of-range value,
+  alone and two at a time (the first one in the model's order is named), at
+  the instant a lease expires, so an invalid call that still moved time
+  would show.
 * scenarios the machine's scope does not reach: its runs have at most 16
   tasks and 50 steps and small times, so ``IndexedScheduler``'s heap rebuilds
   (more than 64 stale entries) never run, and a token or a task id larger
