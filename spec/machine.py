@@ -30,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from spec import invariants, model
 from spec.coverage import Coverage, classify
 from spec.protocol import Status
+from spec.scenario import check_bad_task_ids
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.
@@ -56,7 +57,7 @@ INVALID_CALLS = (
     "bad_task_id",  # every operation that names a task: zero, negative or never issued
     "below_minimum",  # duration, capacity, due_at, max_attempts, retry_delay below their minimum
     "bad_worker",  # not a str, empty, already added, or (on dispatch) never added
-    "two_faults",  # two bad arguments at once: either may be reported, nothing changes
+    "several_faults",  # two or more bad arguments at once: any may be reported, nothing changes
 )
 #: Every int argument of every operation, in the order a ``wrong_type`` step tries them.
 INT_ARGUMENTS = (
@@ -69,11 +70,11 @@ INT_ARGUMENTS = (
     ("submit", "priority"), ("submit", "due_at"), ("submit", "max_attempts"), ("submit", "retry_delay"),
     ("add_worker", "capacity"),
 )
-#: The forms a wrong-typed int argument takes. Each disguises a valid value
-#: (``"7"``, ``7.0``, ``7.5``, ``[7]``), so an implementation that coerces
-#: with ``int()`` or lets ``isinstance(True, int)`` through answers where it
-#: must refuse. Only forms both TOML and JSON can write, so any
-#: counterexample saves.
+#: The forms a wrong-typed int argument takes, each made from a valid value
+#: (``"7"``, ``7.0``, ``[7]``) or next to one (``7.5``, ``True``), so an
+#: implementation that coerces with ``int()`` or lets ``isinstance(True,
+#: int)`` through answers where it must refuse. Only forms both TOML and JSON
+#: can write, so any counterexample saves.
 NON_INT_FORMS = ("str", "float", "fraction", "bool", "list")
 #: Values a worker name must refuse; a list is unhashable, so no dict lookup may see it.
 NON_STRS = (1, ["w1"], 1.5, True)
@@ -111,9 +112,10 @@ class TraceStep:
 def normalize(result: object) -> object:
     """A comparable form of any protocol result, read through attribute names only.
 
-    Types are compared where ``==`` would blur them: ``True == 1``, so a bool
-    where the protocol has an int (or an int where it has a bool) becomes a
-    marker that equals nothing the model returns.
+    Types are compared where ``==`` would blur them: ``True == 1`` and
+    ``1.0 == 1``, so a bool or a float where the protocol has an int (or an
+    int where it has a bool) becomes a marker that equals nothing the model
+    returns.
     """
     if result is None:
         return result
@@ -128,8 +130,10 @@ def normalize(result: object) -> object:
 
 
 def int_field(value: object) -> object:
-    """``value``, unless it is a bool standing in for an int."""
-    return ("a bool, not an int", value) if isinstance(value, bool) else value
+    """``value`` if it is an int (an int subclass counts) or None, else a marker: a bool or a float standing in for one."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return ("not an int", value)
 
 
 def bool_field(value: object) -> object:
@@ -257,8 +261,9 @@ class Lockstep:
         return record
 
     def compare_views(self, record: TraceStep) -> None:
-        if self.impl.now != self.state.now:
-            self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now}")
+        """The clock, every task's view, and ``task()`` refusing ids that name no task."""
+        if int_field(self.impl.now) != self.state.now:
+            self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now!r}")
         for task in self.state.tasks:
             want = view_tuple(model.view(task))
             try:
@@ -270,6 +275,12 @@ class Lockstep:
                     f"{f}: expected {w!r}, got {h!r}" for f, w, h in zip(VIEW_FIELDS, want, have) if w != h
                 )
                 self.diverge(record, f"task {task.id} differs afterwards: {diffs}")
+        try:
+            refused = check_bad_task_ids(self.impl, len(self.state.tasks))
+        except Exception as exc:  # rule 2 of the protocol: only ValueError
+            refused = f"task() raised {type(exc).__name__}, which is not a ValueError: {exc}"
+        if refused:
+            self.diverge(record, refused)
 
     def diverge(self, record: TraceStep, problem: str) -> None:
         record.problem = problem
@@ -378,7 +389,7 @@ def _delete_pairs(best: list[TraceStep], attempt: Callable, calls_of: Callable) 
     while improved and len(best) <= PAIR_DELETION_LIMIT:
         improved = False
         for later in range(len(best) - 1, 1, -1):
-            for earlier in range(later - 1):  # neighbours were tried as a run of two
+            for earlier in range(later):  # neighbours too: runs of two were tried only where aligned
                 failing = attempt(_without(_without(calls_of(best), later, 1), earlier, 1))
                 if failing is not None and len(failing) < len(best):
                     best, improved = failing, True
@@ -429,10 +440,12 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[Trac
     """Shrink a failing trace to a short one that still fails.
 
     Hypothesis's own shrinker replays the whole machine hundreds of times; this
-    works on the concrete calls instead: delete runs of calls (renumbering
-    later task ids and tokens, see ``_without``), then simplify arguments. Each
-    candidate is replayed from scratch in lockstep, so the result is a real
-    counterexample. Cost: O(n^2) replays of at most n steps in the worst case.
+    works on the concrete calls instead: delete runs of calls, then pairs of
+    separate calls (renumbering later task ids and tokens, see ``_without``),
+    then simplify arguments. Each candidate is replayed from scratch in
+    lockstep, so the result is a real counterexample. Cost: O(n^2) replays of
+    at most n steps for the runs; the pairs, O(n^3) replays in the worst
+    case, are tried only on traces of ``PAIR_DELETION_LIMIT`` calls or fewer.
     """
     best = run_calls(factory, [(s.op, s.args) for s in trace])
     if best is None:
@@ -776,7 +789,7 @@ def invalid_calls(
     the size of a bad value, ``shape`` which bad value, and ``form`` (one of
     ``NON_INT_FORMS``) how a wrong type disguises a valid value. Every other
     argument is valid, so each call is refused for the fault its kind names
-    (``two_faults`` aside; with no task submitted yet, a named task is
+    (``several_faults`` aside; with no task submitted yet, a named task is
     unknown too).
 
     Raises:
@@ -817,7 +830,7 @@ def invalid_calls(
             call("add_worker", worker=non_str), call("add_worker", worker=""), *again,
             call("dispatch", worker=non_str), call("dispatch", worker="nobody"),
         ]
-    if kind == "two_faults":
+    if kind == "several_faults":
         return [
             ("dispatch", {"worker": "nobody", "now": -1, "duration": 0}),
             ("complete", {"task_id": 0, "token": "1", "now": now}),

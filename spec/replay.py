@@ -52,10 +52,12 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
     mismatch, since the protocol allows only ``ValueError``; the replay goes on.
     """
     replayed = []
+    submitted = 0
     for number, step in enumerate(scenario.steps, start=1):
         try:
             result = apply_step(scheduler, step)
-            mismatch = check_expect(step, result) or check_state(step, scheduler)
+            submitted += step.op == "submit" and result.error is None
+            mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
             mismatch = f"raised {type(exc).__name__}, but the protocol allows only ValueError"

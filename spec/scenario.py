@@ -608,26 +608,63 @@ def _meets(step: Step, result: StepResult) -> bool:
     if expect == "none":
         return value is None
     if step.op == "dispatch":
-        return value is not None and all(getattr(value, k, _ABSENT) == v for k, v in expect.items())
+        return value is not None and all(same_value(getattr(value, k, _ABSENT), v) for k, v in expect.items())
     if step.op in OUTCOME_OPS:
-        accepted = getattr(value, "accepted", _ABSENT)
-        if type(accepted) is not bool or accepted != expect["accepted"]:  # 1 == True, but 1 is no answer
+        if not same_value(getattr(value, "accepted", _ABSENT), expect["accepted"]):
             return False
         return "reason" not in expect or getattr(value, "reason", _ABSENT) == expect["reason"]
     if step.op == "submit":
-        return value == expect["task_id"] and not isinstance(value, bool)
+        return same_value(value, expect["task_id"])
     return False
+
+
+def same_value(have: object, want: object) -> bool:
+    """``have == want``, with the types ``==`` blurs told apart.
+
+    ``True == 1`` and ``1.0 == 1``, but a bool answers only where the protocol
+    has a bool, and an int only where it has an int (an int subclass counts).
+    """
+    if isinstance(want, bool) or isinstance(have, bool):
+        return type(have) is bool and type(want) is bool and have == want
+    if isinstance(want, int):
+        return isinstance(have, int) and have == want
+    return have == want
+
+
+def bad_task_ids(submitted: int) -> tuple[object, ...]:
+    """Ids ``task()`` must refuse once ``submitted`` tasks exist: 0, one past the last, and 1 as a float and a str."""
+    return (0, submitted + 1, 1.0, "1")
+
+
+def check_bad_task_ids(scheduler: object, submitted: int) -> str | None:
+    """None when ``scheduler.task()`` raises ValueError for each of ``bad_task_ids``, else one line saying which did not.
+
+    Raises:
+        Exception: whatever ``task()`` raises other than ValueError (the caller reports it).
+    """
+    for bad in bad_task_ids(submitted):
+        try:
+            view = scheduler.task(bad)
+        except ValueError:
+            continue
+        return f"task({bad!r}) returned {view!r}, but an id never issued, or not an int, must raise ValueError"
+    return None
 
 
 _ABSENT = object()
 
 
-def check_state(step: Step, scheduler: object) -> str | None:
-    """None when ``scheduler`` shows the state ``step.expect_state`` names, else one line saying how not."""
+def check_state(step: Step, scheduler: object, submitted: int | None = None) -> str | None:
+    """None when ``scheduler`` shows the state ``step.expect_state`` names, else one line saying how not.
+
+    With ``submitted`` (the tasks submitted so far), ``task()`` must also
+    refuse the ``bad_task_ids``: a state names the tasks that exist, and so
+    the ids that do not.
+    """
     want = step.expect_state
     if not want:
         return None
-    if "now" in want and getattr(scheduler, "now", _ABSENT) != want["now"]:
+    if "now" in want and not same_value(getattr(scheduler, "now", _ABSENT), want["now"]):
         return f"expected t={want['now']} afterwards, got t={getattr(scheduler, 'now', '?')}"
     for key, fields in want.get("tasks", {}).items():
         try:
@@ -637,9 +674,9 @@ def check_state(step: Step, scheduler: object) -> str | None:
         for name, value in fields.items():
             have = getattr(view, name, _ABSENT)
             have = getattr(have, "value", have)  # a str enum status compares by its value
-            if have != value or isinstance(have, bool) != isinstance(value, bool):  # True == 1
+            if not same_value(have, value):
                 return f"expected task {key} {name}={value!r} afterwards, got {have!r}"
-    return None
+    return None if submitted is None else check_bad_task_ids(scheduler, submitted)
 
 
 # ---------------------------------------------------------------- built-in walkthroughs

@@ -662,7 +662,7 @@ class Timeline:
     def _check_state(self, step: Step) -> str | None:
         """How the implementation's state misses the step's ``expect_state`` (as replay says it)."""
         try:
-            return check_state(step, self._scheduler)
+            return check_state(step, self._scheduler, len(self._impl.ids))
         except Exception as exc:  # task() raising something other than ValueError
             return f"reading the state raised {type(exc).__name__}: {exc}"
 

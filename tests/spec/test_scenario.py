@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from impl.simple import SimpleScheduler
 from spec.protocol import Lease, Outcome, Status, TaskView
 from spec.scenario import (
     BUILTIN_DIR,
@@ -447,6 +448,7 @@ def test_describe_call_uses_protocol_order_and_python_reprs() -> None:
 
 
 LEASE = Lease(task_id=1, worker="w1", token=1, started_at=5, expires_at=10)
+LEASE_WITH_BOOL_TOKEN = Lease(task_id=1, worker="w1", token=True, started_at=5, expires_at=10)
 DISPATCH = Step("dispatch", {"worker": "w1", "now": 5, "duration": 5})
 COMPLETE = Step("complete", {"task_id": 1, "token": 1, "now": 10})
 
@@ -488,6 +490,9 @@ def test_describe_result(step: Step, result: StepResult, text: str) -> None:
          "expected rejected, got accepted"),
         (Step("complete", COMPLETE.args, expect={"accepted": True}), StepResult(Outcome(1)),
          "expected accepted, got an outcome with accepted=1, not a bool"),
+        (Step("dispatch", DISPATCH.args, expect={"token": 1}), StepResult(LEASE_WITH_BOOL_TOKEN),
+         "expected a lease with token=1, got lease task 1 to w1, token True, [5, 10)"),
+        (Step("submit", {}, expect={"task_id": 2}), StepResult(2.0), "expected task 2, got 2.0"),
         (Step("submit", {}, expect={"task_id": 2}), StepResult(2), None),
         (Step("submit", {}, expect={"task_id": 2}), StepResult(3), "expected task 2, got task 3"),
         (Step("advance", {"now": 1}, expect="error"), StepResult(error="bad"), None),
@@ -522,12 +527,27 @@ class OneTaskShown:
         ({"attempts": 1}, "expected task 1 attempts=0 afterwards, got 1"),
         ({"cancel_requested": 0}, "expected task 1 cancel_requested=False afterwards, got 0"),
         ({"attempts": False}, "expected task 1 attempts=0 afterwards, got False"),
+        ({"due_at": 0.0}, "expected task 1 due_at=0 afterwards, got 0.0"),
     ],
 )
-def test_check_state_compares_bools_and_ints_as_different(fields: dict, mismatch: str | None) -> None:
+def test_check_state_tells_bools_floats_and_ints_apart(fields: dict, mismatch: str | None) -> None:
     step = Step("advance", {"now": 0}, expect_state={"now": 0, "tasks": {"1": {
-        "status": "pending", "attempts": 0, "cancel_requested": False}}})
+        "status": "pending", "due_at": 0, "attempts": 0, "cancel_requested": False}}})
     assert check_state(step, OneTaskShown(**fields)) == mismatch
+
+
+def test_check_state_with_the_submitted_count_asks_task_to_refuse_ids_that_name_no_task() -> None:
+    step = Step("advance", {"now": 0}, expect_state={"now": 0, "tasks": {"1": {"status": "pending"}}})
+    shown = OneTaskShown()  # answers task() for any id at all
+    assert check_state(step, shown) is None
+    assert check_state(step, shown, submitted=1).startswith("task(0) returned TaskView(id=1")
+    assert check_state(step, SimpleSchedulerWithOneTask(), submitted=1) is None
+
+
+def SimpleSchedulerWithOneTask() -> SimpleScheduler:
+    scheduler = SimpleScheduler()
+    scheduler.submit()
+    return scheduler
 
 
 def test_describe_expect_is_empty_without_an_expectation() -> None:
