@@ -23,7 +23,7 @@ from spec.cli import load_factory, main
 from spec.machine import run_calls
 from spec.mutants import DESCRIPTIONS, MUTANTS
 
-#: Longest counterexample accepted. Derandomized, the mutants shrink to 4-7
+#: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8
 #: steps; over ten seeds each, to at most 13 (the minimizer deletes calls and
 #: can stop at a local minimum), so this leaves room for the generator to move.
 MAX_STEPS = 12
