@@ -24,7 +24,7 @@ from spec.machine import run_calls
 from spec.mutants import DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8
-#: steps; over ten seeds each, to at most 13 (the minimizer deletes calls and
+#: steps; over ten seeds each, to at most 9 (the minimizer deletes calls and
 #: can stop at a local minimum), so this leaves room for the generator to move.
 MAX_STEPS = 12
 #: Mutants whose shortest counterexample is longer, and why.
