@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from spec import invariants, model
 from spec.coverage import Coverage, classify
 from spec.protocol import Status
-from spec.scenario import check_bad_task_ids
+from spec.scenario import bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.
@@ -127,18 +127,6 @@ def normalize(result: object) -> object:
         return ("lease", int_field(result.task_id), result.worker, int_field(result.token),
                 int_field(result.started_at), int_field(result.expires_at))
     return ("other", repr(result))
-
-
-def int_field(value: object) -> object:
-    """``value`` if it is an int (an int subclass counts) or None, else a marker: a bool or a float standing in for one."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    return ("not an int", value)
-
-
-def bool_field(value: object) -> object:
-    """``value``, unless it is something other than a bool (``1``, ``"yes"``) standing in for one."""
-    return value if type(value) is bool else ("not a bool", value)
 
 
 def comparable(value: object) -> object:

@@ -631,6 +631,18 @@ def same_value(have: object, want: object) -> bool:
     return have == want
 
 
+def int_field(value: object) -> object:
+    """``value`` if it is an int (an int subclass counts) or None, else a marker: a bool or a float standing in for one."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return ("not an int", value)
+
+
+def bool_field(value: object) -> object:
+    """``value``, unless it is something other than a bool (``1``, ``"yes"``) standing in for one."""
+    return value if type(value) is bool else ("not a bool", value)
+
+
 def bad_task_ids(submitted: int) -> tuple[object, ...]:
     """Ids ``task()`` must refuse once ``submitted`` tasks exist: 0, one past the last, and 1 as a float and a str."""
     return (0, submitted + 1, 1.0, "1")

@@ -44,10 +44,12 @@ from spec.scenario import (
     Step,
     StepResult,
     apply_step,
+    bool_field,
     check_expect,
     check_state,
     describe_call,
     describe_result,
+    int_field,
 )
 
 #: A full copy of one side's task rows is kept every this many frames.
@@ -520,10 +522,11 @@ def _result_key(result: StepResult) -> object:
         return "raised"
     value = result.value
     if hasattr(value, "accepted"):
-        return ("outcome", bool(value.accepted))
+        return ("outcome", bool_field(value.accepted))
     if hasattr(value, "token"):
-        return ("lease", value.task_id, value.worker, value.token, value.started_at, value.expires_at)
-    return value
+        return ("lease", int_field(value.task_id), value.worker, int_field(value.token),
+                int_field(value.started_at), int_field(value.expires_at))
+    return int_field(value)
 
 
 class Timeline:

@@ -268,6 +268,18 @@ def test_a_divergence_from_the_model_is_marked_with_what_differs():
     assert run(*calls).divergences == []
 
 
+class _IntAccepted(SimpleScheduler):
+    def complete(self, task_id, token, now):
+        outcome = super().complete(task_id, token, now)
+        return type(outcome)(int(outcome.accepted), outcome.reason)
+
+
+def test_an_accepted_of_1_instead_of_true_parts_from_the_model():
+    calls = (("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 0, 5), ("complete", 1, 1, 2))
+    assert run(*calls, factory=_IntAccepted).divergences == [4]
+    assert run(*calls).divergences == []
+
+
 def test_a_re_lease_under_a_reused_token_is_still_an_expiry_and_a_new_lease():
     calls = (("add_worker", "w1", 1), ("submit",), ("dispatch", "w1", 0, 1), ("dispatch", "w1", 9, 1))
     timeline = run(*calls, factory=token_reuse.Scheduler)
