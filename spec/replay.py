@@ -56,7 +56,8 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
     for number, step in enumerate(scenario.steps, start=1):
         try:
             result = apply_step(scheduler, step)
-            submitted += step.op == "submit" and result.error is None
+            if step.op == "submit" and result.error is None:
+                submitted += 1  # the ids task() must know from here on
             mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")

@@ -624,10 +624,10 @@ def same_value(have: object, want: object) -> bool:
     ``True == 1`` and ``1.0 == 1``, but a bool answers only where the protocol
     has a bool, and an int only where it has an int (an int subclass counts).
     """
-    if isinstance(want, bool) or isinstance(have, bool):
-        return type(have) is bool and type(want) is bool and have == want
+    if isinstance(want, bool):
+        return bool_field(have) == want
     if isinstance(want, int):
-        return isinstance(have, int) and have == want
+        return int_field(have) == want
     return have == want
 
 
