@@ -4,8 +4,8 @@
 operation. ``impl.simple.SimpleScheduler`` is the direct O(T) scan.
 """
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 Scheduler = IndexedScheduler
 

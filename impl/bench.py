@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 #: Priorities are drawn uniformly from range(PRIORITY_LEVELS).
 PRIORITY_LEVELS = 8
@@ -304,7 +304,7 @@ def spec_speed(examples: int = 50, steps: int = 50, repeats: int = 3) -> SpecSpe
     same steps) and the fastest turn of each is reported.
     """
     try:
-        from spec.machine import conformance_machine
+        from fencepost.spec.machine import conformance_machine
 
         full_machine = conformance_machine(IndexedScheduler)
     except Exception as exc:  # the machine is optional for the bench: say why, carry on
@@ -419,7 +419,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
-    from spec.cli import UsageError
+    from fencepost.spec.cli import UsageError
 
     for name in ("cycles", "repeats", "simple_max"):
         value = getattr(args, name)

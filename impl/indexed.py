@@ -50,8 +50,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
-from impl import _validate as v
-from spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
+from fencepost.impl import _validate as v
+from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
 _COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head
 _COMPACT_RATIO = 2  # past _COMPACT_MIN, rebuild once stale * _COMPACT_RATIO > len(heap): over half is stale

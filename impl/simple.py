@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from impl import _validate as v
-from spec.protocol import (
+from fencepost.impl import _validate as v
+from fencepost.spec.protocol import (
     ACCEPTED,
     DISPATCHABLE_STATUSES,
     FINAL_STATUSES,

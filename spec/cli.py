@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,11 +26,11 @@ EXIT_USAGE = 2
 #: subcommand -> (module, one-line help). Modules are imported only when used,
 #: so ``fencepost check`` never pays for importing Textual.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("spec.check", "check a scheduler factory against the spec"),
-    "replay": ("spec.replay", "run a scenario headless and print one line per step"),
-    "tui": ("tui.launch", "step through a scenario in the terminal UI"),
-    "explore": ("spec.explore", "bounded exhaustive exploration of the model"),
-    "bench": ("impl.bench", "measure both implementations against the heapq floor"),
+    "check": ("fencepost.spec.check", "check a scheduler factory against the spec"),
+    "replay": ("fencepost.spec.replay", "run a scenario headless and print one line per step"),
+    "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
+    "explore": ("fencepost.spec.explore", "bounded exhaustive exploration of the model"),
+    "bench": ("fencepost.impl.bench", "measure both implementations against the heapq floor"),
 }
 
 
@@ -37,8 +38,51 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
+#: fencepost's own subpackages, which the command line also accepts by their
+#: short, pre-``fencepost.`` names (``impl:Scheduler``, ``spec.mutants.x:Scheduler``),
+#: so that older commands, scenario files and counterexamples keep working.
+SHORT_PACKAGES = ("spec", "impl", "tui")
+
+
+def resolve_module_name(module_name: str) -> list[str]:
+    """The module names to try, in order, for a ``MODULE`` given on the command line.
+
+    A name under one of ``SHORT_PACKAGES`` means fencepost's own module first
+    (``impl.durable`` is ``fencepost.impl.durable``), then the name as given,
+    so a project with its own ``impl`` package can still name its modules.
+    """
+    head = module_name.split(".", 1)[0]
+    if head in SHORT_PACKAGES:
+        return [f"fencepost.{module_name}", module_name]
+    return [module_name]
+
+
+def canonical_factory_name(spec: str) -> str:
+    """``impl:Scheduler`` -> ``fencepost.impl:Scheduler``; other names unchanged."""
+    module_name, sep, attr = spec.partition(":")
+    if module_name.split(".", 1)[0] in SHORT_PACKAGES and importlib.util.find_spec("fencepost." + module_name.split(".", 1)[0]):
+        return f"fencepost.{module_name}{sep}{attr}"
+    return spec
+
+
+def _import_attribute(module_name: str, attr: str) -> object:
+    """Import ``module_name`` and walk the dotted ``attr``; raise LookupError naming what is missing."""
+    module = importlib.import_module(module_name)
+    obj: object = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise LookupError(f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
 def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     """Import ``MODULE:NAME`` and return the callable it names.
+
+    ``MODULE`` may be any importable module (the current folder is on the
+    path, as with ``python -m``), or fencepost's own module by its short name
+    (see ``resolve_module_name``). Only the command line calls this: no file
+    fencepost reads ever names code for it to import.
 
     Raises:
         UsageError: the text is not ``MODULE:NAME``, the module cannot be
@@ -50,18 +94,27 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     if "" not in sys.path and "." not in sys.path:
         # Like `python -m`, let the user's own modules in the current folder import.
         sys.path.insert(0, "")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure is the user's module, not ours
-        raise UsageError(f"cannot import module {module_name!r} for {argument} {spec!r}: {type(exc).__name__}: {exc}") from None
-    obj: object = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"module {module_name!r} has no attribute {attr!r} (from {argument} {spec!r})")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise UsageError(f"{argument} {spec!r} is not callable: it is a {type(obj).__name__}")
-    return obj
+    candidates = resolve_module_name(module_name)
+    problem = ""
+    for index, candidate in enumerate(candidates):
+        last = index == len(candidates) - 1
+        try:
+            obj = _import_attribute(candidate, attr)
+        except ModuleNotFoundError as exc:
+            if not last and exc.name is not None and candidate.startswith(exc.name):
+                continue  # fencepost has no such module: try the name as given
+            problem = problem or f"cannot import module {module_name!r} for {argument} {spec!r}: {type(exc).__name__}: {exc}"
+            continue
+        except LookupError as exc:
+            problem = problem or f"{exc} (from {argument} {spec!r})".replace(repr(candidate), repr(module_name))
+            continue
+        except Exception as exc:  # any import-time failure is the user's module, not ours
+            problem = problem or f"cannot import module {module_name!r} for {argument} {spec!r}: {type(exc).__name__}: {exc}"
+            continue
+        if not callable(obj):
+            raise UsageError(f"{argument} {spec!r} is not callable: it is a {type(obj).__name__}")
+        return obj
+    raise UsageError(problem)
 
 
 def check_output_path(path: str, argument: str = "--trace-out") -> None:

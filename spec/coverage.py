@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from spec import model
-from spec.protocol import Lease, Outcome, Reason, Status
+from fencepost.spec import model
+from fencepost.spec.protocol import Lease, Outcome, Reason, Status
 
 #: Outcome keys per operation that every run of ``fencepost check`` and every
 #: default-scope ``fencepost explore`` must reach.

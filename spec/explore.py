@@ -77,13 +77,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spec import invariants, model
-from spec.check import probe_factory
-from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from spec.coverage import Coverage, classify
-from spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
-from spec.protocol import FINAL_STATUSES, OPERATIONS
-from spec.trace import write_trace
+from fencepost.spec import invariants, model
+from fencepost.spec.check import probe_factory
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.coverage import Coverage, classify
+from fencepost.spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
+from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS
+from fencepost.spec.trace import write_trace
 
 Call = tuple[str, dict]
 

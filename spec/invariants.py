@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from spec.protocol import FINAL_STATUSES, Status, TaskView
+from fencepost.spec.protocol import FINAL_STATUSES, Status, TaskView
 
 _STATUS_VALUES = frozenset(s.value for s in Status)
 

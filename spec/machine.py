@@ -27,10 +27,10 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from spec import invariants, model
-from spec.coverage import Coverage, classify
-from spec.protocol import Status
-from spec.scenario import bool_field, check_bad_task_ids, int_field
+from fencepost.spec import invariants, model
+from fencepost.spec.coverage import Coverage, classify
+from fencepost.spec.protocol import Status
+from fencepost.spec.scenario import bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from spec.protocol import (
+from fencepost.spec.protocol import (
     ACCEPTED,
     DISPATCHABLE_STATUSES,
     FINAL_STATUSES,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
-from spec.scenario import (
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from fencepost.spec.scenario import (
     Scenario,
     ScenarioError,
     Step,

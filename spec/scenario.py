@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from spec.protocol import OPERATIONS, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import OPERATIONS, Lease, SchedulerProtocol, Status
 
 
 class ScenarioError(ValueError):

@@ -2,7 +2,7 @@
 
 Two lines in your own suite check your scheduler against the whole spec::
 
-    from spec.testing import conformance_test
+    from fencepost.spec.testing import conformance_test
     TestMySchedulerConforms = conformance_test(MyScheduler)
 
 The test runs the same check as ``fencepost check`` under the active
@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from hypothesis import settings
 
-from spec import profiles
-from spec.check import check_factory, report_failure
+from fencepost.spec import profiles
+from fencepost.spec.check import check_factory, report_failure
 
 
 def conformance_test(factory: Callable[[], object], *, max_examples: int | None = None) -> type[unittest.TestCase]:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import hypothesis
 
-from spec import model
-from spec.machine import TraceStep, format_call
-from spec.scenario import Scenario, Step, dump_scenario
+from fencepost.spec import model
+from fencepost.spec.machine import TraceStep, format_call
+from fencepost.spec.scenario import Scenario, Step, dump_scenario
 
 
 def expect_of(step: TraceStep) -> object:

@@ -23,11 +23,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from spec.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
-from tui.commands import CommandError, parse_command
-from tui.screens import HelpScreen, PromptScreen
-from tui.timeline import Timeline, build_timeline
-from tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
+from fencepost.spec.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
+from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.screens import HelpScreen, PromptScreen
+from fencepost.tui.timeline import Timeline, build_timeline
+from fencepost.tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
 
 #: Autoplay speeds, in steps per second.
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)

@@ -28,8 +28,8 @@ import statistics
 import time
 from pathlib import Path
 
-from impl import Scheduler
-from spec.scenario import Scenario, Step, dump_scenario
+from fencepost.impl import Scheduler
+from fencepost.spec.scenario import Scenario, Step, dump_scenario
 
 #: Workers of the generated scenario: (name, capacity).
 WORKERS = (("w1", 8), ("w2", 8), ("w3", 4), ("w4", 4))
@@ -89,7 +89,7 @@ def generate(tasks: int = 10_000, rounds: int = 120, seed: int = 7) -> Scenario:
 
 async def _measure_app(scenario: Scenario, size: tuple[int, int], samples: int) -> dict[str, float]:
     """Open the app headless and time it; every figure in seconds."""
-    from tui.app import FencepostApp, open_timeline
+    from fencepost.tui.app import FencepostApp, open_timeline
 
     class Timed(FencepostApp):
         def on_mount(self) -> None:
@@ -149,13 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(n) for n in args.size.lower().split("x"))
 
     t0, c0 = time.perf_counter(), time.process_time()
-    import tui.app  # noqa: F401  (Textual and the app: part of every start)
+    import fencepost.tui.app  # noqa: F401  (Textual and the app: part of every start)
 
     imports, imports_cpu = time.perf_counter() - t0, time.process_time() - c0
     scenario = generate(args.tasks)
     if args.write:
         dump_scenario(scenario, Path(args.write))
-    from tui.timeline import build_timeline
+    from fencepost.tui.timeline import build_timeline
 
     t0 = time.perf_counter()
     timeline = build_timeline(scenario, Scheduler, model=False)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from spec.cli import EXIT_OK, UsageError, load_factory
-from spec.scenario import (
+from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
+from fencepost.spec.scenario import (
     DEFAULT_WALKTHROUGH,
     Scenario,
     ScenarioError,
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     factory, impl_name, notice = choose_factory(scenario, args.impl)
 
-    from tui.app import FencepostApp, open_timeline  # Textual only once the input is good
+    from fencepost.tui.app import FencepostApp, open_timeline  # Textual only once the input is good
 
     timeline = open_timeline(scenario, factory)
     app = FencepostApp(

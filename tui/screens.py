@@ -10,7 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from tui import commands
+from fencepost.tui import commands
 
 _USAGES = "\n".join(commands.usage(op) for op in commands.SIGNATURES)
 

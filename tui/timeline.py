@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from spec import model
-from tui.commands import expect_from
-from spec.scenario import (
+from fencepost.spec import model
+from fencepost.tui.commands import expect_from
+from fencepost.spec.scenario import (
     Scenario,
     Step,
     StepResult,

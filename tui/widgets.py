@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
+from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
 Line = tuple[str | None, tuple[tuple[str, str | None], ...]]

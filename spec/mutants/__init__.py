@@ -26,4 +26,4 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 #: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.
-MUTANTS: dict[str, str] = {name: f"spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}
+MUTANTS: dict[str, str] = {name: f"fencepost.spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}

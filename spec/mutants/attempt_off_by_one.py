@@ -7,7 +7,7 @@ times before it ends ``failed``, the classic max_retries/max_attempts mix-up.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 
 class Scheduler(SimpleScheduler):

@@ -8,8 +8,8 @@ the slot, and an unassigned task is exactly what the dispatcher looks for.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Outcome, Status
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Outcome, Status
 
 
 class Scheduler(SimpleScheduler):

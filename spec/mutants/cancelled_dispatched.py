@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from types import FunctionType
 
-import impl.simple
-from impl.simple import SimpleScheduler
-from spec.protocol import DISPATCHABLE_STATUSES, Status
+import fencepost.impl.simple
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import DISPATCHABLE_STATUSES, Status
 
 _scan = SimpleScheduler.dispatch
 # The bug: the same code, reading a status set that lets cancelled tasks through.
-_globals = {**vars(impl.simple), "DISPATCHABLE_STATUSES": DISPATCHABLE_STATUSES | {Status.CANCELLED}}
+_globals = {**vars(fencepost.impl.simple), "DISPATCHABLE_STATUSES": DISPATCHABLE_STATUSES | {Status.CANCELLED}}
 
 
 class Scheduler(SimpleScheduler):

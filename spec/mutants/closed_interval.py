@@ -8,7 +8,7 @@ accepted and the slot stays taken there.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 
 class Scheduler(SimpleScheduler):

@@ -7,8 +7,8 @@ anything to lease, so every later token is one too high.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease
 
 
 class Scheduler(SimpleScheduler):

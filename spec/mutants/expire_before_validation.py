@@ -9,9 +9,9 @@ the leases gone.
 
 from __future__ import annotations
 
-from impl import _validate as v
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease
+from fencepost.impl import _validate as v
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease
 
 
 class Scheduler(SimpleScheduler):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease, Outcome
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease, Outcome
 
 
 class Scheduler(SimpleScheduler):

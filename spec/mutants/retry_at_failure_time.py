@@ -8,8 +8,8 @@ eligible at once and the backoff is lost.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Outcome, Status
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Outcome, Status
 
 
 class Scheduler(SimpleScheduler):

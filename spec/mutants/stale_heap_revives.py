@@ -11,9 +11,9 @@ never looks at the status.
 
 from __future__ import annotations
 
-from impl import _validate as v
-from impl.indexed import IndexedScheduler
-from spec.protocol import ACCEPTED, DISPATCHABLE_STATUSES, Outcome, Status
+from fencepost.impl import _validate as v
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.spec.protocol import ACCEPTED, DISPATCHABLE_STATUSES, Outcome, Status
 
 
 class Scheduler(IndexedScheduler):

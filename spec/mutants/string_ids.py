@@ -8,7 +8,7 @@ picks the one whose ``task_N`` label sorts first.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 
 class _DisplayedId(int):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease
 
 
 class Scheduler(SimpleScheduler):

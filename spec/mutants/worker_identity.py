@@ -8,8 +8,8 @@ attempt. The contract wants the current token, not the worker's name.
 
 from __future__ import annotations
 
-from impl.simple import SimpleScheduler, _Task
-from spec.protocol import Lease, Outcome, Status
+from fencepost.impl.simple import SimpleScheduler, _Task
+from fencepost.spec.protocol import Lease, Outcome, Status
 
 
 class Scheduler(SimpleScheduler):

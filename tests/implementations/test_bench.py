@@ -10,9 +10,9 @@ import argparse
 
 import pytest
 
-from impl import bench
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
+from fencepost.impl import bench
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -135,7 +135,7 @@ def test_bad_sizes_are_a_usage_error(argv: tuple[str, ...]) -> None:
 
 
 def test_a_count_below_one_is_a_usage_error() -> None:
-    from spec.cli import UsageError
+    from fencepost.spec.cli import UsageError
 
     with pytest.raises(UsageError, match="--repeats must be >= 1, got 0"):
         bench.run(parse("--sizes", "10", "--repeats", "0", "--no-spec"))

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import impl.indexed as indexed
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease, Status
+import fencepost.impl.indexed as indexed
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease, Status
 
 
 def running_pair(duration: int = 10) -> tuple[IndexedScheduler, Lease]:

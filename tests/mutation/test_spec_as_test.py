@@ -62,13 +62,13 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import impl.indexed
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec import model, profiles
-from spec.check import COVERAGE_BATCHES
-from spec.coverage import Coverage
-from spec.machine import conformance_machine, format_call, format_trace, run_calls
+import fencepost.impl.indexed
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec import model, profiles
+from fencepost.spec.check import COVERAGE_BATCHES
+from fencepost.spec.coverage import Coverage
+from fencepost.spec.machine import conformance_machine, format_call, format_trace, run_calls
 
 SHIPPED = [SimpleScheduler, IndexedScheduler]
 
@@ -169,7 +169,7 @@ def lease_builder_under_the_mutant(monkeypatch: pytest.MonkeyPatch) -> None:
     switches mutants per call, in processes forked after the import), so a
     mutant of ``_lease_builder`` would otherwise never run.
     """
-    monkeypatch.setattr(impl.indexed, "_new_lease", impl.indexed._lease_builder())
+    monkeypatch.setattr(fencepost.impl.indexed, "_new_lease", fencepost.impl.indexed._lease_builder())
 
 
 # ---------------------------------------------------------------- exact answers
@@ -490,7 +490,7 @@ def test_boundary_scenario_conforms(name: str, factory: type) -> None:
 def test_compaction_scenario_conforms(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """On ``IndexedScheduler`` only: ``SimpleScheduler`` has no heaps, and the corpus checks it."""
     rebuilt: list[int] = []
-    real = impl.indexed._rebuild
-    monkeypatch.setattr(impl.indexed, "_rebuild", lambda heap, tasks: (rebuilt.append(len(heap)), real(heap, tasks)))
+    real = fencepost.impl.indexed._rebuild
+    monkeypatch.setattr(fencepost.impl.indexed, "_rebuild", lambda heap, tasks: (rebuilt.append(len(heap)), real(heap, tasks)))
     check_calls(IndexedScheduler, COMPACTION_SCENARIOS[name](), name)
     assert rebuilt, f"{name} never rebuilt a heap: it is not worth its time"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec import model
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec import model
 
 
 class ModelScheduler:

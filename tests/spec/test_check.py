@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec.check import check_factory
-from spec.cli import main
-from spec.scenario import load_scenario
-from spec.testing import conformance_test
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.check import check_factory
+from fencepost.spec.cli import main
+from fencepost.spec.scenario import load_scenario
+from fencepost.spec.testing import conformance_test
 
 # The two-line form a user adds to their own suite, applied to ours.
 TestSimpleSchedulerConforms = conformance_test(SimpleScheduler)
@@ -67,7 +67,7 @@ def test_the_default_implementation_conforms_and_coverage_prints_every_outcome(c
 
 
 def test_the_same_seed_finds_the_same_counterexample():
-    from spec.mutants import token_reuse
+    from fencepost.spec.mutants import token_reuse
 
     first = check_factory(token_reuse.Scheduler, seed=7)
     second = check_factory(token_reuse.Scheduler, seed=7)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spec import model
-from spec.coverage import REQUIRED_BOUNDARIES, REQUIRED_OUTCOMES, Coverage, classify
+from fencepost.spec import model
+from fencepost.spec.coverage import REQUIRED_BOUNDARIES, REQUIRED_OUTCOMES, Coverage, classify
 
 
 def run(calls):

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from impl.simple import SimpleScheduler
-from spec import explore as explore_module
-from spec import invariants, model
-from spec.check import check_factory
-from spec.cli import load_factory, main
-from spec.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
-from spec.machine import run_calls
-from spec.mutants import DESCRIPTIONS, MUTANTS
-from spec.protocol import FINAL_STATUSES, OPERATIONS, Status
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec import explore as explore_module
+from fencepost.spec import invariants, model
+from fencepost.spec.check import check_factory
+from fencepost.spec.cli import load_factory, main
+from fencepost.spec.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
+from fencepost.spec.machine import run_calls
+from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
+from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
 
 #: A scope small enough for a fraction of a second that still reaches every
 #: outcome (and every boundary but the two that need more tasks).

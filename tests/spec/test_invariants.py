@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from spec import invariants as inv
-from spec.invariants import History, InvariantViolation, Observation
-from spec.protocol import TaskView
+from fencepost.spec import invariants as inv
+from fencepost.spec.invariants import History, InvariantViolation, Observation
+from fencepost.spec.protocol import TaskView
 
 
 def view(id=1, status="pending", worker=None, token=None, expires_at=None, attempts=0, cancel_requested=False):

@@ -12,18 +12,18 @@ from dataclasses import replace
 
 import pytest
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec import model
-from spec.check import check_factory
-from spec.cli import load_factory
-from spec.machine import (
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec import model
+from fencepost.spec.check import check_factory
+from fencepost.spec.cli import load_factory
+from fencepost.spec.machine import (
     INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, Lockstep, invalid_calls, minimize, normalize, run_calls,
     view_tuple,
 )
-from spec.mutants import MUTANTS
-from spec.protocol import Outcome
-from spec.scenario import Scenario, Step, dumps_scenario, loads_scenario
+from fencepost.spec.mutants import MUTANTS
+from fencepost.spec.protocol import Outcome
+from fencepost.spec.scenario import Scenario, Step, dumps_scenario, loads_scenario
 
 
 def states() -> list[model.State]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from schedulers import every_scheduler
 
-from spec import model
-from spec.protocol import Status
+from fencepost.spec import model
+from fencepost.spec.protocol import Status
 
 
 def busy_state() -> model.State:

@@ -16,12 +16,12 @@ from functools import cache
 
 import pytest
 
-import spec.mutants
-from impl.simple import SimpleScheduler
-from spec.check import CheckResult, check_factory
-from spec.cli import load_factory, main
-from spec.machine import run_calls
-from spec.mutants import DESCRIPTIONS, MUTANTS
+import fencepost.spec.mutants
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.check import CheckResult, check_factory
+from fencepost.spec.cli import load_factory, main
+from fencepost.spec.machine import run_calls
+from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8
 #: steps; over ten seeds each, to at most 9 (the minimizer deletes calls and
@@ -61,10 +61,10 @@ def test_check_rejects_mutant_with_a_short_real_counterexample(name: str) -> Non
 
 
 def test_registry_lists_every_mutant_module_with_its_seed() -> None:
-    modules = {m.name for m in pkgutil.iter_modules(spec.mutants.__path__) if not m.name.startswith("_")}
+    modules = {m.name for m in pkgutil.iter_modules(fencepost.spec.mutants.__path__) if not m.name.startswith("_")}
     assert modules == set(MUTANTS) == set(DESCRIPTIONS)
     for name, target in MUTANTS.items():
-        module = importlib.import_module(f"spec.mutants.{name}")
+        module = importlib.import_module(f"fencepost.spec.mutants.{name}")
         assert target == f"{module.__name__}:Scheduler"
         assert isinstance(module.Scheduler, type)
         assert "Pitfall:" in module.__doc__ and "Seed 00" in module.__doc__, f"{name}'s docstring names no pitfall or seed"

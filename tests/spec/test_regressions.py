@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from impl.indexed import IndexedScheduler
-from impl.simple import SimpleScheduler
-from spec.cli import load_factory
-from spec.replay import replay
-from spec.scenario import load_scenario
+from fencepost.impl.indexed import IndexedScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.cli import load_factory
+from fencepost.spec.replay import replay
+from fencepost.spec.scenario import load_scenario
 
 CORPUS = Path(__file__).resolve().parent.parent / "regressions"
 FILES = sorted([*CORPUS.glob("*.toml"), *CORPUS.glob("*.json")])

@@ -7,10 +7,10 @@ import types
 
 import pytest
 
-from impl.simple import SimpleScheduler
-from spec.cli import main
-from spec.replay import replay
-from spec.scenario import Scenario, Step
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.cli import main
+from fencepost.spec.replay import replay
+from fencepost.spec.scenario import Scenario, Step
 
 CAPACITY_ONE = '''title = "Capacity one"
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.simple import SimpleScheduler
-from spec.protocol import Lease, Outcome, Status, TaskView
-from spec.scenario import (
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
+from fencepost.spec.scenario import (
     BUILTIN_DIR,
     DEFAULT_WALKTHROUGH,
     SIGNATURES,

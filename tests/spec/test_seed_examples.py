@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schedulers import every_scheduler
 
-from spec.protocol import Reason
+from fencepost.spec.protocol import Reason
 
 
 @every_scheduler

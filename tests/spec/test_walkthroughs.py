@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from impl import Scheduler
-from impl.simple import SimpleScheduler
+from fencepost.impl import Scheduler
+from fencepost.impl.simple import SimpleScheduler
 from schedulers import ModelScheduler
-from spec.replay import replay
-from spec.scenario import BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, load_scenario, resolve
+from fencepost.spec.replay import replay
+from fencepost.spec.scenario import BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, load_scenario, resolve
 
 #: The walkthroughs issue 3 asks for, by the seeds' worked examples.
 REQUIRED = {

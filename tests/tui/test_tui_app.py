@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from textual.geometry import Region
 
-from spec.cli import main
-from spec.mutants import token_reuse
-from spec.scenario import Scenario, Step, load_scenario
+from fencepost.spec.cli import main
+from fencepost.spec.mutants import token_reuse
+from fencepost.spec.scenario import Scenario, Step, load_scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
-from tui import app as app_module
-from tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline
-from tui.screens import HelpScreen, PromptScreen
-from tui.widgets import EventLog, SidePanel, StatusBar, TaskColumn, wrap
+from fencepost.tui import app as app_module
+from fencepost.tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline
+from fencepost.tui.screens import HelpScreen, PromptScreen
+from fencepost.tui.widgets import EventLog, SidePanel, StatusBar, TaskColumn, wrap
 
 #: The size a new user tried first.
 SMALL = (80, 24)
@@ -228,7 +228,7 @@ async def test_the_palette_offers_load_jump_and_screenshot(in_tmp_cwd: Path):
 
 
 def test_the_stylesheet_colours_every_kind_of_event():
-    from tui.timeline import EVENT_KINDS
+    from fencepost.tui.timeline import EVENT_KINDS
 
     css = (Path(app_module.__file__).with_name("app.tcss")).read_text()
     for kind in EVENT_KINDS:
@@ -286,7 +286,7 @@ async def test_the_status_line_keeps_step_clock_and_marks_and_shortens_a_long_ti
 
 
 async def test_a_renew_under_a_stale_token_is_shown_with_the_token_the_task_holds():
-    from spec.mutants import worker_identity
+    from fencepost.spec.mutants import worker_identity
 
     # The counterexample `fencepost check spec.mutants.worker_identity:Scheduler` finds.
     trace = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from spec.protocol import Lease, Outcome
-from spec.scenario import Step, StepResult
-from tui.commands import CommandError, expect_from, parse_command, usage
+from fencepost.spec.protocol import Lease, Outcome
+from fencepost.spec.scenario import Step, StepResult
+from fencepost.tui.commands import CommandError, expect_from, parse_command, usage
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from impl.simple import SimpleScheduler
-from spec.cli import main
-from spec.scenario import Scenario, builtin_names
-from tui import launch
-from tui.app import FencepostApp
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec.cli import main
+from fencepost.spec.scenario import Scenario, builtin_names
+from fencepost.tui import launch
+from fencepost.tui.app import FencepostApp
 
 
 def test_list_prints_every_builtin_on_one_line_the_default_first(capsys):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from impl import Scheduler
-from spec.scenario import Scenario, Step, load_scenario, resolve
-from tui.app import FencepostApp, open_timeline
+from fencepost.impl import Scheduler
+from fencepost.spec.scenario import Scenario, Step, load_scenario, resolve
+from fencepost.tui.app import FencepostApp, open_timeline
 
 #: The size the snapshots are taken at, and the Pilot tests run at.
 SIZE = (120, 40)
