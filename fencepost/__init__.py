@@ -8,7 +8,7 @@ The public API, importable without naming fencepost's subpackages:
 * ``conformance_test(factory)``: a pytest test class that checks ``factory``'s
   schedulers against the spec (``fencepost.spec.testing``).
 * ``check(factory, ...)``: the check behind ``fencepost check``
-  (``fencepost.spec.check.check_factory``).
+  (``fencepost.spec.checkers.check.check_factory``).
 
 Subpackages: ``fencepost.spec`` (the contract and its checkers),
 ``fencepost.impl`` (the schedulers) and ``fencepost.tui`` (the terminal UI).
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> object:
 
         return conformance_test
     if name == "check":
-        from fencepost.spec.check import check_factory
+        from fencepost.spec.checkers.check import check_factory
 
         return check_factory
     raise AttributeError(f"module 'fencepost' has no attribute {name!r}")

@@ -17,7 +17,7 @@ Memory is what ``tracemalloc`` sees allocated while N tasks are submitted.
 ``SimpleScheduler`` scans every task on each timed call, so it runs few
 cycles and none above ``--simple-max``; the output says so.
 
-The spec's speed is the conformance machine (``spec.machine``) driving the
+The spec's speed is the conformance machine (``spec.checkers.machine``) driving the
 model and ``IndexedScheduler`` in lockstep, in steps per second, beside a
 trivial two-rule machine run the same way, so the figure says how much of the
 cost is Hypothesis itself.
@@ -304,7 +304,7 @@ def spec_speed(examples: int = 50, steps: int = 50, repeats: int = 3) -> SpecSpe
     same steps) and the fastest turn of each is reported.
     """
     try:
-        from fencepost.spec.machine import conformance_machine
+        from fencepost.spec.checkers.machine import conformance_machine
 
         full_machine = conformance_machine(IndexedScheduler)
     except Exception as exc:  # the machine is optional for the bench: say why, carry on

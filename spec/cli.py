@@ -26,10 +26,10 @@ EXIT_USAGE = 2
 #: subcommand -> (module, one-line help). Modules are imported only when used,
 #: so ``fencepost check`` never pays for importing Textual.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("fencepost.spec.check", "check a scheduler factory against the spec"),
-    "replay": ("fencepost.spec.replay", "run a scenario headless and print one line per step"),
+    "check": ("fencepost.spec.checkers.check", "check a scheduler factory against the spec"),
+    "replay": ("fencepost.spec.checkers.replay", "run a scenario headless and print one line per step"),
     "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
-    "explore": ("fencepost.spec.explore", "bounded exhaustive exploration of the model"),
+    "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
     "bench": ("fencepost.impl.bench", "measure both implementations against the heapq floor"),
 }
 

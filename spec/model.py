@@ -18,7 +18,7 @@ The state is deliberately naive -- tuples scanned in full -- so that it can be
 checked by reading. ``impl.simple.SimpleScheduler`` refines this model
 directly, and ``impl.indexed.IndexedScheduler`` refines ``SimpleScheduler``:
 both must give the same results and the same task views for every sequence of
-calls, which is what ``spec.machine`` checks.
+calls, which is what ``spec.checkers.machine`` checks.
 
 Decisions the issue left open, taken here and documented in the README:
 

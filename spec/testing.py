@@ -19,7 +19,7 @@ from collections.abc import Callable
 from hypothesis import settings
 
 from fencepost.spec import profiles
-from fencepost.spec.check import check_factory, report_failure
+from fencepost.spec.checkers.check import check_factory, report_failure
 
 
 def conformance_test(factory: Callable[[], object], *, max_examples: int | None = None) -> type[unittest.TestCase]:

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from fencepost.spec.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
 from fencepost.tui.commands import CommandError, parse_command
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.tui.timeline import Timeline, build_timeline

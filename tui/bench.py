@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from fencepost.impl import Scheduler
-from fencepost.spec.scenario import Scenario, Step, dump_scenario
+from fencepost.spec.formats.scenario import Scenario, Step, dump_scenario
 
 #: Workers of the generated scenario: (name, capacity).
 WORKERS = (("w1", 8), ("w2", 8), ("w3", 4), ("w4", 4))

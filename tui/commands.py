@@ -23,7 +23,7 @@ the scheduler refuses is refused by the scheduler, with its own message.
 
 from __future__ import annotations
 
-from fencepost.spec.scenario import OUTCOME_OPS, SIGNATURES, Step, StepResult
+from fencepost.spec.formats.scenario import OUTCOME_OPS, SIGNATURES, Step, StepResult
 
 #: Operations whose ``now`` may be left out (it defaults to the current time).
 TIMED = frozenset(op for op, params in SIGNATURES.items() if any(p.name == "now" for p in params))

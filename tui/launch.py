@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
-from fencepost.spec.scenario import (
+from fencepost.spec.formats.scenario import (
     DEFAULT_WALKTHROUGH,
     Scenario,
     ScenarioError,

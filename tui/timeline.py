@@ -39,7 +39,7 @@ from typing import Literal, NamedTuple
 
 from fencepost.spec import model
 from fencepost.tui.commands import expect_from
-from fencepost.spec.scenario import (
+from fencepost.spec.formats.scenario import (
     Scenario,
     Step,
     StepResult,

@@ -8,14 +8,14 @@ tests -- against each; a mutant that passes survives.
 The main test is the conformance check of ``fencepost check``, split in two so
 a mutant costs a second or two instead of a whole Hypothesis run:
 
-* the corpus: the conformance machine (``spec.machine``) runs once per
+* the corpus: the conformance machine (``spec.checkers.machine``) runs once per
   process, derandomized with the ``ci`` profile's examples and steps, against
   the reference model itself, and every call of every run is recorded. The
   machine chooses each argument from the model's state alone, so these are
   exactly the calls the first batch of ``fencepost check`` makes to any
   scheduler that conforms.
 * the check: each recorded run is replayed into a fresh scheduler in lockstep
-  with the model (``spec.machine.run_calls``, what ``fencepost check`` uses to
+  with the model (``spec.checkers.machine.run_calls``, what ``fencepost check`` uses to
   shrink): results, every task view and the clock compared after every call,
   every invariant of ``spec.invariants`` and the scheduler's own
   ``check_invariants()`` checked after every call.
@@ -66,9 +66,9 @@ import fencepost.impl.indexed
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model, profiles
-from fencepost.spec.check import COVERAGE_BATCHES
-from fencepost.spec.coverage import Coverage
-from fencepost.spec.machine import conformance_machine, format_call, format_trace, run_calls
+from fencepost.spec.checkers.check import COVERAGE_BATCHES
+from fencepost.spec.checkers.coverage import Coverage
+from fencepost.spec.checkers.machine import conformance_machine, format_call, format_trace, run_calls
 
 SHIPPED = [SimpleScheduler, IndexedScheduler]
 
@@ -130,11 +130,11 @@ def corpus() -> Corpus:
 
 @functools.cache
 def _corpus(per_batch: int) -> Corpus:
-    """Every run ``fencepost check`` makes, as calls: its batches, as ``spec.check.check_factory`` runs them.
+    """Every run ``fencepost check`` makes, as calls: its batches, as ``spec.checkers.check.check_factory`` runs them.
 
     The first batch is derandomized; while a declared outcome or boundary is
     still unreached another batch runs with the next seed, up to
-    ``spec.check.COVERAGE_BATCHES``.
+    ``spec.checkers.check.COVERAGE_BATCHES``.
     """
     runs: list[list[Call]] = []
     coverage = Coverage()

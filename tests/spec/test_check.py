@@ -6,9 +6,9 @@ import pytest
 
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.check import check_factory
+from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.cli import main
-from fencepost.spec.scenario import load_scenario
+from fencepost.spec.formats.scenario import load_scenario
 from fencepost.spec.testing import conformance_test
 
 # The two-line form a user adds to their own suite, applied to ours.

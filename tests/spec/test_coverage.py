@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fencepost.spec import model
-from fencepost.spec.coverage import REQUIRED_BOUNDARIES, REQUIRED_OUTCOMES, Coverage, classify
+from fencepost.spec.checkers.coverage import REQUIRED_BOUNDARIES, REQUIRED_OUTCOMES, Coverage, classify
 
 
 def run(calls):

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec import explore as explore_module
+from fencepost.spec.checkers import explore as explore_module
 from fencepost.spec import invariants, model
-from fencepost.spec.check import check_factory
+from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.cli import load_factory, main
-from fencepost.spec.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
-from fencepost.spec.machine import run_calls
+from fencepost.spec.checkers.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
+from fencepost.spec.checkers.machine import run_calls
 from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
 

@@ -15,15 +15,15 @@ import pytest
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
-from fencepost.spec.check import check_factory
+from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.cli import load_factory
-from fencepost.spec.machine import (
+from fencepost.spec.checkers.machine import (
     INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, Lockstep, invalid_calls, minimize, normalize, run_calls,
     view_tuple,
 )
 from fencepost.spec.mutants import MUTANTS
 from fencepost.spec.protocol import Outcome
-from fencepost.spec.scenario import Scenario, Step, dumps_scenario, loads_scenario
+from fencepost.spec.formats.scenario import Scenario, Step, dumps_scenario, loads_scenario
 
 
 def states() -> list[model.State]:

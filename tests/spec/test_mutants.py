@@ -18,9 +18,9 @@ import pytest
 
 import fencepost.spec.mutants
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.check import CheckResult, check_factory
+from fencepost.spec.checkers.check import CheckResult, check_factory
 from fencepost.spec.cli import load_factory, main
-from fencepost.spec.machine import run_calls
+from fencepost.spec.checkers.machine import run_calls
 from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8

@@ -15,8 +15,8 @@ import pytest
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.cli import load_factory
-from fencepost.spec.replay import replay
-from fencepost.spec.scenario import load_scenario
+from fencepost.spec.checkers.replay import replay
+from fencepost.spec.formats.scenario import load_scenario
 
 CORPUS = Path(__file__).resolve().parent.parent / "regressions"
 FILES = sorted([*CORPUS.glob("*.toml"), *CORPUS.glob("*.json")])

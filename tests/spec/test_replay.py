@@ -9,8 +9,8 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.cli import main
-from fencepost.spec.replay import replay
-from fencepost.spec.scenario import Scenario, Step
+from fencepost.spec.checkers.replay import replay
+from fencepost.spec.formats.scenario import Scenario, Step
 
 CAPACITY_ONE = '''title = "Capacity one"
 

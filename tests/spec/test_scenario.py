@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
-from fencepost.spec.scenario import (
+from fencepost.spec.formats.scenario import (
     BUILTIN_DIR,
     DEFAULT_WALKTHROUGH,
     SIGNATURES,

@@ -7,8 +7,8 @@ import pytest
 from fencepost.impl import Scheduler
 from fencepost.impl.simple import SimpleScheduler
 from schedulers import ModelScheduler
-from fencepost.spec.replay import replay
-from fencepost.spec.scenario import BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, load_scenario, resolve
+from fencepost.spec.checkers.replay import replay
+from fencepost.spec.formats.scenario import BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, load_scenario, resolve
 
 #: The walkthroughs issue 3 asks for, by the seeds' worked examples.
 REQUIRED = {

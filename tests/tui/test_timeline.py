@@ -9,14 +9,14 @@ import pytest
 from fencepost.impl import Scheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.mutants import token_reuse
-from fencepost.spec.scenario import Scenario, Step, load_scenario, resolve
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario, resolve
 from fencepost.tui import timeline as tl
 from fencepost.tui.timeline import build_timeline
 
 
 def steps(*calls: tuple) -> tuple[Step, ...]:
     """``("dispatch", "w1", 5, 5)``-style tuples, arguments in protocol order."""
-    from fencepost.spec.scenario import SIGNATURES
+    from fencepost.spec.formats.scenario import SIGNATURES
 
     out = []
     for op, *values in calls:

@@ -9,7 +9,7 @@ from textual.geometry import Region
 
 from fencepost.spec.cli import main
 from fencepost.spec.mutants import token_reuse
-from fencepost.spec.scenario import Scenario, Step, load_scenario
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 from fencepost.tui import app as app_module
 from fencepost.tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline

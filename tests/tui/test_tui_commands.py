@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.spec.protocol import Lease, Outcome
-from fencepost.spec.scenario import Step, StepResult
+from fencepost.spec.formats.scenario import Step, StepResult
 from fencepost.tui.commands import CommandError, expect_from, parse_command, usage
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.cli import main
-from fencepost.spec.scenario import Scenario, builtin_names
+from fencepost.spec.formats.scenario import Scenario, builtin_names
 from fencepost.tui import launch
 from fencepost.tui.app import FencepostApp
 

@@ -7,7 +7,7 @@ and look at the report before committing the new SVGs.
 from __future__ import annotations
 
 from fencepost.spec.mutants import token_reuse
-from fencepost.spec.scenario import Scenario
+from fencepost.spec.formats.scenario import Scenario
 from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fencepost.impl import Scheduler
-from fencepost.spec.scenario import Scenario, Step, load_scenario, resolve
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario, resolve
 from fencepost.tui.app import FencepostApp, open_timeline
 
 #: The size the snapshots are taken at, and the Pilot tests run at.

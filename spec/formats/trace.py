@@ -1,6 +1,6 @@
 """Counterexamples as scenarios: a failing trace, kept as a replayable file.
 
-A trace (``spec.machine.TraceStep`` list) becomes a scenario in the pinned
+A trace (``spec.checkers.machine.TraceStep`` list) becomes a scenario in the pinned
 format with the model's result as ``expect`` on every step, and the model's
 whole state as ``expect_state`` on the diverging step. So ``fencepost replay
 FILE --impl MODULE:FACTORY`` fails at exactly the step that diverged, and
@@ -19,8 +19,8 @@ from pathlib import Path
 import hypothesis
 
 from fencepost.spec import model
-from fencepost.spec.machine import TraceStep, format_call
-from fencepost.spec.scenario import Scenario, Step, dump_scenario
+from fencepost.spec.checkers.machine import TraceStep, format_call
+from fencepost.spec.formats.scenario import Scenario, Step, dump_scenario
 
 
 def expect_of(step: TraceStep) -> object:
@@ -91,7 +91,7 @@ def write_trace(trace: list[TraceStep], path: str | Path, title: str, descriptio
 
 
 def write_counterexample(result: object, path: str | Path, factory_spec: str) -> Path:
-    """Write a failed ``spec.check.CheckResult`` as a scenario file; return the path."""
+    """Write a failed ``spec.checkers.check.CheckResult`` as a scenario file; return the path."""
     last = result.trace[-1] if result.trace else None
     description = (
         f"A counterexample found by `fencepost check {factory_spec}`: {len(result.trace)} steps, "

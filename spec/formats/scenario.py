@@ -48,6 +48,7 @@ import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
+import importlib.util
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -694,7 +695,10 @@ def check_state(step: Step, scheduler: object, submitted: int | None = None) -> 
 # ---------------------------------------------------------------- built-in walkthroughs
 
 #: Where the built-in walkthroughs live: ``tui/walkthroughs/`` (package data).
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "tui" / "walkthroughs"
+# Found through the import system, not a relative path, so it is the same
+# folder in a checkout, an editable install and a wheel (and importing the
+# TUI package -- Textual -- is not needed to find it).
+BUILTIN_DIR = Path(importlib.util.find_spec("fencepost.tui").submodule_search_locations[0]) / "walkthroughs"
 
 #: The walkthrough plain ``fencepost`` opens.
 DEFAULT_WALKTHROUGH = "onboarding"

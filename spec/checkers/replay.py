@@ -17,7 +17,7 @@ import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
-from fencepost.spec.scenario import (
+from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
     Step,

@@ -41,7 +41,7 @@ Invariants run over the model's task views on every transition that changes
 the state, with a ``History`` rebuilt from the parent state (the model keeps
 no history and needs none); a call the model rejects with ``ValueError``
 leaves its state as it was by construction. Every transition is classified
-with ``spec.coverage.classify``; a run whose scope covers the default one
+with ``spec.checkers.coverage.classify``; a run whose scope covers the default one
 fails if it misses a declared outcome or a boundary its scope can reach.
 
 With ``--impl``, each transition runs on a fresh implementation that replays
@@ -50,7 +50,7 @@ the protocol, and measured faster than copying one: see
 ``ImplementationCheck``). Its result, clock and every task view must equal
 the model's, and its own ``check_invariants()`` must pass when it has one;
 equal views mean the invariants hold over its views too. A failing transition
-is replayed in ``spec.machine.Lockstep`` (``run_calls``) for the
+is replayed in ``spec.checkers.machine.Lockstep`` (``run_calls``) for the
 counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
 the model's state, so an implementation is driven along one path to each
 model state, the first in breadth-first order: a bug that needs the
@@ -78,12 +78,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fencepost.spec import invariants, model
-from fencepost.spec.check import probe_factory
+from fencepost.spec.checkers.check import probe_factory
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from fencepost.spec.coverage import Coverage, classify
-from fencepost.spec.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
+from fencepost.spec.checkers.coverage import Coverage, classify
+from fencepost.spec.checkers.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS
-from fencepost.spec.trace import write_trace
+from fencepost.spec.formats.trace import write_trace
 
 Call = tuple[str, dict]
 

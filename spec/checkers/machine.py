@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from fencepost.spec import invariants, model
-from fencepost.spec.coverage import Coverage, classify
+from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.protocol import Status
-from fencepost.spec.scenario import bool_field, check_bad_task_ids, int_field
+from fencepost.spec.formats.scenario import bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.
@@ -493,7 +493,7 @@ def conformance_machine(
         factory: a zero-argument callable (a class works) returning a fresh
             scheduler that offers the protocol in ``spec.protocol``.
         coverage: when given, every step's outcome and boundaries are counted
-            into it (see ``spec.coverage``).
+            into it (see ``spec.checkers.coverage``).
         name: the class name Hypothesis prints; defaults to the factory's.
 
     Returns:

@@ -24,8 +24,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from fencepost.spec.coverage import Coverage
-from fencepost.spec.machine import TraceStep, conformance_machine, format_trace, minimize
+from fencepost.spec.checkers.coverage import Coverage
+from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, minimize
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
 #: CI profile's count, which reaches every declared outcome and boundary.
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.factory} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
         print(report_failure(result))
         if args.trace_out:
-            from fencepost.spec.trace import write_counterexample
+            from fencepost.spec.formats.trace import write_counterexample
 
             try:
                 path = write_counterexample(result, args.trace_out, factory_spec=args.factory)

@@ -1,0 +1,8 @@
+"""The checkers: everything that decides whether a scheduler keeps the contract.
+
+* ``machine``: the Hypothesis ``RuleBasedStateMachine`` that drives the model and
+  a scheduler in lockstep; ``check`` runs it (``fencepost check``); ``coverage``
+  declares the outcomes a check must reach.
+* ``explore``: bounded exhaustive search of every call in a small scope.
+* ``replay``: runs a scenario file and checks its expectations (``fencepost replay``).
+"""
