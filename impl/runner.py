@@ -48,6 +48,7 @@ and ``fencepost tui`` shows.
 from __future__ import annotations
 
 import heapq
+import pickle
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -305,6 +306,8 @@ class Runner:
         """
         if not callable(fn):
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
+        if self._isolation == "process":
+            _check_pickles(fn)
         with self._lock:
             if self._stopping:
                 raise RuntimeError("cannot submit: the runner is stopped")
@@ -597,6 +600,19 @@ _FINAL = frozenset(status.value for status in FINAL_STATUSES)
 
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
 _ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}
+
+
+def _check_pickles(fn: object) -> None:
+    """Refuse, at submit, a function that could never be sent to a child process."""
+    try:
+        pickle.dumps(fn)
+    except RuntimeError:
+        pass  # multiprocessing's own objects (an Event...) pickle only while a child is spawned: let the spawn judge
+    except Exception as exc:
+        raise ValueError(
+            f"fn must pickle with isolation='process' (each attempt sends it to a child process), "
+            f"got {fn!r}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _check_timeout(timeout: object) -> None:
