@@ -377,6 +377,11 @@ class Runner:
         with self._lock:
             return self._known(task_id).error
 
+    def submitted(self) -> int:
+        """How many tasks this runner has submitted (ids run from 1 to this)."""
+        with self._lock:
+            return len(self._tasks)
+
     def wait(self, task_id: int, timeout: float) -> TaskView:
         """Return the task's view once it is final (succeeded, failed or cancelled).
 
@@ -406,12 +411,13 @@ class Runner:
                     f"(tasks {sorted(a.task_id for a in self._running.values())}) at t={self._clock.now}"
                 )
 
-    def save_trace(self, path: str | Path) -> Path:
+    def save_trace(self, path: str | Path, *, title: str | None = None, description: str | None = None) -> Path:
         """Write every protocol call so far as a scenario (JSON for ``.json``, else TOML); return the path.
 
         Each step's ``expect`` is the call's actual result, so ``fencepost
         replay PATH`` passes on a correct scheduler and ``fencepost tui PATH``
-        shows the run.
+        shows the run. ``title`` and ``description`` (Markdown) replace the
+        plain ones. O(calls) time and memory.
         """
         with self._lock:
             calls = list(self._trace)
@@ -420,9 +426,9 @@ class Runner:
             args = dict(zip(_ARGUMENT_NAMES[op], values))
             steps.append(Step(op, args, expect=expect_from(Step(op, args), StepResult(value, error))))
         scenario = Scenario(
-            title=f"A runner's trace: {len(self._slots)} workers, {len(self._tasks)} tasks",
+            title=title or f"A runner's trace: {len(self._slots)} workers, {len(self._tasks)} tasks",
             steps=tuple(steps),
-            description=(
+            description=description or (
                 "Every protocol call a `Runner` made on its scheduler, in the order the scheduler "
                 "saw them, each with its actual result as `expect`."
             ),
