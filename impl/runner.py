@@ -231,7 +231,7 @@ class Runner:
         # order, value, error message): tuples, not dicts, so a long run's trace stays small.
         self._trace: list[tuple[str, tuple, object, str | None]] = []
         self._version = 0  # bumped whenever work may have become eligible (submit, expiry)
-        self._idle_proof: tuple[int, int] | None = None  # (version, now) at which a free slot's dispatch found nothing
+        self._idle_proof: tuple[int, int] | None = None  # (version, time) at which a free slot's dispatch found nothing
         self._due_hints: list[int] = []  # heap of due times, so a real clock's idle slots wake when work falls due
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -453,9 +453,9 @@ class Runner:
 
     def _next_attempt(self, slot: str) -> _Attempt | None:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
+        if self._proven_idle():
+            return None  # a free slot already found nothing, and nothing new came or fell due since
         now = self._clock.now
-        if self._idle_proof == (self._version, now):
-            return None  # a free slot already found nothing at this time, and nothing new came since
         lease = self._call("dispatch", worker=slot, now=now, duration=self._lease)
         self._after_timed_call(now)
         if lease is None:
@@ -504,11 +504,13 @@ class Runner:
                 task = self._tasks[attempt.task_id]
                 if kind == "ok":
                     task.result = value
-                elif kind == "error":
-                    task.error = value
-                view = self._refresh(attempt.task_id)
-                if view.status == Status.RETRY_WAIT:
-                    heapq.heappush(self._due_hints, view.due_at)
+                    task.status = Status.SUCCEEDED.value  # what an accepted completion always does
+                else:
+                    if kind == "error":
+                        task.error = value
+                    view = self._refresh(attempt.task_id)
+                    if view.status == Status.RETRY_WAIT:
+                        heapq.heappush(self._due_hints, view.due_at)
         finally:
             del self._running[attempt.slot]
             self._changed.notify_all()
@@ -588,13 +590,29 @@ class Runner:
         return task
 
     def _is_idle(self) -> bool:
-        return not self._running and self._idle_proof == (self._version, self._clock.now)
+        return not self._running and self._proven_idle()
+
+    def _proven_idle(self) -> bool:
+        """True when a dispatch now would find nothing eligible.
+
+        So it is when a free slot's dispatch at time p found nothing, nothing
+        was submitted or expired since (the version is the same), and no due
+        time the runner knows of (submits, retries) lies in (p, now]. O(log n)
+        amortized: due times up to p are dropped as they surface.
+        """
+        proof = self._idle_proof
+        if proof is None or proof[0] != self._version:
+            return False
+        while self._due_hints and self._due_hints[0] <= proof[1]:
+            heapq.heappop(self._due_hints)  # the dispatch at p saw these
+        return not self._due_hints or self._due_hints[0] > self._clock.now
 
     def _seconds_to_next_due(self) -> float | None:
-        """Real seconds until the earliest known due time after now (None: wait to be notified)."""
-        now = self._clock.now
-        while self._due_hints and self._due_hints[0] <= now:
-            heapq.heappop(self._due_hints)  # already due: the dispatch at now has seen it
+        """Real seconds until the next known due time (None: wait to be notified).
+
+        Called after a dispatch found nothing (or was proven to), when every
+        known due time up to now has been dropped.
+        """
         return self._clock.seconds_until(self._due_hints[0]) if self._due_hints else None
 
     def _on_clock(self) -> None:
