@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
 from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.lanes import LanesView
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.tui.timeline import Timeline, build_timeline
 from fencepost.tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
@@ -92,6 +93,8 @@ class FencepostApp(App[None]):
         Binding("d", "next_problem", "Next problem", group=PROBLEM_KEYS),
         Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
         Binding("m", "toggle_side", "Model"),
+        # Not in the footer, which is full at 80 columns: the help page lists it.
+        Binding("t", "toggle_lanes", "Lanes", show=False),
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
@@ -173,6 +176,7 @@ class FencepostApp(App[None]):
                     yield TaskColumn("pending", id="pending")
                     yield TaskColumn("running", id="running")
                     yield TaskColumn("done", id="done")
+                yield LanesView(id="lanes")
                 yield WorkerStrip(id="workers")
                 yield EventLog(id="log")
             with SidePanel(id="side"):
@@ -231,8 +235,11 @@ class FencepostApp(App[None]):
         timeline, index = self.timeline, self.step
         frame, check = timeline.frames[index], timeline.check(index)
         board = timeline.board(index, self.side) or timeline.board(index)
-        for column in self.query(TaskColumn):
-            column.show(board)
+        if self.has_class("-lanes"):
+            self.query_one(LanesView).show(timeline, index)
+        else:
+            for column in self.query(TaskColumn):
+                column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
         self.query_one(EventLog).show(timeline, index)
         upcoming = timeline.frames[index + 1] if index < timeline.last else None
@@ -550,6 +557,11 @@ class FencepostApp(App[None]):
 
     def action_toggle_side(self) -> None:
         self.side = "model" if self.side == "impl" else "impl"
+
+    def action_toggle_lanes(self) -> None:
+        """Swap the board for the lanes view (one lane per worker slot over time) and back."""
+        self.toggle_class("-lanes")
+        self.show_step()
 
     def action_interact(self) -> None:
         self.playing = False
