@@ -17,6 +17,9 @@ so while user work is blocked.
 
 What a lease guarantees, and what it does not:
 
+* Moving a ``ManualClock`` expires every lease whose time is up before
+  ``advance`` returns (a timed call from the mover's thread); eligible work
+  is then started by the pool's threads (``wait`` / ``wait_idle`` for it).
 * At most ``workers`` user functions run at once in this process (a slot's
   thread stays with its function until it returns), and ``workers`` do run
   at once when that many tasks are eligible.
@@ -525,14 +528,21 @@ class Runner:
         """
         with self._lock:
             while not self._stopping:
-                now = self._clock.now
-                if any(not a.expired and a.expires_at <= now for a in self._running.values()):
-                    self._call("advance", now=now)
-                    self._after_timed_call(now)
+                if self._expire_due_leases():
                     self._changed.notify_all()
                     continue
                 live = [a.expires_at for a in self._running.values() if not a.expired]
                 self._changed.wait(self._clock.seconds_until(min(live)) if live else None)
+
+    def _expire_due_leases(self) -> bool:
+        """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
+        scheduler takes it back; True if it did."""
+        now = self._clock.now
+        if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
+            return False
+        self._call("advance", now=now)
+        self._after_timed_call(now)
+        return True
 
     def _after_timed_call(self, now: int) -> None:
         """Under the lock, after any timed call at ``now``: notice leases the scheduler expired."""
@@ -616,7 +626,14 @@ class Runner:
         return self._clock.seconds_until(self._due_hints[0]) if self._due_hints else None
 
     def _on_clock(self) -> None:
+        """A manual clock moved (in the mover's thread): expire what is due at once, then wake the pool.
+
+        So when ``advance`` returns, every lease whose time is up has been
+        taken back; what fell due is dispatched by the pool's threads.
+        """
         with self._lock:
+            if not self._stopping:
+                self._expire_due_leases()
             self._changed.notify_all()
 
 

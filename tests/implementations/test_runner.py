@@ -172,3 +172,25 @@ def test_heartbeat_keeps_a_lease_and_is_refused_once_it_expired(runners) -> None
     runner.wait_idle(BOUND)
     assert beats == [True, False, False]
     assert runner.task(task_id).status == "failed"  # expired with its one attempt spent
+
+
+def test_moving_the_clock_expires_a_lease_before_advance_returns(runners) -> None:
+    clock = ManualClock()
+    runner = runners(workers=1, clock=clock, lease=10)
+    gate = Gate()
+
+    def stalls_once(ctx: TaskContext) -> int:
+        if ctx.attempt == 1:
+            gate.enter("stalled")
+        return ctx.attempt
+
+    task_id = runner.submit(stalls_once)
+    assert gate.next_start() == "stalled"
+    clock.advance(9)
+    assert runner.task(task_id).token == 1  # [0, 10) is alive at 9
+    clock.advance(1)
+    view = runner.task(task_id)  # no waiting: the expiry was handled inside advance
+    assert (view.status, view.token) == ("pending", None)  # the only slot is still held by the stalled function
+    gate.release("stalled")
+    assert runner.wait(task_id, BOUND).attempts == 2  # it runs again once the slot is free
+    assert runner.result(task_id) == 2
