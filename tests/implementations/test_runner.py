@@ -194,3 +194,48 @@ def test_moving_the_clock_expires_a_lease_before_advance_returns(runners) -> Non
     gate.release("stalled")
     assert runner.wait(task_id, BOUND).attempts == 2  # it runs again once the slot is free
     assert runner.result(task_id) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"workers": 0}, "workers must be an int >= 1, got 0"),
+        ({"workers": True}, "workers must be an int >= 1, got True"),
+        ({"lease": 0}, r"lease must be an int >= 1 \(clock ticks\), got 0"),
+        ({"isolation": "fiber"}, "isolation must be one of 'thread', 'process', got 'fiber'"),
+        ({"clock": object()}, "clock must offer now, subscribe, unsubscribe and seconds_until"),
+    ],
+)
+def test_bad_runner_arguments_are_named_with_their_rule(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Runner(**options)
+
+
+def test_bad_calls_are_refused_and_change_nothing(runners) -> None:
+    runner = runners(workers=1, clock=ManualClock())
+    with pytest.raises(ValueError, match="fn must be callable"):
+        runner.submit("not a function")
+    with pytest.raises(ValueError, match="task_id must be the id of a task this runner submitted, got 1"):
+        runner.task(1)
+    with pytest.raises(ValueError, match="priority"):
+        runner.submit(lambda ctx: None, priority="high")  # the scheduler's own message
+    assert runner.submitted() == 0
+    task_id = runner.submit(lambda ctx: None, due_at=5)
+    with pytest.raises(ValueError, match="timeout must be a number of real seconds > 0, got 0"):
+        runner.wait(task_id, 0)
+    with pytest.raises(TimeoutError, match="wait: task 1 is still pending after 0.01 s"):
+        runner.wait(task_id, 0.01)  # not due until 5: a bounded wait says so instead of hanging
+
+
+def test_a_stopped_runner_takes_no_more_work(runners) -> None:
+    runner = runners(workers=1)
+    runner.stop()
+    with pytest.raises(RuntimeError, match="cannot submit: the runner is stopped"):
+        runner.submit(lambda ctx: None)
+
+
+def test_a_real_clock_runs_work_and_goes_idle(runners) -> None:
+    runner = runners(workers=2, clock=MonotonicClock())
+    ids = [runner.submit(lambda ctx: ctx.task_id * 2) for _ in range(5)]
+    runner.wait_idle(BOUND)
+    assert [runner.result(t) for t in ids] == [2, 4, 6, 8, 10]
