@@ -54,7 +54,7 @@ import heapq
 import pickle
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl.clocks import ManualClock, MonotonicClock
@@ -154,7 +154,6 @@ class _Attempt:
     renew_refused: bool = False  # heartbeat answers False from then on
     kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
     wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
-    extra: dict = field(default_factory=dict)  # isolation-specific state
 
 
 class _ThreadLink:
