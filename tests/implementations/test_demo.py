@@ -46,3 +46,15 @@ def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str, ca
     assert main(["demo", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_on_a_terminal_it_opens_the_trace_in_the_tui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fencepost.tui import launch
+
+    opened: list = []
+    monkeypatch.setattr(demo.sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(launch, "run", lambda args: opened.append(args) or 0)
+    path = tmp_path / "demo.toml"
+    assert main(["demo", "--tasks", "4", "--out", str(path)]) == 0
+    assert [(a.scenario, a.new, a.impl) for a in opened] == [(str(path), False, None)]
+    assert path.is_file()
