@@ -6,8 +6,9 @@ The demo drives a ``ManualClock`` itself: it submits N tasks with seeded
 priorities and due times over a few leases, of which one stalls past its
 lease (the zombie: the task runs again elsewhere and the stalled
 function's late completion is rejected), one is cancelled while it runs and
-stops cooperatively, one submits a child task, some fail once and retry, and
-one fails every time until its budget is spent. Then it moves the clock on,
+stops cooperatively, one submits a child task, one works across several
+ticks and heartbeats half-way, some fail once and retry, and one fails every
+time until its budget is spent. Then it moves the clock on,
 a step at a time, until every task is final.
 
 The runner's trace is written to FILE (default: a file in the temporary
@@ -32,6 +33,9 @@ from fencepost.spec.cli import EXIT_OK, UsageError, check_output_path
 LEASE = 10
 #: Due times are spread over this many ticks, so work keeps arriving while the clock moves.
 DUE_SPREAD = 3 * LEASE
+#: When the long job heartbeats (renewing its lease to LONG_RENEW_AT + LEASE), and when it finishes.
+LONG_RENEW_AT = 6
+LONG_DONE_AT = 13
 #: How far the demo moves the clock at a time once the special tasks are done.
 STEP = 3
 #: Clock steps after which an unfinished demo is a bug (retries end well within a few leases).
@@ -40,9 +44,9 @@ MAX_STEPS = 1_000
 FINAL = ("succeeded", "failed", "cancelled")
 #: Real seconds any wait of the demo may take before it gives up (the run takes milliseconds).
 BOUND = 30.0
-#: The fewest workers and tasks the demo's story needs (a stalled and a cancelled task beside the rest).
+#: The fewest workers and tasks the demo's story needs (a stalled, a cancelled and a long task beside the rest).
 MIN_WORKERS = 3
-MIN_TASKS = 4
+MIN_TASKS = 5
 #: The most tasks a demo submits.
 MAX_TASKS = 10_000
 
@@ -55,6 +59,21 @@ class _Scripted:
         self.stall_release = threading.Event()
         self.cancel_started = threading.Event()
         self.cancel_release = threading.Event()
+        self.long_started = threading.Event()
+        self.long_renew = threading.Event()  # the demo moved the clock: time to heartbeat
+        self.long_renewed = threading.Event()
+        self.long_finish = threading.Event()
+
+    def long_job(self, ctx: TaskContext) -> str:
+        """Works across several ticks and heartbeats half-way, so its lease outlives the first one's end."""
+        self.long_started.set()
+        for event in (self.long_renew, self.long_finish):
+            if not event.wait(BOUND):
+                raise TimeoutError("the long job was never moved on")
+            if event is self.long_renew:
+                ctx.heartbeat()
+                self.long_renewed.set()
+        return f"a long job, done at t={ctx.now}"
 
     def stalls(self, ctx: TaskContext) -> str:
         """The first attempt stalls past its lease; the next one returns at once."""
@@ -102,18 +121,26 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
         cancelled = runner.submit(script.stops_when_cancelled, priority=8)
         runner.submit(script.submits_a_child, priority=7)
         runner.submit(script.always_fails, priority=rng.randrange(4), due_at=rng.randrange(DUE_SPREAD), max_attempts=2)
+        long_job = runner.submit(script.long_job, priority=6)
         for _ in range(tasks - MIN_TASKS):
             fn = script.fails_once if rng.random() < 0.25 else script.works
             runner.submit(fn, priority=rng.randrange(4), due_at=rng.randrange(DUE_SPREAD), max_attempts=3)
-        for event in (script.stall_started, script.cancel_started):
+        for event in (script.stall_started, script.cancel_started, script.long_started):
             if not event.wait(BOUND):
                 raise TimeoutError("the demo's special tasks never started")
         runner.cancel(cancelled)
         script.cancel_release.set()
         runner.wait(cancelled, BOUND)
+        clock.advance_to(LONG_RENEW_AT)
+        script.long_renew.set()  # the long job heartbeats: its lease now runs past LEASE
+        if not script.long_renewed.wait(BOUND):
+            raise TimeoutError("the long job never heartbeat")
         clock.advance_to(LEASE)  # the stalled attempt's lease expires; the task runs again elsewhere
         runner.wait(stalled, BOUND)
         script.stall_release.set()  # the zombie returns, too late
+        clock.advance_to(LONG_DONE_AT)
+        script.long_finish.set()
+        runner.wait(long_job, BOUND)
         runner.wait_idle(BOUND)
         for _ in range(MAX_STEPS):
             if all(runner.task(t).status in FINAL for t in range(1, runner.submitted() + 1)):
@@ -129,8 +156,9 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
             "# A runner's real run\n\n"
             f"`fencepost demo --workers {workers} --tasks {tasks} --seed {seed}`: real threads, a manual clock "
             f"the demo moves, leases of {LEASE} ticks. Task {stalled} stalls past its lease (its late completion "
-            f"is rejected), task {cancelled} is cancelled while it runs, task 3 submits a child, some tasks fail "
-            "once and retry, one fails until its budget is spent.\n\n"
+            f"is rejected), task {cancelled} is cancelled while it runs, task 3 submits a child, task {long_job} "
+            f"works from 0 to {LONG_DONE_AT} and heartbeats at {LONG_RENEW_AT}, some tasks fail once and retry, "
+            "task 4 fails until its budget is spent.\n\n"
             "Every step is a protocol call the runner made, in the order the scheduler saw it."
         ),
     )
@@ -147,7 +175,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.workers < MIN_WORKERS:
-        raise UsageError(f"--workers must be at least {MIN_WORKERS} (a stalled and a cancelled task run beside the rest), got {args.workers}")
+        raise UsageError(f"--workers must be at least {MIN_WORKERS} (a stalled, a cancelled and a long task run beside the rest), got {args.workers}")
     if not MIN_TASKS <= args.tasks <= MAX_TASKS:
         raise UsageError(f"--tasks must be from {MIN_TASKS} to {MAX_TASKS}, got {args.tasks}")
     if args.out is not None:

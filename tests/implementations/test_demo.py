@@ -24,6 +24,9 @@ def test_the_demo_trace_tells_the_whole_story(tmp_path: Path) -> None:
     assert statuses[2] == "cancelled"
     assert runner.result(3) == 9  # the child: 8 submitted by the demo, then this one
     assert statuses[4] == "failed"
+    assert statuses[5] == "succeeded" and runner.task(5).attempts == 1  # the long job, kept alive by its heartbeat
+    renewals = [s for s in steps if s.op == "renew"]
+    assert [(s.args["task_id"], s.args["now"], s.expect) for s in renewals] == [(5, demo.LONG_RENEW_AT, {"accepted": True})]
     assert set(statuses.values()) <= {"succeeded", "failed", "cancelled"} and len(statuses) == 9
 
 
@@ -38,7 +41,7 @@ def test_with_out_and_no_terminal_it_only_writes(tmp_path: Path, capsys: pytest.
     ("argv", "message"),
     [
         (["--workers", "2"], "--workers must be at least 3"),
-        (["--tasks", "3"], "--tasks must be from 4 to 10000, got 3"),
+        (["--tasks", "4"], "--tasks must be from 5 to 10000, got 4"),
         (["--out", "/no/such/folder/demo.toml"], "the folder it would go in does not exist"),
     ],
 )
@@ -55,6 +58,6 @@ def test_on_a_terminal_it_opens_the_trace_in_the_tui(tmp_path: Path, monkeypatch
     monkeypatch.setattr(demo.sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(launch, "run", lambda args: opened.append(args) or 0)
     path = tmp_path / "demo.toml"
-    assert main(["demo", "--tasks", "4", "--out", str(path)]) == 0
+    assert main(["demo", "--tasks", "5", "--out", str(path)]) == 0
     assert [(a.scenario, a.new, a.impl) for a in opened] == [(str(path), False, None)]
     assert path.is_file()
