@@ -63,7 +63,7 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'worker': expected a string, got 7"),
         ('op = "submit"\npriority = [1]\n', "walk.toml: step 1: field 'priority': expected an int, got [1]"),
         ('op = "launch"\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                            "complete, fail, cancel, renew, advance, got \"launch\""),
+                            "complete, fail, cancel, renew, advance, restart, got \"launch\""),
         ('op = 3\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
                      "complete, fail, cancel, renew, advance, got 3"),
         ('worker = "w1"\n', "walk.toml: step 1: field 'op': missing"),
