@@ -250,7 +250,7 @@ def _step_from_data(raw: dict, fail) -> Step:
     if op not in STEP_OPS:
         raise fail("op", f"expected one of {', '.join(STEP_OPS)}, got {_show(op)}")
     params = SIGNATURES[op]
-    takes = ", ".join(p.name for p in params)
+    takes = ", ".join(p.name for p in params) or "no arguments"
     for key in raw:
         if key not in _STEP_KEYS and key not in {p.name for p in params}:
             raise fail(key, f"not an argument of {op} (it takes {takes}; a step also has {', '.join(_STEP_KEYS)})")

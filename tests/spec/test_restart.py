@@ -189,7 +189,7 @@ def test_replaying_a_restart_on_a_scheduler_without_reopen_is_one_line_and_exit_
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        ('op = "restart"\nnow = 3', "field 'now': not an argument of restart"),
+        ('op = "restart"\nnow = 3', "field 'now': not an argument of restart (it takes no arguments;"),
         ('op = "restart"\nexpect = "error"', "field 'expect': a restart step has no expect"),
         ('op = "submit"\nkey = 3', "field 'key': expected a string, got 3"),
     ],
