@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from fencepost.spec import invariants, model
-from fencepost.spec.checkers.capabilities import NONE, Capabilities, detect
+from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.protocol import RESTART, Status
 from fencepost.spec.formats.scenario import bool_field, check_bad_task_ids, int_field
@@ -220,7 +220,6 @@ class Lockstep:
 
     def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None) -> None:
         self.impl = factory()
-        self.restarts = 0  # restart steps taken
         self.state = model.initial()
         self.coverage = coverage
         self.trace: list[TraceStep] = []
@@ -289,7 +288,6 @@ class Lockstep:
         except Exception as exc:
             record.got = ("error", f"{type(exc).__name__}: {exc}")
             self.diverge(record, f"reopen() raised {type(exc).__name__}: {exc}")
-        self.restarts += 1
         self.compare_views(record)
         return record
 
