@@ -296,11 +296,15 @@ class Runner:
         due_at: int | None = None,
         max_attempts: int | None = None,
         retry_delay: int = 1,
+        key: str | None = None,
     ) -> int:
         """Submit ``fn``, to be called as ``fn(ctx)``; return the task's id.
 
         The options are the scheduler's ``submit`` arguments (``due_at`` in
-        clock ticks; ``None`` means at once). May be called from user work.
+        clock ticks; ``None`` means at once). ``key``, an idempotency key, is
+        passed on only when given (a scheduler without keys never sees it):
+        a key the scheduler already knows names the task it made then, which
+        keeps its first function. May be called from user work.
 
         Raises:
             ValueError: ``fn`` is not callable, or the scheduler refused an option.
@@ -313,7 +317,12 @@ class Runner:
         with self._lock:
             if self._stopping:
                 raise RuntimeError("cannot submit: the runner is stopped")
-            task_id = self._call("submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay)
+            options = {"key": key} if key is not None else {}
+            task_id = self._call(
+                "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
+            )
+            if task_id in self._tasks:
+                return task_id  # a known key: the same task, nothing new to run
             self._tasks[task_id] = _Task(fn)
             heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
             self._version += 1
@@ -577,7 +586,8 @@ class Runner:
     def _call(self, op: str, **args: object) -> object:
         """Make one protocol call and record it in the trace (a ``ValueError`` is recorded, then raised).
 
-        ``args`` are always every argument of ``op``, in protocol order (``save_trace`` relies on it).
+        ``args`` are every argument of ``op`` in protocol order, but for trailing optional
+        ones left out (``key``): ``save_trace`` names the values by position.
         """
         try:
             value = getattr(self._scheduler, op)(**args)

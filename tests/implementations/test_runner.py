@@ -239,3 +239,16 @@ def test_a_real_clock_runs_work_and_goes_idle(runners) -> None:
     ids = [runner.submit(lambda ctx: ctx.task_id * 2) for _ in range(5)]
     runner.wait_idle(BOUND)
     assert [runner.result(t) for t in ids] == [2, 4, 6, 8, 10]
+
+
+def test_a_key_is_passed_on_only_when_given_and_names_the_same_task(runners) -> None:
+    runner = runners(workers=1, clock=ManualClock())
+    calls: list[str] = []
+    first = runner.submit(lambda ctx: calls.append("first"), key="order-7", due_at=5)
+    again = runner.submit(lambda ctx: calls.append("again"), key="order-7", due_at=5)
+    plain = runner.submit(lambda ctx: calls.append("plain"), due_at=5)
+    assert (first, again, plain) == (1, 1, 2)
+    assert [len(values) for op, values, _, _ in runner._trace if op == "submit"] == [5, 5, 4]
+    runner._clock.advance_to(5)
+    runner.wait_idle(BOUND)
+    assert calls == ["first", "plain"]
