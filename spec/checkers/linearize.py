@@ -1,0 +1,457 @@
+"""``fencepost linearize HISTORY``: could a concurrent history have come from the sequential model?
+
+  fencepost linearize HISTORY [--max-states N] [--order]
+
+HISTORY is a JSON-lines history (spec/formats/history.py). The history is
+linearizable when some order of its calls (1) puts a call that completed
+before another was invoked first (real-time order), (2) lets each call whose
+outcome is unknown (info) take effect at any point after its invocation, or
+never, and (3) gives every recorded result when applied to the model one call
+at a time: the same Lease fields, task ids, Outcome accepted (reasons are not
+compared), a recorded ValueError exactly where the model raises one (such a
+call changes nothing).
+
+Exit status: 0 linearizable; 1 not linearizable (the smallest stretch that
+cannot be ordered is printed, with the calls in it and what the model would
+have answered); 2 a bad file or argument; 3 undecided (the search passed
+--max-states before it could decide either way).
+
+The search is Wing and Gong's, with Lowe's memoisation as in Porcupine and
+Knossos: walk the calls that may go next (invoked, and not preceded by a call
+not yet placed), apply one to the model, recurse; undo on a dead end; never
+enter the same (set of calls placed, model state) twice. The history is cut at
+quiescent points (no call open) into windows checked one after another, each
+from every model state the window before could end in: that is exact, not an
+approximation. The cost is exponential in the number of calls open at once
+(at most 2^k sets of placed calls for k overlapping calls, times the model
+states they reach), linear in the number of windows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from fencepost.spec import model
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError
+from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
+from fencepost.spec.formats.values import same_result
+
+#: Exit status when the search passed its budget before deciding.
+EXIT_UNDECIDED = 3
+
+#: Default bound on (placed calls, model state) pairs explored, over the whole
+#: history. A pair costs about 300 bytes, so the default stays under ~600 MB.
+DEFAULT_MAX_STATES = 2_000_000
+
+#: How many of the model's different answers to the failing call are shown.
+MAX_ANSWERS = 3
+
+
+class Undecided(Exception):
+    """The search explored ``max_states`` pairs without deciding."""
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model answered the failing call after the calls ``before`` (call indices, in order)."""
+
+    value: object  # the model's result, or the ValueError it raised
+    before: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The smallest stretch that cannot be ordered: from a quiescent point to the completion no order explains."""
+
+    start: int  # event position where the stretch starts (no call open before it, but carried info calls)
+    end: int  # event position of the completion that no order explains
+    call: int  # the call that completion ends
+    involved: tuple[int, ...]  # every call that could be ordered in the stretch
+    answers: tuple[Answer, ...]  # what the model answered ``call`` instead
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The checker's decision. ``linearizable`` is None when undecided."""
+
+    linearizable: bool | None
+    order: tuple[int, ...]  # call indices in the order found (linearizable only); untaken info calls are absent
+    states: int  # (placed calls, model state) pairs explored
+    windows: int  # quiescent windows the history was cut into
+    failure: Failure | None = None
+    undecided_at: int | None = None  # event position of the window the budget ran out in
+
+
+# ---------------------------------------------------------------- the search
+
+
+class _Budget:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    def spend(self) -> None:
+        self.spent += 1
+        if self.spent > self.limit:
+            raise Undecided
+
+
+def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
+    """Apply ``call`` to the model: (next state, the model's answer), next state None on a mismatch."""
+    try:
+        after, value = model.apply(state, call.op, call.args)
+    except ValueError as exc:
+        matches = call.kind == INFO or (call.kind == ERROR and call.error == "ValueError")
+        return (state if matches else None), exc
+    if call.kind == INFO:
+        return after, value
+    if call.kind == ERROR:
+        return None, value
+    return (after if same_result(call.op, value, call.result) else None), value
+
+
+#: Kinds of entries in the search's list.
+_CALL, _RETURN, _UNKNOWN_RETURN = 0, 1, 2
+
+
+@dataclass
+class _Found:
+    state: model.State
+    pending: frozenset[int]  # info calls not taken, carried into the next window
+    path: tuple[int, ...]  # call indices placed in this window, in order
+
+
+def _search(
+    start: model.State,
+    calls: list[Call],
+    unknown: set[int],
+    find_all: bool,
+    budget: _Budget,
+    watch: int | None = None,
+    answers: list[Answer] | None = None,
+) -> list[_Found]:
+    """Orders of ``calls`` from ``start``: the first found, or one per distinct end (``find_all``).
+
+    ``calls`` are in invocation order (carried info calls first); those in
+    ``unknown`` may take effect at any point after invocation, or never, and
+    match any answer. Raises Undecided past the budget.
+    """
+    # Entries in real-time order: an invocation, then its completion; unknown completions last.
+    entries: list[tuple[float, int, int]] = []  # (position, kind, local call index)
+    for local, call in enumerate(calls):
+        entries.append((call.invoked, _CALL, local))
+        if local in unknown:
+            entries.append((float("inf"), _UNKNOWN_RETURN, local))
+        else:
+            entries.append((call.completed, _RETURN, local))
+    entries.sort(key=lambda e: (e[0], e[1], e[2]))
+    n = len(entries)
+    head, end = n, n + 1
+    kind = [e[1] for e in entries]
+    local_of = [e[2] for e in entries]
+    return_of = {}
+    invoke_entry = {}
+    for i, (_, k, local) in enumerate(entries):
+        if k == _CALL:
+            invoke_entry[local] = i
+        else:
+            return_of[invoke_entry[local]] = i
+    nxt, prv = [end] * (n + 2), [head] * (n + 2)  # a doubly linked list: head, entries..., end
+    chain = [head, *range(n), end]
+    for a, b in zip(chain, chain[1:]):
+        nxt[a], prv[b] = b, a
+
+    def lift(i: int) -> None:
+        for node in (i, return_of[i]):
+            nxt[prv[node]] = nxt[node]
+            prv[nxt[node]] = prv[node]
+
+    def unlift(i: int) -> None:
+        for node in (return_of[i], i):
+            nxt[prv[node]] = node
+            prv[nxt[node]] = node
+
+    seen: set[tuple[int, model.State]] = set()
+    stack: list[tuple[int, model.State]] = []  # (entry placed, the state before it)
+    found: dict[tuple[model.State, frozenset[int]], _Found] = {}
+    state, placed = start, 0
+    entry = nxt[head]
+    while True:
+        if entry == end or kind[entry] == _UNKNOWN_RETURN:
+            # Every call with a known completion is placed: an order exists.
+            pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
+            key = (state, pending)
+            if key not in found:
+                found[key] = _Found(state, pending, tuple(calls[local_of[e]].index for e, _ in stack))
+            if not find_all or not stack:
+                break
+            entry, state = stack.pop()
+            placed &= ~(1 << local_of[entry])
+            unlift(entry)
+            entry = nxt[entry]
+            continue
+        if kind[entry] == _CALL:
+            local = local_of[entry]
+            after, answer = _step(calls[local], state)
+            if after is not None:
+                key = (placed | 1 << local, after)
+                if key not in seen:
+                    budget.spend()
+                    seen.add(key)
+                    stack.append((entry, state))
+                    state, placed = after, placed | 1 << local
+                    lift(entry)
+                    entry = nxt[head]
+                    continue
+            elif local == watch and answers is not None and len(answers) < MAX_ANSWERS:
+                if not any(_same_answer(calls[local].op, a.value, answer) for a in answers):
+                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack)))
+            entry = nxt[entry]
+            continue
+        # A completion whose call is not placed: nothing after it may go first. Undo the last step.
+        if not stack:
+            break
+        entry, state = stack.pop()
+        placed &= ~(1 << local_of[entry])
+        unlift(entry)
+        entry = nxt[entry]
+    return list(found.values())
+
+
+def _same_answer(op: str, a: object, b: object) -> bool:
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        return isinstance(a, Exception) and isinstance(b, Exception)
+    return same_result(op, a, b)
+
+
+# ---------------------------------------------------------------- windows
+
+
+def quiescent_windows(history: History) -> list[tuple[int, int]]:
+    """Event ranges ``[start, stop)`` cut where no call is open. O(events).
+
+    A call is open from its invocation to its ok or info event; an info call
+    is carried into the windows after it by the search, not by the cut.
+    """
+    windows, start, open_calls = [], 0, 0
+    for position, event in enumerate(history.events):
+        open_calls += 1 if event.type == "invoke" else -1
+        if open_calls == 0:
+            windows.append((start, position + 1))
+            start = position + 1
+    if start < len(history.events):
+        windows.append((start, len(history.events)))
+    return windows
+
+
+def _window_calls(history: History, start: int, stop: int, cut: int | None = None) -> list[Call]:
+    last = stop - 1 if cut is None else cut
+    return [c for c in history.calls if start <= c.invoked <= last]
+
+
+def _explore(
+    history: History,
+    configs: dict,
+    start: int,
+    calls: list[Call],
+    cut: int | None,
+    find_all: bool,
+    budget: _Budget,
+    watch: int | None = None,
+    answers: list[Answer] | None = None,
+) -> dict:
+    """Every (end state, pending info calls) reachable from ``configs`` through ``calls``, with a path to each."""
+    out: dict = {}
+    for config in configs:
+        state, pending = config
+        carried = [_carried(history.calls[i], start) for i in sorted(pending)]
+        window = carried + calls
+        unknown = {
+            local for local, c in enumerate(window)
+            if c.kind == INFO or c.completed is None or (cut is not None and c.completed > cut)
+        }
+        watch_local = next((i for i, c in enumerate(window) if c.index == watch), None)
+        for found in _search(state, window, unknown, find_all, budget, watch_local, answers):
+            key = (found.state, found.pending)
+            if key not in out:
+                out[key] = (config, found.path)
+        if out and not find_all:
+            break
+    return out
+
+
+def _carried(call: Call, start: int) -> Call:
+    """An info call from an earlier window, invoked (for this window's search) at its start."""
+    return Call(call.index, call.process, call.op, call.args, INFO, None, None, start - 1, None, call.ended)
+
+
+def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start: model.State | None = None) -> Verdict:
+    """Decide whether ``history`` is linearizable with respect to the model (see the module docstring).
+
+    ``start`` is the model state before the first call (default: a fresh
+    scheduler). Cost: for each quiescent window, up to 2^k sets of placed calls
+    times the model states reached, for k calls open at once in it, each step
+    O(T) model work for T tasks.
+    """
+    start_state = model.initial() if start is None else start
+    budget = _Budget(max_states)
+    windows = quiescent_windows(history)
+    configs: dict = {(start_state, frozenset()): None}
+    trail: list[dict] = []  # per window: end config -> (start config, path)
+    for number, (first, stop) in enumerate(windows):
+        calls = _window_calls(history, first, stop)
+        last = number == len(windows) - 1
+        try:
+            reached = _explore(history, configs, first, calls, None, not last, budget)
+        except Undecided:
+            return Verdict(None, (), budget.limit, len(windows), undecided_at=first)
+        if not reached:
+            try:
+                failure = _locate(history, configs, first, stop, calls, budget)
+            except Undecided:
+                return Verdict(None, (), budget.limit, len(windows), undecided_at=first)
+            return Verdict(False, (), budget.spent, len(windows), failure)
+        trail.append(reached)
+        configs = dict.fromkeys(reached)
+    return Verdict(True, _order(trail), budget.spent, len(windows))
+
+
+def _order(trail: list[dict]) -> tuple[int, ...]:
+    if not trail:
+        return ()
+    paths, config = [], next(iter(trail[-1]))
+    for reached in reversed(trail):
+        parent, path = reached[config]
+        paths.append(path)
+        config = parent
+    return tuple(i for path in reversed(paths) for i in path)
+
+
+def _locate(history: History, configs: dict, first: int, stop: int, calls: list[Call], budget: _Budget) -> Failure:
+    """The shortest prefix of the failing window that cannot be ordered (binary search on its end)."""
+
+    def orderable(cut: int) -> bool:
+        return bool(_explore(history, configs, first, _window_calls(history, first, stop, cut), cut, False, budget))
+
+    lo, hi = first, stop - 1  # orderable(hi) is False
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if orderable(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    failing = next(c.index for c in calls if c.completed == hi)
+    answers: list[Answer] = []
+    _explore(history, configs, first, _window_calls(history, first, stop, hi), hi, True, budget, failing, answers)
+    carried = sorted({i for _, pending in configs for i in pending})
+    involved = tuple(carried + [c.index for c in _window_calls(history, first, stop, hi)])
+    return Failure(first, hi, failing, involved, tuple(answers))
+
+
+# ---------------------------------------------------------------- words
+
+
+def describe(op: str, value: object) -> str:
+    """A result or the model's exception, in the words counterexamples use."""
+    if isinstance(value, Exception):
+        return f"ValueError: {value}" if isinstance(value, ValueError) else f"{type(value).__name__}: {value}"
+    if value is None:
+        return "none" if op == "dispatch" else "ok"
+    if hasattr(value, "accepted"):
+        return "accepted" if value.accepted else f"rejected ({value.reason})" if value.reason else "rejected"
+    if hasattr(value, "token"):
+        return f"lease task {value.task_id} to {value.worker}, token {value.token}, [{value.started_at}, {value.expires_at})"
+    return f"task {value}"
+
+
+def describe_call(call: Call) -> str:
+    """``op(arg=value, ...)``."""
+    return f"{call.op}({', '.join(f'{k}={v!r}' for k, v in call.args.items())})"
+
+
+def describe_outcome(call: Call) -> str:
+    """What the history says a call returned."""
+    if call.kind == INFO:
+        return "unknown (info)"
+    if call.kind == ERROR:
+        return f"raised {call.error}"
+    return describe(call.op, call.result)
+
+
+def report(history: History, verdict: Verdict, show_order: bool = False) -> list[str]:
+    """The lines ``fencepost linearize`` prints for ``verdict``."""
+    events, calls = history.events, history.calls
+    size = f"{len(calls)} calls by {len(history.processes)} processes"
+    where = f"{verdict.windows} windows, {verdict.states:,} states explored"
+    if verdict.linearizable is None:
+        line = events[verdict.undecided_at].line if verdict.undecided_at < len(events) else 0
+        return [
+            f"{history.source}: undecided ({size}): the search explored --max-states={verdict.states:,} states "
+            f"in the window from line {line} without deciding; raise --max-states, or record shorter or less concurrent runs"
+        ]
+    if verdict.linearizable:
+        lines = [f"{history.source}: linearizable ({size}; {where})"]
+        if show_order:
+            lines += [f"  {n:>4}. line {events[calls[i].invoked].line:>5}  {calls[i].process}  {describe_call(calls[i])}"
+                      f" -> {describe_outcome(calls[i])}" for n, i in enumerate(verdict.order, 1)]
+        return lines
+    f = verdict.failure
+    bad = calls[f.call]
+    lines = [
+        f"{history.source}: NOT linearizable ({size}; {where})",
+        f"no order of the calls from line {events[f.start].line} to line {events[f.end].line} gives the recorded results:",
+    ]
+    width = max((len(describe_call(calls[i])) for i in f.involved), default=0)
+    for i in f.involved:
+        c = calls[i]
+        end = "open" if c.ended is None or c.ended > f.end else str(events[c.ended].line)
+        mark = "   <-- no order explains this result" if i == f.call else ""
+        outcome = "not yet known" if c.ended is None or c.ended > f.end else describe_outcome(c)
+        lines.append(f"  lines {events[c.invoked].line:>5}-{end:<5}  {c.process:<6} {describe_call(c):<{width}} -> {outcome}{mark}")
+    lines.append(f"the model would have answered {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
+    for answer in f.answers:
+        after = ", ".join(f"{describe_call(calls[i])} by {calls[i].process}" for i in answer.before) or "nothing else"
+        lines.append(f"  {describe(bad.op, answer.value)}   (after {after})")
+    if not f.answers:
+        lines.append("  nothing: in no order consistent with real time do the calls before it reach it")
+    return lines
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("history", metavar="HISTORY", help="a JSON-lines history file")
+    parser.add_argument(
+        "--max-states", type=_positive, default=DEFAULT_MAX_STATES, metavar="N",
+        help=f"give up (exit {EXIT_UNDECIDED}, undecided) after exploring N (placed calls, model state) pairs "
+             f"(default {DEFAULT_MAX_STATES:,})",
+    )
+    parser.add_argument("--order", action="store_true", help="print the order found for a linearizable history")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        history = load_history(args.history)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    verdict = check_history(history, max_states=args.max_states)
+    for line in report(history, verdict, args.order):
+        print(line)
+    if verdict.linearizable is None:
+        return EXIT_UNDECIDED
+    return EXIT_OK if verdict.linearizable else EXIT_VIOLATION
