@@ -208,7 +208,7 @@ def _search(
                     entry = nxt[head]
                     continue
             elif local == watch and answers is not None and len(answers) < MAX_ANSWERS:
-                if not any(_same_answer(calls[local].op, a.value, answer) for a in answers):
+                if not any(describe(calls[local].op, a.value) == describe(calls[local].op, answer) for a in answers):
                     answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack)))
             entry = nxt[entry]
             continue
@@ -220,12 +220,6 @@ def _search(
         unlift(entry)
         entry = nxt[entry]
     return list(found.values())
-
-
-def _same_answer(op: str, a: object, b: object) -> bool:
-    if isinstance(a, Exception) or isinstance(b, Exception):
-        return isinstance(a, Exception) and isinstance(b, Exception)
-    return same_result(op, a, b)
 
 
 # ---------------------------------------------------------------- windows
@@ -405,13 +399,15 @@ def report(history: History, verdict: Verdict, show_order: bool = False) -> list
         f"{history.source}: NOT linearizable ({size}; {where})",
         f"no order of the calls from line {events[f.start].line} to line {events[f.end].line} gives the recorded results:",
     ]
-    width = max((len(describe_call(calls[i])) for i in f.involved), default=0)
+    rows = []
     for i in f.involved:
         c = calls[i]
-        end = "open" if c.ended is None or c.ended > f.end else str(events[c.ended].line)
+        done = c.ended is not None and c.ended <= f.end
+        span = f"lines {events[c.invoked].line}-{events[c.ended].line if done else 'open'}"
         mark = "   <-- no order explains this result" if i == f.call else ""
-        outcome = "not yet known" if c.ended is None or c.ended > f.end else describe_outcome(c)
-        lines.append(f"  lines {events[c.invoked].line:>5}-{end:<5}  {c.process:<6} {describe_call(c):<{width}} -> {outcome}{mark}")
+        rows.append((c.process, span, describe_call(c), (describe_outcome(c) if done else "not yet known") + mark))
+    widths = [max(len(row[k]) for row in rows) for k in range(3)]
+    lines += [f"  {p:<{widths[0]}}  {s:<{widths[1]}}  {call:<{widths[2]}} -> {result}" for p, s, call, result in rows]
     lines.append(f"the model would have answered {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
     for answer in f.answers:
         after = ", ".join(f"{describe_call(calls[i])} by {calls[i].process}" for i in answer.before) or "nothing else"
