@@ -20,16 +20,20 @@ The search is Wing and Gong's, with Lowe's memoisation as in Porcupine and
 Knossos: walk the calls that may go next (invoked, and not preceded by a call
 not yet placed), apply one to the model, recurse; undo on a dead end; never
 enter the same (set of calls placed, model state) twice. The history is cut at
-quiescent points (no call open) into windows checked one after another, each
-from every model state the window before could end in: that is exact, not an
-approximation. The cost is exponential in the number of calls open at once
-(at most 2^k sets of placed calls for k overlapping calls, times the model
-states they reach), linear in the number of windows.
+quiescent points (no call open) into windows, searched depth first: an order
+of one window hands its end state (and the info calls it did not take) to the
+next, and another end state of the window is tried only when the next window
+cannot go on from it. That is exact, not an approximation: a window is never
+checked from a guessed state. The cost is exponential in the number of calls
+open at once (at most 2^k sets of placed calls for k overlapping calls, times
+the model states they reach), and about linear in the number of windows for a
+linearizable history.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fencepost.spec import model
@@ -125,20 +129,20 @@ class _Found:
     path: tuple[int, ...]  # call indices placed in this window, in order
 
 
-def _search(
+def _orders(
     start: model.State,
     calls: list[Call],
     unknown: set[int],
-    find_all: bool,
     budget: _Budget,
     watch: int | None = None,
     answers: list[Answer] | None = None,
-) -> list[_Found]:
-    """Orders of ``calls`` from ``start``: the first found, or one per distinct end (``find_all``).
+) -> Iterator[_Found]:
+    """Orders of ``calls`` from ``start``, one per distinct end (state, info calls not taken), found lazily.
 
     ``calls`` are in invocation order (carried info calls first); those in
     ``unknown`` may take effect at any point after invocation, or never, and
-    match any answer. Raises Undecided past the budget.
+    match any answer. The model's answers to the call at ``watch`` that did
+    not match are collected in ``answers``. Raises Undecided past the budget.
     """
     # Entries in real-time order: an invocation, then its completion; unknown completions last.
     entries: list[tuple[float, int, int]] = []  # (position, kind, local call index)
@@ -177,24 +181,17 @@ def _search(
 
     seen: set[tuple[int, model.State]] = set()
     stack: list[tuple[int, model.State]] = []  # (entry placed, the state before it)
-    found: dict[tuple[model.State, frozenset[int]], _Found] = {}
+    ends: set[tuple[model.State, frozenset[int]]] = set()
     state, placed = start, 0
     entry = nxt[head]
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
             pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
-            key = (state, pending)
-            if key not in found:
-                found[key] = _Found(state, pending, tuple(calls[local_of[e]].index for e, _ in stack))
-            if not find_all or not stack:
-                break
-            entry, state = stack.pop()
-            placed &= ~(1 << local_of[entry])
-            unlift(entry)
-            entry = nxt[entry]
-            continue
-        if kind[entry] == _CALL:
+            if (state, pending) not in ends:
+                ends.add((state, pending))
+                yield _Found(state, pending, tuple(calls[local_of[e]].index for e, _ in stack))
+        elif kind[entry] == _CALL:
             local = local_of[entry]
             after, answer = _step(calls[local], state)
             if after is not None:
@@ -212,14 +209,14 @@ def _search(
                     answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack)))
             entry = nxt[entry]
             continue
-        # A completion whose call is not placed: nothing after it may go first. Undo the last step.
+        # An end was reached, or a completion whose call is not placed (nothing after it
+        # may go first): undo the last step and try what comes after it.
         if not stack:
-            break
+            return
         entry, state = stack.pop()
         placed &= ~(1 << local_of[entry])
         unlift(entry)
         entry = nxt[entry]
-    return list(found.values())
 
 
 # ---------------------------------------------------------------- windows
@@ -242,40 +239,32 @@ def quiescent_windows(history: History) -> list[tuple[int, int]]:
     return windows
 
 
-def _window_calls(history: History, start: int, stop: int, cut: int | None = None) -> list[Call]:
-    last = stop - 1 if cut is None else cut
-    return [c for c in history.calls if start <= c.invoked <= last]
+#: A point between windows: the model state, and the info calls not taken so far.
+Config = tuple[model.State, frozenset[int]]
 
 
-def _explore(
+def _window_orders(
     history: History,
-    configs: dict,
-    start: int,
-    calls: list[Call],
-    cut: int | None,
-    find_all: bool,
+    config: Config,
+    window: tuple[int, int],
     budget: _Budget,
+    cut: int | None = None,
     watch: int | None = None,
     answers: list[Answer] | None = None,
-) -> dict:
-    """Every (end state, pending info calls) reachable from ``configs`` through ``calls``, with a path to each."""
-    out: dict = {}
-    for config in configs:
-        state, pending = config
-        carried = [_carried(history.calls[i], start) for i in sorted(pending)]
-        window = carried + calls
-        unknown = {
-            local for local, c in enumerate(window)
-            if c.kind == INFO or c.completed is None or (cut is not None and c.completed > cut)
-        }
-        watch_local = next((i for i, c in enumerate(window) if c.index == watch), None)
-        for found in _search(state, window, unknown, find_all, budget, watch_local, answers):
-            key = (found.state, found.pending)
-            if key not in out:
-                out[key] = (config, found.path)
-        if out and not find_all:
-            break
-    return out
+) -> Iterator[_Found]:
+    """Orders of one window's calls (up to event ``cut``, if given) from ``config``, lazily.
+
+    Info calls not taken before the window are carried in, invoked at its
+    start; with ``cut``, a call not completed by then counts as unknown.
+    """
+    first, stop = window
+    last = stop - 1 if cut is None else cut
+    state, pending = config
+    carried = [_carried(history.calls[i], first) for i in sorted(pending)]
+    calls = carried + [c for c in history.calls if first <= c.invoked <= last]
+    unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None or c.completed > last}
+    watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
+    return _orders(state, calls, unknown, budget, watch_local, answers)
 
 
 def _carried(call: Call, start: int) -> Call:
@@ -283,66 +272,83 @@ def _carried(call: Call, start: int) -> Call:
     return Call(call.index, call.process, call.op, call.args, INFO, None, None, start - 1, None, call.ended)
 
 
+@dataclass
+class _Frame:
+    """One window being searched from one config, and the order chosen in it so far."""
+
+    window: int
+    orders: Iterator[_Found]
+    path: tuple[int, ...] = ()
+
+
 def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start: model.State | None = None) -> Verdict:
     """Decide whether ``history`` is linearizable with respect to the model (see the module docstring).
 
     ``start`` is the model state before the first call (default: a fresh
-    scheduler). Cost: for each quiescent window, up to 2^k sets of placed calls
-    times the model states reached, for k calls open at once in it, each step
-    O(T) model work for T tasks.
+    scheduler). The windows are searched depth first: the first order found in
+    a window goes on to the next, and another of its end states is tried only
+    if the next cannot go on from it, so a linearizable history costs little
+    more than one pass. Each window's search is bounded by 2^k sets of placed
+    calls times the model states reached, for k calls open at once in it; each
+    step is O(T) model work for T tasks.
     """
-    start_state = model.initial() if start is None else start
     budget = _Budget(max_states)
     windows = quiescent_windows(history)
-    configs: dict = {(start_state, frozenset()): None}
-    trail: list[dict] = []  # per window: end config -> (start config, path)
-    for number, (first, stop) in enumerate(windows):
-        calls = _window_calls(history, first, stop)
-        last = number == len(windows) - 1
-        try:
-            reached = _explore(history, configs, first, calls, None, not last, budget)
-        except Undecided:
-            return Verdict(None, (), budget.limit, len(windows), undecided_at=first)
-        if not reached:
-            try:
-                failure = _locate(history, configs, first, stop, calls, budget)
-            except Undecided:
-                return Verdict(None, (), budget.limit, len(windows), undecided_at=first)
-            return Verdict(False, (), budget.spent, len(windows), failure)
-        trail.append(reached)
-        configs = dict.fromkeys(reached)
-    return Verdict(True, _order(trail), budget.spent, len(windows))
+    if not windows:
+        return Verdict(True, (), 0, 0)
+    origin: Config = (model.initial() if start is None else start, frozenset())
+    reached: list[set[Config]] = [set() for _ in windows]  # configs each window was searched from
+    reached[0].add(origin)
+    frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
+    try:
+        while frames:
+            frame = frames[-1]
+            found = next(frame.orders, None)
+            if found is None:
+                frames.pop()  # no order of this window from this config goes on to the end
+                continue
+            frame.path = found.path
+            if frame.window == len(windows) - 1:
+                order = tuple(i for f in frames for i in f.path)
+                return Verdict(True, order, budget.spent, len(windows))
+            config, following = (found.state, found.pending), frame.window + 1
+            if config in reached[following]:
+                continue  # searched from there before, and it did not reach the end
+            reached[following].add(config)
+            frames.append(_Frame(following, _window_orders(history, config, windows[following], budget)))
+        deepest = max(i for i, configs in enumerate(reached) if configs)
+        failure = _locate(history, reached[deepest], windows[deepest], budget)
+    except Undecided:
+        stuck = frames[-1].window if frames else 0
+        return Verdict(None, (), budget.limit, len(windows), undecided_at=windows[stuck][0])
+    return Verdict(False, (), budget.spent, len(windows), failure)
 
 
-def _order(trail: list[dict]) -> tuple[int, ...]:
-    if not trail:
-        return ()
-    paths, config = [], next(iter(trail[-1]))
-    for reached in reversed(trail):
-        parent, path = reached[config]
-        paths.append(path)
-        config = parent
-    return tuple(i for path in reversed(paths) for i in path)
+def _locate(history: History, configs: set[Config], window: tuple[int, int], budget: _Budget) -> Failure:
+    """The shortest prefix of the failing window that cannot be ordered from any of ``configs``.
 
-
-def _locate(history: History, configs: dict, first: int, stop: int, calls: list[Call], budget: _Budget) -> Failure:
-    """The shortest prefix of the failing window that cannot be ordered (binary search on its end)."""
+    ``configs`` are every state the history before the window can end in, so
+    the prefix's failure is exact. Binary search on the prefix's last event.
+    """
 
     def orderable(cut: int) -> bool:
-        return bool(_explore(history, configs, first, _window_calls(history, first, stop, cut), cut, False, budget))
+        return any(next(_window_orders(history, c, window, budget, cut), None) for c in configs)
 
-    lo, hi = first, stop - 1  # orderable(hi) is False
+    first, stop = window
+    lo, hi = first, stop - 1  # orderable(stop - 1) is False
     while lo < hi:
         mid = (lo + hi) // 2
         if orderable(mid):
             lo = mid + 1
         else:
             hi = mid
-    failing = next(c.index for c in calls if c.completed == hi)
+    failing = next(c.index for c in history.calls if c.completed == hi)
     answers: list[Answer] = []
-    _explore(history, configs, first, _window_calls(history, first, stop, hi), hi, True, budget, failing, answers)
+    for config in configs:
+        for _ in _window_orders(history, config, window, budget, hi, failing, answers):
+            pass
     carried = sorted({i for _, pending in configs for i in pending})
-    involved = tuple(carried + [c.index for c in _window_calls(history, first, stop, hi)])
+    involved = tuple(carried + [c.index for c in history.calls if first <= c.invoked <= hi])
     return Failure(first, hi, failing, involved, tuple(answers))
 
 
