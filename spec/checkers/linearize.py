@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fencepost.spec import model
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError
 from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
 from fencepost.spec.formats.values import same_result
+from fencepost.spec.protocol import FINAL_STATUSES, Status
 
 #: Exit status when the search passed its budget before deciding.
 EXIT_UNDECIDED = 3
@@ -111,11 +112,41 @@ def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
     except ValueError as exc:
         matches = call.kind == INFO or (call.kind == ERROR and call.error == "ValueError")
         return (state if matches else None), exc
-    if call.kind == INFO:
-        return after, value
-    if call.kind == ERROR:
+    if call.kind == ERROR or (call.kind != INFO and not same_result(call.op, value, call.result)):
         return None, value
-    return (after if same_result(call.op, value, call.result) else None), value
+    return canonical(after), value
+
+
+#: What a final task is kept as: every later call on a final task is refused
+#: (only the reason's wording differs, which is not compared), and no dispatch
+#: or load count looks at it, so final tasks answer alike whatever their fields.
+_FINAL = dict(priority=0, due_at=0, max_attempts=None, retry_delay=1, status=Status.SUCCEEDED)
+
+
+def canonical(state: model.State) -> model.State:
+    """``state`` with what no later call's compared result can show erased, so that
+    orders differing only there meet in the memo. O(T) for T tasks.
+
+    Erased: a final task's fields (but its id), ``expired_token`` and
+    ``started_at`` (they only shape a rejection's reason or a task view, and a
+    history records neither), and the order workers were added in. Two states
+    with the same canonical form give the same results to every sequence of
+    calls, so the search stays exact.
+    """
+    tasks = tuple(_canonical_task(t) for t in state.tasks)
+    workers = tuple(sorted(state.workers))
+    if workers == state.workers and all(a is b for a, b in zip(tasks, state.tasks)):
+        return state
+    return replace(state, tasks=tasks, workers=workers)
+
+
+def _canonical_task(task: model.Task) -> model.Task:
+    if task.status in FINAL_STATUSES:
+        stub = model.Task(id=task.id, **_FINAL)
+        return task if task == stub else stub
+    if task.expired_token is None and task.started_at is None:
+        return task
+    return replace(task, expired_token=None, started_at=None)
 
 
 #: Kinds of entries in the search's list.
@@ -296,7 +327,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     windows = quiescent_windows(history)
     if not windows:
         return Verdict(True, (), 0, 0)
-    origin: Config = (model.initial() if start is None else start, frozenset())
+    origin: Config = (canonical(model.initial() if start is None else start), frozenset())
     reached: list[set[Config]] = [set() for _ in windows]  # configs each window was searched from
     reached[0].add(origin)
     frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
