@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, strategies as st
 
 from fencepost.spec import model
-from fencepost.spec.checkers.linearize import check_history
+from fencepost.spec.checkers.linearize import canonical, check_history
 from fencepost.spec.formats.history import loads_history
-from fencepost.spec.formats.values import to_json
+from fencepost.spec.formats.values import same_result, to_json
 
 PROCESSES = ("c1", "c2", "c3")
 WORKERS = ("w1", "w2")
@@ -103,3 +104,19 @@ def test_a_result_forgotten_as_info_keeps_a_run_linearizable(run, data):
     events = list(events)
     events[completed] = {"process": events[completed]["process"], "type": "info"}
     assert checked(events).linearizable
+
+
+@given(st.lists(calls, max_size=40))
+def test_a_canonical_state_answers_every_call_as_the_full_state_does(run):
+    full = kept = model.initial()
+    for op, args in run:
+        try:
+            full, want = model.apply(full, op, args)
+        except ValueError:
+            with pytest.raises(ValueError):
+                model.apply(kept, op, args)
+            continue
+        kept, have = model.apply(kept, op, args)
+        kept = canonical(kept)
+        assert same_result(op, have, want)
+        assert canonical(full) == kept
