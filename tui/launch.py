@@ -3,7 +3,9 @@
   fencepost tui [NAME | PATH] [--list] [--new] [--impl MODULE:FACTORY]
 
 NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
-(.toml or .json); the default is onboarding. --new starts an empty interactive
+(.toml or .json), or a concurrent history (.jsonl, or JSON lines with a
+"process"), shown lane by lane with the linearizability checker's verdict;
+the default is onboarding. --new starts an empty interactive
 session (with NAME or PATH: that scenario, then interactive mode after its
 last step). --impl runs the steps on another scheduler (default
 impl:Scheduler); without it, a scenario whose meta names an impl runs on that
@@ -73,6 +75,8 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scenario and is_history(args.scenario):
+        return run_history(args.scenario)
     if args.list:
         for line in list_builtins():
             print(line)
@@ -96,4 +100,44 @@ def run(args: argparse.Namespace) -> int:
         notice=notice,
     )
     app.run()
+    return EXIT_OK
+
+
+def is_history(path: str) -> bool:
+    """Whether ``path`` names a concurrent history rather than a scenario: it ends in
+    ``.jsonl``, or it is a file whose first non-blank line is a JSON object with a ``process``."""
+    if path.lower().endswith(".jsonl"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            for raw in handle:
+                if raw.strip():
+                    return raw.lstrip().startswith(b"{") and b'"process"' in raw[:MAX_SNIFF_BYTES]
+    except OSError:
+        return False
+    return False
+
+
+#: How far into the first line ``is_history`` looks for a ``"process"`` key.
+MAX_SNIFF_BYTES = 4096
+
+
+def run_history(path: str) -> int:
+    """Check the history at ``path`` and open it in the history view.
+
+    Raises:
+        UsageError: the file is not a valid history (one line, exit status 2).
+    """
+    from fencepost.spec.checkers.linearize import check_history
+    from fencepost.spec.formats.history import HistoryError, load_history
+
+    try:
+        history = load_history(path)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    verdict = check_history(history)
+
+    from fencepost.tui.history import HistoryApp  # Textual only once the input is good
+
+    HistoryApp(history, verdict).run()
     return EXIT_OK
