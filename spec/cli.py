@@ -131,6 +131,17 @@ def check_output_path(path: str, argument: str = "--trace-out") -> None:
         raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1, else a one-line error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from fencepost.spec import model
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
 from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
 from fencepost.spec.formats.values import same_result
 from fencepost.spec.protocol import FINAL_STATUSES, Status
@@ -460,21 +460,11 @@ def report(history: History, verdict: Verdict, show_order: bool = False) -> list
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("history", metavar="HISTORY", help="a JSON-lines history file")
     parser.add_argument(
-        "--max-states", type=_positive, default=DEFAULT_MAX_STATES, metavar="N",
+        "--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
         help=f"give up (exit {EXIT_UNDECIDED}, undecided) after exploring N (placed calls, model state) pairs "
              f"(default {DEFAULT_MAX_STATES:,})",
     )
     parser.add_argument("--order", action="store_true", help="print the order found for a linearizable history")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

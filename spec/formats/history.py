@@ -468,6 +468,9 @@ class HistoryLog:
         write_history(path, self.events)
 
 
+#: The error a ``Recorder`` records for a result that is not a protocol value; no model answer matches it.
+NOT_A_PROTOCOL_VALUE = "NotAProtocolValue"
+
 #: The calls a ``Recorder`` records; every other attribute passes straight through.
 RECORDED_OPS = OPERATIONS
 
@@ -479,7 +482,9 @@ class Recorder:
     different processes overlap exactly as they would without the recorder;
     only the log is locked. A call that raises is recorded with the
     exception's class name and re-raised; an exception that ends the client
-    (``BaseException`` other than ``Exception``) is recorded as ``info``.
+    (``BaseException`` other than ``Exception``) is recorded as ``info``; a
+    result that has no JSON form is recorded as the error
+    ``NOT_A_PROTOCOL_VALUE`` and returned to the caller unchanged.
     Arguments are recorded by their protocol names. Not for two threads at
     once: one process has at most one call open (``RuntimeError`` otherwise).
     """
@@ -515,8 +520,10 @@ class Recorder:
         try:
             encoded = to_json(op, value)
         except ValueFormError:
-            self._log.complete(self._process, error="ResultNotInProtocolForm")
-            raise
+            # Not a protocol value (an accepted of 1, a float token): recorded as an error
+            # no model answer matches, so the checker reports the call; the caller gets it as is.
+            self._log.complete(self._process, error=NOT_A_PROTOCOL_VALUE)
+            return value
         self._log.complete(self._process, result=encoded)
         return value
 

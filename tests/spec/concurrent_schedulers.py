@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from fencepost.spec import model
 from fencepost.spec.protocol import Lease, Status
+from schedulers import ModelScheduler
 
 #: Seconds any thread in these tests waits for another before the test fails.
 WAIT_SECONDS = 10
@@ -49,32 +50,16 @@ class Locked:
         return locked
 
 
-class _LockedModel:
+class _LockedModel(ModelScheduler):
     """The model behind one lock, with the protocol's methods."""
 
     def __init__(self) -> None:
-        self.state = model.initial()
+        super().__init__()
         self.lock = threading.Lock()
 
     def _do(self, op: str, **args: object) -> object:
         with self.lock:
-            self.state, result = model.apply(self.state, op, args)
-            return result
-
-    def add_worker(self, worker, capacity):
-        return self._do("add_worker", worker=worker, capacity=capacity)
-
-    def submit(self, priority=0, due_at=None, max_attempts=None, retry_delay=1):
-        return self._do("submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay)
-
-    def dispatch(self, worker, now, duration):
-        return self._do("dispatch", worker=worker, now=now, duration=duration)
-
-    def complete(self, task_id, token, now):
-        return self._do("complete", task_id=task_id, token=token, now=now)
-
-    def advance(self, now):
-        return self._do("advance", now=now)
+            return super()._do(op, **args)
 
 
 class StatusFencedCompletion(_LockedModel):

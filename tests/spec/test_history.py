@@ -182,3 +182,13 @@ def test_merging_needs_increasing_times_in_each_input():
         merge_histories([stalled])
     with pytest.raises(HistoryError, match="line 1: no 'time'"):
         merge_histories([loads_history(INVOKE, "b.jsonl")])
+
+
+def test_a_result_that_is_not_a_protocol_value_is_recorded_as_an_error_no_model_matches():
+    class SaysOne:
+        def complete(self, task_id, token, now):
+            return Outcome(1)
+
+    log = HistoryLog()
+    assert log.recorder(SaysOne(), "c1").complete(1, 1, 0) == Outcome(1)
+    assert log.events[-1].error == fmt.NOT_A_PROTOCOL_VALUE
