@@ -142,6 +142,12 @@ class Lanes(Widget):
         self.shown = shown
         self.label_width = min(MAX_LABEL, max((len(name) for name in shown.lanes), default=1)) + 1
 
+    def watch_offset(self) -> None:
+        self.refresh()
+
+    def watch_selected(self) -> None:
+        self.refresh()
+
     @property
     def columns(self) -> int:
         """Event columns that fit beside the lane names."""
@@ -223,12 +229,6 @@ class Lanes(Widget):
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"lanes--{name}", partial=True)
 
-    def watch_offset(self) -> None:
-        self.refresh()
-
-    def watch_selected(self) -> None:
-        self.refresh()
-
 
 class HistoryApp(App[None]):
     """A concurrent history, lane by lane, with the order the linearizability checker chose."""
@@ -251,6 +251,12 @@ class HistoryApp(App[None]):
         super().__init__()
         self.shown = picture(history, verdict)
 
+    def watch_selected(self, index: int | None) -> None:
+        lanes = self.query_one(Lanes)
+        lanes.selected = index
+        self.query_one("#history-call", Static).update(self._call_text(index))
+        self._keep_in_view()
+
     def compose(self) -> ComposeResult:
         yield Static(id="history-title")
         yield Lanes(self.shown, id="lanes")
@@ -260,7 +266,8 @@ class HistoryApp(App[None]):
 
     def on_mount(self) -> None:
         self.title = self.shown.history.source
-        self.query_one("#history-title", Static).update(self._title())
+        tone = {True: "-ok", False: "-bad", None: "-unsure"}[self.shown.verdict.linearizable]
+        self.query_one("#history-title", Static).set_class(True, tone).update(self._title())
         self.query_one("#history-verdict", Static).update(Text("\n".join(self._verdict_lines())))
         calls = self.shown.history.calls
         if self.shown.failing is not None:
@@ -271,9 +278,7 @@ class HistoryApp(App[None]):
 
     def _title(self) -> Text:
         verdict, history = self.shown.verdict, self.shown.history
-        said = {True: ("linearizable", "ok"), False: ("NOT linearizable", "bad"), None: ("undecided", "unsure")}
-        words, tone = said[verdict.linearizable]
-        self.query_one("#history-title").set_class(True, f"-{tone}")
+        words = {True: "linearizable", False: "NOT linearizable", None: "undecided"}[verdict.linearizable]
         return Text(f" {words}  {history.source}  {len(history.calls)} calls by {len(history.processes)} clients ",
                     no_wrap=True, overflow="ellipsis")
 
@@ -282,12 +287,6 @@ class HistoryApp(App[None]):
         if self.shown.verdict.linearizable:
             lines.append("● marks where the order found places each call; ├╌╌? is a call whose outcome is unknown.")
         return lines
-
-    def watch_selected(self, index: int | None) -> None:
-        lanes = self.query_one(Lanes)
-        lanes.selected = index
-        self.query_one("#history-call", Static).update(self._call_text(index))
-        self._keep_in_view()
 
     def _call_text(self, index: int | None) -> Text:
         if index is None:

@@ -120,14 +120,18 @@ def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
 #: What a final task is kept as: every later call on a final task is refused
 #: (only the reason's wording differs, which is not compared), and no dispatch
 #: or load count looks at it, so final tasks answer alike whatever their fields.
-_FINAL = dict(priority=0, due_at=0, max_attempts=None, retry_delay=1, status=Status.SUCCEEDED)
+#: Fields the model may add later (an idempotency key, say) are kept as they are.
+_FINAL = dict(
+    priority=0, due_at=0, max_attempts=None, retry_delay=1, status=Status.SUCCEEDED, attempts=0,
+    worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
+)
 
 
 def canonical(state: model.State) -> model.State:
     """``state`` with what no later call's compared result can show erased, so that
     orders differing only there meet in the memo. O(T) for T tasks.
 
-    Erased: a final task's fields (but its id), ``expired_token`` and
+    Erased: a final task's fields (but its id and any the model adds), ``expired_token`` and
     ``started_at`` (they only shape a rejection's reason or a task view, and a
     history records neither), and the order workers were added in. Two states
     with the same canonical form give the same results to every sequence of
@@ -142,7 +146,7 @@ def canonical(state: model.State) -> model.State:
 
 def _canonical_task(task: model.Task) -> model.Task:
     if task.status in FINAL_STATUSES:
-        stub = model.Task(id=task.id, **_FINAL)
+        stub = replace(task, **_FINAL)
         return task if task == stub else stub
     if task.expired_token is None and task.started_at is None:
         return task
