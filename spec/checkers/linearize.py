@@ -33,6 +33,7 @@ linearizable history.
 from __future__ import annotations
 
 import argparse
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -94,15 +95,52 @@ class Verdict:
 # ---------------------------------------------------------------- the search
 
 
+class _StateKey:
+    """A model state as a memo key: its hash computed once, from the hashes of its tasks."""
+
+    __slots__ = ("state", "hash")
+
+    def __init__(self, state: model.State, hash_: int) -> None:
+        self.state = state
+        self.hash = hash_
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _StateKey) and self.hash == other.hash and self.state == other.state
+
+
 class _Budget:
+    """The search's bound on pairs explored, and the hashes of the tasks it has met.
+
+    A state's hash is the hash of every task in it, and a step changes one or
+    two tasks of the many a state shares with the one before; hashing each
+    task object once makes a state's key O(T) dictionary lookups instead of
+    O(T) dataclass hashes, which dominated the search.
+    """
+
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.spent = 0
+        self._task_hashes: dict[int, tuple[model.Task, int]] = {}  # id(task) -> (task, hash), the task kept alive
 
     def spend(self) -> None:
         self.spent += 1
         if self.spent > self.limit:
             raise Undecided
+
+    def key(self, state: model.State) -> _StateKey:
+        """``state`` as a memo key. O(T), a lookup per task."""
+        cache = self._task_hashes
+        hashes = []
+        for task in state.tasks:
+            entry = cache.get(id(task))
+            if entry is None or entry[0] is not task:
+                entry = cache[id(task)] = (task, hash(task))
+            hashes.append(entry[1])
+        # Equal states give equal hashes; fields not hashed here only make collisions likelier.
+        return _StateKey(state, hash((state.now, state.last_token, state.workers, tuple(hashes))))
 
 
 def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
@@ -121,8 +159,9 @@ def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
 #: (only the reason's wording differs, which is not compared), and no dispatch
 #: or load count looks at it, so final tasks answer alike whatever their fields.
 #: Fields the model may add later (an idempotency key, say) are kept as they are.
+#: ``retry_delay=0``, which the model never holds, marks a task already erased.
 _FINAL = dict(
-    priority=0, due_at=0, max_attempts=None, retry_delay=1, status=Status.SUCCEEDED, attempts=0,
+    priority=0, due_at=0, max_attempts=None, retry_delay=0, status=Status.SUCCEEDED, attempts=0,
     worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
 )
 
@@ -146,8 +185,7 @@ def canonical(state: model.State) -> model.State:
 
 def _canonical_task(task: model.Task) -> model.Task:
     if task.status in FINAL_STATUSES:
-        stub = replace(task, **_FINAL)
-        return task if task == stub else stub
+        return task if task.retry_delay == 0 else replace(task, **_FINAL)
     if task.expired_token is None and task.started_at is None:
         return task
     return replace(task, expired_token=None, started_at=None)
@@ -159,7 +197,7 @@ _CALL, _RETURN, _UNKNOWN_RETURN = 0, 1, 2
 
 @dataclass
 class _Found:
-    state: model.State
+    state: _StateKey
     pending: frozenset[int]  # info calls not taken, carried into the next window
     path: tuple[int, ...]  # call indices placed in this window, in order
 
@@ -214,23 +252,24 @@ def _orders(
             nxt[prv[node]] = node
             prv[nxt[node]] = node
 
-    seen: set[tuple[int, model.State]] = set()
+    seen: set[tuple[int, _StateKey]] = set()
     stack: list[tuple[int, model.State]] = []  # (entry placed, the state before it)
-    ends: set[tuple[model.State, frozenset[int]]] = set()
+    ends: set[tuple[_StateKey, frozenset[int]]] = set()
     state, placed = start, 0
     entry = nxt[head]
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
             pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
-            if (state, pending) not in ends:
-                ends.add((state, pending))
-                yield _Found(state, pending, tuple(calls[local_of[e]].index for e, _ in stack))
+            end_key = budget.key(state)
+            if (end_key, pending) not in ends:
+                ends.add((end_key, pending))
+                yield _Found(end_key, pending, tuple(calls[local_of[e]].index for e, _ in stack))
         elif kind[entry] == _CALL:
             local = local_of[entry]
             after, answer = _step(calls[local], state)
             if after is not None:
-                key = (placed | 1 << local, after)
+                key = (placed | 1 << local, budget.key(after))
                 if key not in seen:
                     budget.spend()
                     seen.add(key)
@@ -275,7 +314,7 @@ def quiescent_windows(history: History) -> list[tuple[int, int]]:
 
 
 #: A point between windows: the model state, and the info calls not taken so far.
-Config = tuple[model.State, frozenset[int]]
+Config = tuple[_StateKey, frozenset[int]]
 
 
 def _window_orders(
@@ -296,10 +335,19 @@ def _window_orders(
     last = stop - 1 if cut is None else cut
     state, pending = config
     carried = [_carried(history.calls[i], first) for i in sorted(pending)]
-    calls = carried + [c for c in history.calls if first <= c.invoked <= last]
+    calls = carried + _invoked_between(history, first, last)
     unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None or c.completed > last}
     watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
-    return _orders(state, calls, unknown, budget, watch_local, answers)
+    return _orders(state.state, calls, unknown, budget, watch_local, answers)
+
+
+def _invoked_between(history: History, first: int, last: int) -> list[Call]:
+    """The calls invoked at event positions ``first`` to ``last``. O(log n + those calls):
+    calls are numbered in invocation order."""
+    calls = history.calls
+    lo = bisect.bisect_left(calls, first, key=lambda c: c.invoked)
+    hi = bisect.bisect_right(calls, last, key=lambda c: c.invoked)
+    return list(calls[lo:hi])
 
 
 def _carried(call: Call, start: int) -> Call:
@@ -331,7 +379,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     windows = quiescent_windows(history)
     if not windows:
         return Verdict(True, (), 0, 0)
-    origin: Config = (canonical(model.initial() if start is None else start), frozenset())
+    origin: Config = (budget.key(canonical(model.initial() if start is None else start)), frozenset())
     reached: list[set[Config]] = [set() for _ in windows]  # configs each window was searched from
     reached[0].add(origin)
     frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
@@ -383,7 +431,7 @@ def _locate(history: History, configs: set[Config], window: tuple[int, int], bud
         for _ in _window_orders(history, config, window, budget, hi, failing, answers):
             pass
     carried = sorted({i for _, pending in configs for i in pending})
-    involved = tuple(carried + [c.index for c in history.calls if first <= c.invoked <= hi])
+    involved = tuple(carried + [c.index for c in _invoked_between(history, first, hi)])
     return Failure(first, hi, failing, involved, tuple(answers))
 
 
