@@ -18,6 +18,7 @@ is one line on stderr and exit status 2. Press ? in the app for the keys.
 from __future__ import annotations
 
 import argparse
+import json
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
 from fencepost.spec.formats.scenario import (
@@ -105,20 +106,25 @@ def run(args: argparse.Namespace) -> int:
 
 def is_history(path: str) -> bool:
     """Whether ``path`` names a concurrent history rather than a scenario: it ends in
-    ``.jsonl``, or it is a file whose first non-blank line is a JSON object with a ``process``."""
+    ``.jsonl``, or its first non-blank line is a whole JSON object with ``process`` and ``type``."""
     if path.lower().endswith(".jsonl"):
         return True
     try:
         with open(path, "rb") as handle:
-            for raw in handle:
-                if raw.strip():
-                    return raw.lstrip().startswith(b"{") and b'"process"' in raw[:MAX_SNIFF_BYTES]
+            head = handle.read(MAX_SNIFF_BYTES)
     except OSError:
         return False
+    for raw in head.splitlines():
+        if raw.strip():
+            try:
+                first = json.loads(raw)
+            except ValueError:  # not JSON, or a line longer than the sniff: a scenario
+                return False
+            return isinstance(first, dict) and "process" in first and "type" in first
     return False
 
 
-#: How far into the first line ``is_history`` looks for a ``"process"`` key.
+#: How much of a file ``is_history`` reads to recognise a history by its first line.
 MAX_SNIFF_BYTES = 4096
 
 

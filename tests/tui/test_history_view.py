@@ -72,7 +72,7 @@ def test_a_history_is_told_from_a_scenario_by_extension_or_content(tmp_path):
     lines = tmp_path / "run.log"
     lines.write_text('\n{"process": "c1", "type": "invoke", "op": "submit", "args": {}}\n')
     scenario = tmp_path / "s.json"
-    scenario.write_text('{"title": "t", "steps": []}')
+    scenario.write_text('{"title": "one process", "description": "\\"process\\"", "steps": []}')
     assert is_history("anything.jsonl") and is_history(str(lines))
     assert not is_history(str(scenario)) and not is_history(str(tmp_path / "missing.toml"))
 
