@@ -25,9 +25,20 @@ from textual.worker import get_current_worker
 
 from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
 from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.tui.timeline import Timeline, build_timeline
-from fencepost.tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
+from fencepost.tui.widgets import (
+    Differences,
+    EventLog,
+    Narration,
+    QuestionPanel,
+    SidePanel,
+    StatusBar,
+    StepSummary,
+    TaskColumn,
+    WorkerStrip,
+)
 
 #: Autoplay speeds, in steps per second.
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -60,6 +71,11 @@ SPEED_KEYS = Binding.Group("Speed", compact=True)
 NOTABLE_KEYS = Binding.Group("Expiry/rejection", compact=True)
 PROBLEM_KEYS = Binding.Group("Problem", compact=True)
 
+#: The keys that answer a question: 1 to 9, one per choice (the footer shows the first as "1-9").
+ANSWER_BINDINGS = [
+    Binding(str(n), f"answer({n})", "Answer", key_display="1-9", show=n == 1) for n in range(1, 10)
+]
+
 
 def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline:
     """Build the timeline, with the model's checks too if the scenario is small
@@ -76,6 +92,7 @@ class FencepostApp(App[None]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     BINDINGS = [
+        *ANSWER_BINDINGS,
         Binding("left,h", "previous", "Step back", key_display="←", group=STEP_KEYS),
         Binding("right,l", "next", "Step", key_display="→", group=STEP_KEYS),
         Binding("home", "first", "First", show=False),
@@ -134,10 +151,11 @@ class FencepostApp(App[None]):
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
         self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
+        self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
 
     def watch_step(self, step: int) -> None:
-        if self.playing and step >= self.timeline.last:
-            self.playing = False
+        if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
+            self.playing = False  # autoplay stops at a question: the reader predicts first
         self.dismiss_problem_notices(step)
         self.show_step()
 
@@ -177,6 +195,7 @@ class FencepostApp(App[None]):
                 yield EventLog(id="log")
             with SidePanel(id="side"):
                 yield StepSummary(id="summary")
+                yield QuestionPanel(id="question")
                 yield Differences(id="differences")
                 yield Narration(id="note")
         with Vertical(id="command-bar"):
@@ -230,16 +249,19 @@ class FencepostApp(App[None]):
             return
         timeline, index = self.timeline, self.step
         frame, check = timeline.frames[index], timeline.check(index)
-        board = timeline.board(index, self.side) or timeline.board(index)
+        asking = self.quiz.open(index) is not None
+        shown = index - 1 if asking else index  # an open question hides what its step did
+        board = timeline.board(shown, self.side) or timeline.board(shown)
         for column in self.query(TaskColumn):
             column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
-        self.query_one(EventLog).show(timeline, index)
+        self.query_one(EventLog).show(timeline, shown)
         upcoming = timeline.frames[index + 1] if index < timeline.last else None
-        self.query_one(StepSummary).show(frame, timeline.last, upcoming)
+        self.query_one(StepSummary).show(frame, timeline.last, upcoming, hidden=asking)
+        self.show_question(index)
         differences = self.query_one(Differences)
         lines = timeline.differences(index)
-        differs = bool(lines) or bool(check and check.divergence)
+        differs = not asking and (bool(lines) or bool(check and check.divergence))
         differences.set_class(differs, "-shown")
         if differs:
             differences.show(frame, check, lines)
@@ -247,9 +269,32 @@ class FencepostApp(App[None]):
         if self._shown_at != (timeline, index):  # a new step is read from its top
             self._shown_at = (timeline, index)
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
-        self.show_note(frame.step.note if frame.step else self.opening_note())
+        if asking:
+            self.show_note(None)  # the narration tells the answer
+        else:
+            self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    @property
+    def quiz(self) -> Quiz:
+        """The answers given to this scenario's questions."""
+        scenario = self.timeline.scenario
+        quiz = self._quizzes.get(scenario.title)
+        if quiz is None or quiz.scenario is not scenario:
+            quiz = self._quizzes[scenario.title] = Quiz(scenario)
+        return quiz
+
+    def score_text(self) -> str:
+        quiz = self.quiz
+        return f"Score {quiz.right}/{quiz.answered} ({quiz.total} questions in all)."
+
+    def show_question(self, index: int) -> None:
+        quiz, panel = self.quiz, self.query_one(QuestionPanel)
+        question = quiz.question(index)
+        panel.set_class(question is not None, "-shown")
+        if question is not None:
+            panel.show(question, quiz.answers.get(index), self.score_text())
 
     def refresh_keys(self) -> None:
         """Redraw the footer if any key's state (shown, greyed, hidden) changed."""
@@ -277,7 +322,7 @@ class FencepostApp(App[None]):
     def show_status(self) -> None:
         if not self.is_mounted:
             return
-        timeline = self.timeline
+        timeline, quiz = self.timeline, self.quiz
         self.query_one(StatusBar).show(
             timeline.scenario.title,
             timeline.frames[self.step],
@@ -288,6 +333,8 @@ class FencepostApp(App[None]):
             interactive=self.interactive,
             check=timeline.check(self.step),
             model_progress=self.model_progress,
+            clock=timeline.frames[self.step - 1].now if quiz.open(self.step) else None,
+            score=(quiz.right, quiz.answered) if quiz.total else None,
         )
 
     def announce_problems(self, mismatches: bool = True) -> None:
@@ -437,7 +484,13 @@ class FencepostApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that never apply here; grey out the ones that don't apply at this step."""
         timeline, step, last = self.timeline, self.step, self.timeline.last
-        if action in ("next", "last"):
+        if action.startswith("answer"):
+            question = self.quiz.open(step)
+            choice = parameters[0] if parameters else 1  # refresh_keys asks without parameters
+            return question is not None and choice <= len(question.choices)
+        if action == "next":
+            return step < last or bool(self.quiz.open(step)) or None
+        if action == "last":
             return step < last or None
         if action in ("previous", "first"):
             return step > 0 or None
@@ -472,8 +525,16 @@ class FencepostApp(App[None]):
         return sorted(set(self.timeline.mismatches) | set(self.timeline.divergences))
 
     def action_next(self) -> None:
-        if self.step < self.timeline.last:
+        if self.quiz.open(self.step):  # → at a question shows its result, unscored
+            self.quiz.reveal(self.step)
+            self.show_step()
+        elif self.step < self.timeline.last:
             self.step += 1
+
+    def action_answer(self, choice: int) -> None:
+        if self.quiz.open(self.step) is not None and choice <= len(self.quiz.open(self.step).choices):
+            self.quiz.answer(self.step, choice)
+            self.show_step()
 
     def action_previous(self) -> None:
         if self.step > 0:
