@@ -24,6 +24,7 @@ from fencepost.spec.formats.scenario import (
     ScenarioError,
     builtin_names,
     builtin_summary,
+    curriculum,
     load_scenario,
     resolve,
 )
@@ -48,10 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def list_builtins() -> list[str]:
-    """One line per built-in walkthrough: its name and title."""
-    names = builtin_names()
+    """One line per built-in walkthrough, in teaching order: its number in the curriculum
+    (``-`` for one the curriculum does not list), its name, and what it teaches."""
+    names, order = builtin_names(), curriculum()
     width = max((len(name) for name in names), default=0)
-    return [f"{name:<{width}}  {builtin_summary(name)}" for name in names]
+    lines = []
+    for name in names:
+        number = f"{order.index(name) + 1:>2}." if name in order else " -."
+        lines.append(f"{number} {name:<{width}}  {builtin_summary(name)}")
+    return lines
 
 
 def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, str | None]:

@@ -769,25 +769,42 @@ def check_state(step: Step, scheduler: object, submitted: int | None = None) -> 
 # TUI package -- Textual -- is not needed to find it).
 BUILTIN_DIR = Path(importlib.util.find_spec("fencepost.tui").submodule_search_locations[0]) / "walkthroughs"
 
-#: The walkthrough plain ``fencepost`` opens.
+#: The walkthrough plain ``fencepost`` opens: the curriculum's first.
 DEFAULT_WALKTHROUGH = "onboarding"
+
+#: The curriculum: the built-in walkthroughs in teaching order, one name a line
+#: (``#`` starts a comment). Adding a walkthrough to it is one line there.
+CURRICULUM_FILE = BUILTIN_DIR / "curriculum.txt"
+
+
+def curriculum() -> list[str]:
+    """The walkthroughs in teaching order, as ``CURRICULUM_FILE`` lists them (missing file: none)."""
+    try:
+        text = CURRICULUM_FILE.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [name for line in text.splitlines() if (name := line.split("#", 1)[0].strip())]
 
 
 def builtin_names() -> list[str]:
-    """The built-in walkthroughs' names: the default first, then alphabetical."""
+    """The built-in walkthroughs' names: the curriculum's, in its order, then any it
+    does not list, alphabetically. A name the curriculum lists without a file is left out."""
     names = sorted(path.stem for path in BUILTIN_DIR.glob("*.toml"))
-    return sorted(names, key=lambda name: name != DEFAULT_WALKTHROUGH)
+    order = {name: position for position, name in enumerate(curriculum())}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
 
 
 def builtin_summary(name: str) -> str:
-    """One line about a built-in walkthrough: its title.
+    """One line about a built-in walkthrough: "you will learn" and its ``meta.learn``, else its title.
 
     Raises:
         ScenarioError: no built-in has that name, or it does not load.
     """
     if name not in builtin_names():
         raise _unknown(name)
-    return _one_line(load_scenario(BUILTIN_DIR / f"{name}.toml").title)
+    scenario = load_scenario(BUILTIN_DIR / f"{name}.toml")
+    learn = scenario.meta.get("learn")
+    return _one_line(f"you will learn {learn}" if isinstance(learn, str) and learn.strip() else scenario.title)
 
 
 def resolve(name_or_path: str | Path) -> Path:
