@@ -23,7 +23,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
+from fencepost.spec.formats.scenario import (
+    Scenario,
+    ScenarioError,
+    builtin_names,
+    builtin_summary,
+    curriculum,
+    dump_scenario,
+    load_scenario,
+    resolve,
+)
 from fencepost.tui.commands import CommandError, parse_command
 from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
@@ -109,6 +118,7 @@ class FencepostApp(App[None]):
         Binding("d", "next_problem", "Next problem", group=PROBLEM_KEYS),
         Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
         Binding("m", "toggle_side", "Model"),
+        Binding("o", "open_next", "Next walkthrough"),
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
@@ -138,8 +148,12 @@ class FencepostApp(App[None]):
         impl_name: str | None = None,
         notice: str | None = None,
         save_path: str | None = None,
+        walkthrough: str | None = None,
     ) -> None:
+        """``walkthrough``: the built-in's name when the scenario is one, so its last step
+        can point to the next in the curriculum."""
         super().__init__()
+        self.walkthrough = walkthrough
         self.timeline = timeline
         self.impl_name = impl_name
         self.notice = notice
@@ -271,10 +285,40 @@ class FencepostApp(App[None]):
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
         if asking:
             self.show_note(None)  # the narration tells the answer
+        elif index == timeline.last and frame.step is not None:
+            self.show_note((frame.step.note or "") + self.closing_note())
         else:
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    def next_walkthrough(self) -> str | None:
+        """The walkthrough after this one in the curriculum (None: not a curriculum walkthrough, or the last)."""
+        order = curriculum()
+        if self.walkthrough not in order:
+            return None
+        following = order[order.index(self.walkthrough) + 1 :]
+        return next((name for name in following if name in builtin_names()), None)
+
+    def closing_note(self) -> str:
+        """Appended to a walkthrough's last note: the score, and what to open next."""
+        if self.walkthrough not in curriculum():
+            return ""
+        quiz, order = self.quiz, curriculum()
+        words = []
+        if quiz.total:
+            unanswered = quiz.total - quiz.answered
+            skipped = f" ({unanswered} not answered)" if unanswered else ""
+            words.append(f"**Predictions:** {quiz.right} of {quiz.total} right{skipped}.")
+        following = self.next_walkthrough()
+        if following is None:
+            words.append("**That was the last walkthrough of the curriculum** (`fencepost tui --list`).")
+        else:
+            words.append(
+                f"**Next** ({order.index(following) + 1} of {len(order)}, press **o**): "
+                f"`fencepost tui {following}`, {builtin_summary(following)}."
+            )
+        return "\n\n" + " ".join(words)
 
     @property
     def quiz(self) -> Quiz:
@@ -287,7 +331,7 @@ class FencepostApp(App[None]):
 
     def score_text(self) -> str:
         quiz = self.quiz
-        return f"Score {quiz.right}/{quiz.answered} ({quiz.total} questions in all)."
+        return f"Score {quiz.right}/{quiz.answered}, of {quiz.total} in all."
 
     def show_question(self, index: int) -> None:
         quiz, panel = self.quiz, self.query_one(QuestionPanel)
@@ -445,6 +489,7 @@ class FencepostApp(App[None]):
         except ScenarioError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
+        self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
         self.replace_timeline(open_timeline(scenario, self.timeline.factory))
 
     def replace_timeline(self, timeline: Timeline) -> None:
@@ -514,6 +559,8 @@ class FencepostApp(App[None]):
             return bool(timeline.divergences) or self.side == "model"
         if action == "interact":  # also the way back to the command line after Esc
             return not (self.interactive and isinstance(self.focused, Input))
+        if action == "open_next":
+            return step == last and self.next_walkthrough() is not None
         if action == "write":
             return self.interactive
         if action == "leave_command":
@@ -628,6 +675,11 @@ class FencepostApp(App[None]):
 
     def action_load_prompt(self) -> None:
         self.push_screen(PromptScreen("Load a scenario: a built-in name or a file path", placeholder="onboarding"), self.load)
+
+    def action_open_next(self) -> None:
+        following = self.next_walkthrough()
+        if following is not None:
+            self.load(following)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

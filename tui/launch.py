@@ -78,6 +78,13 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
     return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, None
 
 
+def builtin_name(args: argparse.Namespace) -> str | None:
+    """The built-in walkthrough the arguments open, or None (a file, or an empty session)."""
+    if args.scenario is None:
+        return None if args.new else DEFAULT_WALKTHROUGH
+    return args.scenario if args.scenario in builtin_names() else None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         for line in list_builtins():
@@ -100,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,
+        walkthrough=builtin_name(args),
     )
     app.run()
     return EXIT_OK

@@ -15,9 +15,11 @@ import bisect
 from collections.abc import Sequence
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
@@ -579,18 +581,19 @@ class QuestionPanel(Static):
     def show(self, question: Question, picked: int | None, score: str) -> None:
         """``picked``: None while open, else the choice picked (1-based) or ``SKIPPED``."""
         s = self._style
-        text = Text()
-        text.append(f"Predict: {question.ask}\n", s("ask"))
+        choices = Table.grid(padding=(0, 1))  # a long choice wraps under its own text, not under its number
+        choices.add_column(no_wrap=True)
+        choices.add_column()
         for number, choice in enumerate(question.choices, start=1):
             if picked is None:
-                text.append(f" {number}  {choice}\n", s("choice"))
+                choices.add_row(Text(f" {number}", s("choice")), Text(choice, s("choice")))
             elif number == question.answer:  # once answered, only the right choice and the reader's stay
                 mine = "  ← yours" if number == picked else ""
-                text.append(f" ✓ {number}  {choice}{mine}\n", s("right"))
+                choices.add_row(Text(f"✓ {number}", s("right")), Text(choice + mine, s("right")))
             elif number == picked:
-                text.append(f" ✗ {number}  {choice}  ← yours\n", s("wrong"))
+                choices.add_row(Text(f"✗ {number}", s("wrong")), Text(choice + "  ← yours", s("wrong")))
         if picked is None:
-            text.append(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
+            after = Text(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
         else:
             if picked == SKIPPED:
                 verdict = f"Skipped: the answer is {question.answer}."
@@ -598,9 +601,9 @@ class QuestionPanel(Static):
                 verdict = "Right."
             else:
                 verdict = f"Not quite: the answer is {question.answer}."
-            text.append(f"{verdict} {score}\n", s("right" if picked == question.answer else "wrong"))
-            text.append(question.why.strip())
-        self.update(text)
+            after = Text(f"{verdict} {score}\n", s("right" if picked == question.answer else "wrong"))
+            after.append(question.why.strip())
+        self.update(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"question-panel--{name}", partial=True)
