@@ -378,7 +378,7 @@ class FencepostApp(App[None]):
             check=timeline.check(self.step),
             model_progress=self.model_progress,
             clock=timeline.frames[self.step - 1].now if quiz.open(self.step) else None,
-            score=(quiz.right, quiz.answered) if quiz.total else None,
+            score=(quiz.right, quiz.answered) if quiz.answers else None,  # once a question was met
         )
 
     def announce_problems(self, mismatches: bool = True) -> None:
