@@ -41,6 +41,7 @@ run beside it.
 | `Esc` | leave the command line, so the keys above work again |
 | `ctrl+p` | command palette: load scenario, jump to step, save screenshot |
 | `1`-`9` | answer the step's question (`→` shows its result unscored) |
+| `o` | at a walkthrough's last step: open the next one in the curriculum |
 | `?` | this page (the glossary is at its end) |
 | `q` | quit |
 
