@@ -325,6 +325,8 @@ class FencepostApp(App[None]):
         """The answers given to this scenario's questions."""
         scenario = self.timeline.scenario
         quiz = self._quizzes.get(scenario.title)
+        if quiz is not None and quiz.scenario is not scenario and quiz.scenario == scenario:
+            quiz.scenario = scenario  # the same walkthrough loaded again: its answers stand
         if quiz is None or quiz.scenario is not scenario:
             quiz = self._quizzes[scenario.title] = Quiz(scenario)
         return quiz

@@ -112,6 +112,22 @@ async def test_the_last_step_names_the_next_walkthrough_and_o_opens_it():
         assert app.timeline.scenario.title.startswith("Capacity one")
 
 
+async def test_a_walkthrough_keeps_its_answers_while_another_is_open():
+    app = app_for("capacity-one", walkthrough="capacity-one")
+    async with app.run_test(size=SIZE) as pilot:
+        asked = next(n for n, step in enumerate(app.timeline.scenario.steps, 1) if step.question)
+        app.step = asked
+        await pilot.pause()
+        await pilot.press(str(app.quiz.question(asked).answer))
+        assert (app.quiz.right, app.quiz.answered) == (1, 1)
+        app.load("onboarding")
+        await pilot.pause()
+        assert app.quiz.answers == {}
+        app.load("capacity-one")
+        await pilot.pause()
+        assert (app.quiz.right, app.quiz.answered) == (1, 1) and app.quiz.open(asked) is None
+
+
 async def test_a_scenario_outside_the_curriculum_has_no_next():
     app = app_for(ASKING)
     async with app.run_test(size=SIZE) as pilot:
