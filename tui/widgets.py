@@ -32,7 +32,7 @@ from textual.widgets import Static
 
 from fencepost.spec.formats.scenario import Question
 from fencepost.tui.quiz import SKIPPED
-from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
+from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text, short_key
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
 Line = tuple[str | None, tuple[tuple[str, str | None], ...]]
@@ -167,6 +167,11 @@ class TaskColumn(LineList):
     def _id_part(self, row: Row) -> Part:
         return (f"#{row.id:<{self._id_width}}", "id", KEEP)
 
+    def _key_part(self, row: Row, board: Board) -> list[Part]:
+        """The task's idempotency key, short, when it was submitted with one: the first part to go."""
+        key = board.keys.get(row.id)
+        return [(f" k:{short_key(key)}", "dim", KEY_RANK)] if key is not None else []
+
     def _format_pending(self, row: Row, board: Board) -> list[Part]:
         due = row.due_at <= board.now
         nxt = due and board.pending and board.pending[0] is row
@@ -181,7 +186,7 @@ class TaskColumn(LineList):
             parts.append((f" a{row.attempts}", "dim", 3))
         if due:
             parts.append((f" due t={row.due_at}", "dim", 4))
-        return parts
+        return parts + self._key_part(row, board)
 
     def _format_running(self, row: Row, board: Board) -> list[Part]:
         start, end = row.started_at, row.expires_at
@@ -200,7 +205,7 @@ class TaskColumn(LineList):
             ("░" * (BAR_WIDTH - filled), "bar-used", 3),
             (f" {left}", "dim", 2),
         ]
-        return parts
+        return parts + self._key_part(row, board)
 
     def _format_done(self, row: Row, board: Board) -> list[Part]:
         return [
@@ -208,6 +213,7 @@ class TaskColumn(LineList):
             self._id_part(row),
             (f" {row.status:<9}", row.status, KEEP),
             (f" a{row.attempts}", "dim", 1),
+            *self._key_part(row, board),
         ]
 
 
@@ -217,6 +223,9 @@ Part = tuple[str, str | None, int]
 
 #: The drop rank of a part a row is never shown without (its id, due time, retry, cancel request...).
 KEEP = 0
+
+#: The drop rank of an idempotency key: a detail (the help and the event log name it), dropped first.
+KEY_RANK = 9
 
 
 def fit(parts: Sequence[Part], width: int) -> tuple[tuple[str, str | None], ...]:
