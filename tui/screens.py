@@ -60,9 +60,9 @@ Clicking a line of the event log jumps to its step.
 * **Done**: `✓ succeeded`, `✗ failed`, `⊘ cancelled`, most recent first.
 
 A row reads like `▸ #1 p2 a1 due t=0`. What matters most comes first; a
-narrow column drops the least important parts (the bar, then the time left,
-then the worker; then attempts, priority and a past due time), never the
-id, a future due time, `retry` or `cancel req`.
+narrow column drops the least important parts (an idempotency key first;
+then the bar, the time left and the worker; or a past due time, attempts and
+priority), never the id, a future due time, `retry` or `cancel req`.
 
 | Badge | Means |
 |---|---|
@@ -76,6 +76,7 @@ id, a future due time, `retry` or `cancel req`.
 | `w1 tok 3` | running on worker `w1` under lease token 3 |
 | `[5, 10) ███░░░ 3` | the lease, and the bar and number of time units left |
 | `cancel req` | a cancellation was requested; the lease runs on |
+| `k:order-7` | submitted with that idempotency key (a long one is cut short with `…`) |
 
 **Predict, then reveal.** A walkthrough step may ask what its call will
 do. The panel then shows the call and hides its result (the board stays as
