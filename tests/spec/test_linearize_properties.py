@@ -23,7 +23,8 @@ WORKERS = ("w1", "w2")
 small = st.integers(min_value=0, max_value=6)
 calls = st.one_of(
     st.builds(lambda w, c: ("add_worker", {"worker": w, "capacity": c}), st.sampled_from(WORKERS), st.integers(0, 2)),
-    st.builds(lambda p, d: ("submit", {"priority": p, "max_attempts": d}), st.integers(0, 2), st.sampled_from([None, 1, 2])),
+    st.builds(lambda p, d, k: ("submit", {"priority": p, "max_attempts": d, "key": k}),
+              st.integers(0, 2), st.sampled_from([None, 1, 2]), st.sampled_from([None, None, "a", "b"])),
     st.builds(lambda w, n, d: ("dispatch", {"worker": w, "now": n, "duration": d}), st.sampled_from(WORKERS), small, st.integers(1, 3)),
     st.builds(lambda op, t, k, n: (op, {"task_id": t, "token": k, "now": n}),
               st.sampled_from(["complete", "fail"]), st.integers(1, 3), st.integers(1, 4), small),
