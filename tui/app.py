@@ -208,7 +208,7 @@ class FencepostApp(App[None]):
                     yield TaskColumn("pending", id="pending")
                     yield TaskColumn("running", id="running")
                     yield TaskColumn("done", id="done")
-                yield LanesView(id="lanes")
+                yield LanesView(id="worker-lanes")
                 yield WorkerStrip(id="workers")
                 yield EventLog(id="log")
             with SidePanel(id="side"):
