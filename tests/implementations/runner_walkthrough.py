@@ -33,18 +33,27 @@ except ImportError:  # run as a script from the repository's root
     sys.path.insert(0, str(Path(__file__).parent))
     from runner_helpers import BOUND, Gate
 
-#: Lease length of the walkthrough's runner, in ticks: short enough that the zombie scene stays readable.
-LEASE = 10
+#: Lease length of the walkthrough's runner, in ticks: long enough that each lease reads as a bar in the lanes view.
+LEASE = 20
+
+#: Ticks the walkthrough's runner waits before a failed task's first retry.
+RETRY_DELAY = 6
 
 
 def walkthrough_run(bound: float = BOUND) -> list[Step]:
-    """Run the walkthrough's workload on a real two-slot runner; its canonical protocol calls."""
+    """Run the walkthrough's workload on a real two-slot runner; its canonical protocol calls.
+
+    The clock moves while functions are held at their gates, so each piece of
+    work takes a few ticks and the lanes view shows it as a bar.
+    """
     clock = ManualClock()
     gate = Gate(bound)
     runner = Runner(workers=2, clock=clock, lease=LEASE)
 
     def child(ctx):
-        gate.enter("child")
+        gate.enter("child 1")
+        ctx.heartbeat()  # a long job: renew the lease from now before it runs out
+        gate.enter("child 2")
         return "child done"
 
     def parent(ctx):
@@ -59,62 +68,75 @@ def walkthrough_run(bound: float = BOUND) -> list[Step]:
         return "flaky done"
 
     def other(ctx):
+        gate.enter("other")
         return "other done"
 
-    def long_job(ctx):
-        gate.enter("long 1")
-        ctx.heartbeat()  # still alive: renew the lease from now
-        gate.enter("long 2")
+    def cancellable(ctx):
+        gate.enter("cancellable")
         if not ctx.heartbeat():  # refused: a cancel was requested
             ctx.raise_if_cancelled()
-        return "long done"
+        return "cancellable done"
 
     def stalls(ctx):
-        if ctx.attempt == 1:
-            gate.enter("stalls")
-            return "late"
-        return "fresh"
+        gate.enter(f"stalls {ctx.attempt}")
+        return "late" if ctx.attempt == 1 else "fresh"
+
+    def starts(*keys: str) -> None:
+        assert {gate.next_start() for _ in keys} == set(keys)
 
     runner.start()
     try:
-        # Scene 1 (t=0): a task that submits a task.
-        runner.submit(parent)
-        assert {gate.next_start(), gate.next_start()} == {"parent", "child"}
-        gate.release("parent")
-        runner.wait(1, bound)
-        # Scene 2 (t=1): a retry after a raise does not block the queue.
-        clock.advance_to(1)
-        runner.submit(flaky, retry_delay=1)
-        assert gate.next_start() == "flaky 1"
-        runner.submit(other)
-        gate.release("flaky 1")
-        runner.wait(4, bound)
-        clock.advance_to(2)
-        assert gate.next_start() == "flaky 2"
-        gate.release("flaky 2")
-        runner.wait(3, bound)
-        # Scene 3 (t=3..4): a heartbeat, then a cooperative cancel.
-        clock.advance_to(3)
-        runner.submit(long_job)
-        assert gate.next_start() == "long 1"
+        # A task that submits a task (tasks 1 and 2).
+        parent_id = runner.submit(parent)
+        starts("parent", "child 1")
         clock.advance_to(4)
-        gate.release("long 1")
-        assert gate.next_start() == "long 2"
-        assert runner.cancel(5).accepted
-        gate.release("long 2")
-        runner.wait(5, bound)
-        # Scene 4 (t=5..15): a zombie.
-        clock.advance_to(5)
-        runner.submit(stalls)
-        assert gate.next_start() == "stalls"
-        gate.release("child")
+        gate.release("parent")
+        runner.wait(parent_id, bound)
+        # A retry after a raise does not block the queue (tasks 3 and 4).
+        clock.advance_to(6)
+        flaky_id = runner.submit(flaky, retry_delay=RETRY_DELAY)
+        starts("flaky 1")
+        other_id = runner.submit(other)
+        clock.advance_to(10)
+        gate.release("flaky 1")
+        starts("other")
+        clock.advance_to(15)
+        gate.release("other")
+        runner.wait(other_id, bound)
+        clock.advance_to(16)
+        starts("flaky 2")
+        clock.advance_to(18)
+        gate.release("child 1")  # the child's heartbeat, at 18
+        starts("child 2")
+        clock.advance_to(20)
+        gate.release("flaky 2")
+        runner.wait(flaky_id, bound)
+        # A cooperative cancel (task 5).
+        clock.advance_to(22)
+        cancellable_id = runner.submit(cancellable)
+        starts("cancellable")
+        clock.advance_to(24)
+        assert runner.cancel(cancellable_id).accepted
+        clock.advance_to(27)
+        gate.release("cancellable")
+        runner.wait(cancellable_id, bound)
+        # A zombie (task 6).
+        clock.advance_to(29)
+        stalls_id = runner.submit(stalls)
+        starts("stalls 1")
+        clock.advance_to(33)
+        gate.release("child 2")
         runner.wait(2, bound)
-        clock.advance_to(5 + LEASE)  # the stalled attempt's lease runs out
-        runner.wait(6, bound)
-        gate.release("stalls")
+        clock.advance_to(29 + LEASE)  # the stalled attempt's lease runs out
+        starts("stalls 2")
+        clock.advance_to(53)
+        gate.release("stalls 2")
+        runner.wait(stalls_id, bound)
+        clock.advance_to(57)
+        gate.release("stalls 1")
         runner.wait_idle(bound)
     finally:
-        for key in ("parent", "child", "flaky 1", "flaky 2", "long 1", "long 2", "stalls"):
+        for key in ("parent", "child 1", "child 2", "flaky 1", "flaky 2", "other", "cancellable", "stalls 1", "stalls 2"):
             gate.release(key)
         runner.stop(bound)
     return canonical(runner._trace)
