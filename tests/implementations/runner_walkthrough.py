@@ -21,14 +21,16 @@ prints the steps as TOML, the skeleton the narration was written onto.
 
 from __future__ import annotations
 
-from fencepost.impl.runner import Cancelled, ManualClock, Runner
-from fencepost.spec.formats.scenario import Scenario, Step, StepResult, expect_from
+import tempfile
+from pathlib import Path
+
+from fencepost.impl.runner import ManualClock, Runner
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 
 try:
     from runner_helpers import BOUND, Gate
 except ImportError:  # run as a script from the repository's root
     import sys
-    from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
     from runner_helpers import BOUND, Gate
@@ -139,19 +141,14 @@ def walkthrough_run(bound: float = BOUND) -> list[Step]:
         for key in ("parent", "child 1", "child 2", "flaky 1", "flaky 2", "other", "cancellable", "stalls 1", "stalls 2"):
             gate.release(key)
         runner.stop(bound)
-    return canonical(runner._trace)
+    with tempfile.TemporaryDirectory() as folder:
+        trace = load_scenario(runner.save_trace(Path(folder) / "trace.toml"))
+    return canonical(trace.steps)
 
 
-def canonical(trace: list) -> list[Step]:
-    """The trace as steps: slots renamed so the first lease is ``w1``, dispatches that found nothing dropped."""
-    from fencepost.impl.runner import _ARGUMENT_NAMES
-
-    steps = []
-    for op, values, value, error in trace:
-        if op == "dispatch" and value is None and error is None:
-            continue
-        args = dict(zip(_ARGUMENT_NAMES[op], values))
-        steps.append(Step(op, args, expect=expect_from(Step(op, args), StepResult(value, error))))
+def canonical(trace: tuple[Step, ...]) -> list[Step]:
+    """The saved trace's steps: slots renamed so the first lease is ``w1``, dispatches that found nothing dropped."""
+    steps = [s for s in trace if not (s.op == "dispatch" and s.expect == "none")]
     first = next(s.args["worker"] for s in steps if s.op == "dispatch")
     names = {first: "w1", ("w2" if first == "w1" else "w1"): "w2"}
 
