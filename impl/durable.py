@@ -7,13 +7,13 @@ changes is where the state lives: in one SQLite file (the standard library's
 ``sqlite3``, no server), so a new process opening the file sees every call
 that returned.
 
-**Every call is one transaction.** Each mutating call runs inside ``BEGIN
-IMMEDIATE`` ... ``COMMIT``: it takes the write lock first, reads what it
-needs, validates every argument, and only then writes; an invalid call rolls
-back with nothing written. A call returns only after its ``COMMIT`` has
+**Every call is one transaction.** Each call validates every argument
+first, then makes its change inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``;
+an invalid call writes nothing. A call returns only after its ``COMMIT`` has
 returned, so a process killed at any instant (SIGKILL) loses no call that
 returned, and SQLite's atomic commit means it never leaves half a call
-behind. Recovery of abandoned work is the lease rule itself: a lease keeps
+behind ("Transactions are durable across application crashes regardless of
+the synchronous setting or journal mode", sqlite.org/pragma.html). Recovery of abandoned work is the lease rule itself: a lease keeps
 its ``expires_at`` across restarts, and the first timed call at or past it
 takes the task back. Nothing special-cases a restart.
 
@@ -36,23 +36,27 @@ consistent. Figures for both are in the README (``fencepost bench --durable``).
 matched, the reason is read afterwards (``SimpleScheduler``'s rules, in its
 order).
 
-**Indexes** (so no call reads all tasks): waiting tasks in dispatch order
-(``priority DESC, due_at, id``, partial over ``pending``/``retry_wait``);
-running tasks by ``expires_at`` (expiry) and by worker (capacity). Costs, T
-tasks in the file: ``submit``, ``complete``, ``fail``, ``cancel``, ``renew``
+**What is on disk and what is in memory.** On disk, one index: waiting
+tasks in dispatch order (``priority DESC, due_at, id``, partial over
+``pending``/``retry_wait``), which ``dispatch``'s one UPDATE walks. In
+memory, loaded at open in one pass over the tasks: the clock, the last
+token (the largest token any task row holds), the task count, the
+capacities and the running leases (token, task, worker, end) -- so expiry
+and capacity need no index on disk, and a write changes one table page
+plus, for ``submit`` and ``dispatch``, one index page. Costs, T tasks and R
+running leases: ``submit``, ``complete``, ``fail``, ``cancel``, ``renew``
 and ``task`` O(log T); ``dispatch`` O(log T) plus the waiting tasks of
 higher priority not yet due, which its index walk steps over; every timed
-call O(k log T) more for the k leases it expires. Opening a file reads
-nothing but its schema version, so reopening costs the same at any size.
+call at a new time O(R) to find expired leases, plus O(log T) for each.
+Opening is O(T) (one pass for the last token and the leases).
 
 Integers are SQLite's: 64-bit signed. An argument outside that range, or a
 lease end or retry time that would leave it, is refused with ``ValueError``
 naming it -- the one place where this scheduler is narrower than the model,
 which has Python's unbounded ints.
 
-Only one scheduler object should hold a file at a time: several processes
-may share a file (every call is its own serialized transaction), but the
-conformance contract is about one sequence of calls.
+One scheduler owns a file while it is open (``PRAGMA locking_mode =
+EXCLUSIVE``); another, in any process, waits ``BUSY_TIMEOUT_S`` and is refused.
 """
 
 from __future__ import annotations
@@ -75,18 +79,17 @@ from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, Ta
 SCHEMA_VERSION = 1
 #: The ``synchronous`` settings offered: FULL survives power loss, NORMAL only a process crash.
 SYNCHRONOUS_SETTINGS = ("FULL", "NORMAL")
-#: How long a call waits for another connection's write lock before raising: a bound, not a sleep.
+#: How long opening waits for another scheduler to let go of the file before raising: a bound, not a sleep.
 BUSY_TIMEOUT_S = 5.0
 #: SQLite's INTEGER range; every stored int must fit.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _SCHEMA = """
 CREATE TABLE scheduler (
-    only_row   INTEGER PRIMARY KEY CHECK (only_row = 1),
-    now        INTEGER NOT NULL,  -- logical time, never decreasing
-    last_token INTEGER NOT NULL   -- tokens issued so far (the next one is last_token + 1)
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    now      INTEGER NOT NULL  -- logical time, never decreasing
 );
-INSERT INTO scheduler (only_row, now, last_token) VALUES (1, 0, 0);
+INSERT INTO scheduler (only_row, now) VALUES (1, 0);
 CREATE TABLE workers (
     name     TEXT PRIMARY KEY,
     capacity INTEGER NOT NULL CHECK (capacity >= 1)
@@ -99,16 +102,15 @@ CREATE TABLE tasks (
     retry_delay      INTEGER NOT NULL,     -- base of the backoff after an explicit failure
     status           TEXT NOT NULL DEFAULT 'pending',
     attempts         INTEGER NOT NULL DEFAULT 0,
-    worker           TEXT,                 -- worker, token, started_at, expires_at:
-    token            INTEGER,              --   set exactly while running
+    token            INTEGER,              -- the last lease's token, kept after it ends (the
+                                           --   largest is the last token issued), shown only while running
+    worker           TEXT,                 -- worker, started_at, expires_at: set exactly while running
     started_at       INTEGER,
     expires_at       INTEGER,
     cancel_requested INTEGER NOT NULL DEFAULT 0,  -- only ever set while running
     expired_token    INTEGER               -- the token whose lease expired last, for the rejection reason
 );
 CREATE INDEX tasks_waiting ON tasks (priority DESC, due_at, id) WHERE status IN ('pending', 'retry_wait');
-CREATE INDEX tasks_expiry ON tasks (expires_at) WHERE status = 'running';
-CREATE INDEX tasks_load ON tasks (worker) WHERE status = 'running';
 CREATE TABLE keys (
     key     TEXT PRIMARY KEY,  -- an idempotency key, remembered for the file's whole life
     task_id INTEGER NOT NULL REFERENCES tasks (id),
@@ -117,21 +119,24 @@ CREATE TABLE keys (
 """
 
 _TASK_COLUMNS = "id, status, priority, due_at, attempts, worker, token, expires_at, cancel_requested"
-_RELEASE = "worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = 0"
-# Expiry (rule 3): every lease ending at or before now goes back to pending, or
-# to cancelled if a cancel was requested, or to failed if its budget is spent.
+_RELEASE = "worker = NULL, started_at = NULL, expires_at = NULL, cancel_requested = 0"
+# Expiry (rule 3) of one lease: its task goes back to pending, or to cancelled
+# if a cancel was requested, or to failed if its budget is spent.
 _EXPIRE = f"""
 UPDATE tasks SET
     status = CASE WHEN cancel_requested THEN 'cancelled'
                   WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
                   ELSE 'pending' END,
     expired_token = token, {_RELEASE}
-WHERE status = 'running' AND expires_at <= ?
+WHERE id = ? AND status = 'running'
 """
-_BEST_WAITING = """
-SELECT id FROM tasks
-WHERE status IN ('pending', 'retry_wait') AND due_at <= ?
-ORDER BY priority DESC, due_at, id LIMIT 1
+# Dispatch in one statement: the best waiting task that is due, by the index's order.
+_DISPATCH = """
+UPDATE tasks SET status = 'running', attempts = attempts + 1, token = ?, worker = ?,
+                 started_at = ?, expires_at = ?, expired_token = NULL
+WHERE id = (SELECT id FROM tasks WHERE status IN ('pending', 'retry_wait') AND due_at <= ?
+            ORDER BY priority DESC, due_at, id LIMIT 1)
+RETURNING id
 """
 # The fence: the change applies only to the task's current, live lease.
 _FENCE = "id = ? AND status = 'running' AND token = ? AND expires_at > ?"
@@ -161,6 +166,16 @@ class DurableScheduler:
     every call that returns has been committed (see the module docstring).
     After ``close()`` or ``reopen()`` this object must not be used again.
 
+    The scheduler owns its file while open (``PRAGMA locking_mode =
+    EXCLUSIVE``): a second scheduler, in this process or another, waits
+    ``BUSY_TIMEOUT_S`` for it and then raises ``ValueError``. Owning the file
+    is what lets it keep the clock, the last token, the task count, the
+    capacities and the running leases in memory, loaded at open, so that a
+    call reads nothing it need not and no index on running tasks has to be
+    kept on disk: ``submit`` is one INSERT, ``dispatch`` and ``complete`` one
+    UPDATE each (plus, when time moves, one UPDATE per expired lease and one
+    for the clock).
+
     Args:
         path: the database file.
         synchronous: ``"FULL"`` (default: a returned call survives power
@@ -174,6 +189,7 @@ class DurableScheduler:
         self._path = Path(path)
         self._synchronous = synchronous
         self._batch_depth = 0
+        self._touched = False  # a cache changed inside the open call: reload it if the call rolls back
         try:
             self._conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as exc:
@@ -188,7 +204,9 @@ class DurableScheduler:
 
     def _open(self) -> None:
         conn = self._conn
+        where = f"path {str(self._path)!r}"
         try:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             with self._write():
@@ -201,13 +219,36 @@ class DurableScheduler:
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 elif version != SCHEMA_VERSION:
                     raise ValueError(
-                        f"path {str(self._path)!r} is not a fencepost durable scheduler file "
+                        f"{where} is not a fencepost durable scheduler file "
                         f"(schema version {version}, this code reads version {SCHEMA_VERSION})"
                     )
+                self._load()
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise ValueError(f"{where} is held by another scheduler (waited {BUSY_TIMEOUT_S:.0f} s): {exc}") from None
+            raise ValueError(f"{where} cannot be opened as a fencepost durable scheduler file: {exc}") from None
         except sqlite3.DatabaseError as exc:
-            raise ValueError(f"path {str(self._path)!r} is not a fencepost durable scheduler file: {exc}") from None
+            raise ValueError(f"{where} is not a fencepost durable scheduler file: {exc}") from None
         if mode.lower() != "wal":
-            raise ValueError(f"path {str(self._path)!r}: SQLite refused WAL mode (journal_mode is {mode!r})")
+            raise ValueError(f"{where}: SQLite refused WAL mode (journal_mode is {mode!r})")
+
+    def _load(self) -> None:
+        """Read the caches from the file: one pass over the tasks (the last token, the running leases)."""
+        conn = self._conn
+        self._now = conn.execute("SELECT now FROM scheduler").fetchone()[0]  # the clock
+        self._issued = conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()[0]  # ids 1.._issued exist
+        self._last_token = conn.execute("SELECT coalesce(max(token), 0) FROM tasks").fetchone()[0]
+        self._capacity = dict(conn.execute("SELECT name, capacity FROM workers"))
+        # token -> [task id, worker, expires_at] for every running lease, and each worker's count of them
+        self._leases: dict[int, list] = {
+            token: [task_id, worker, expires_at]
+            for token, task_id, worker, expires_at in conn.execute(
+                "SELECT token, id, worker, expires_at FROM tasks WHERE status = 'running'")
+        }
+        self._load_of = dict.fromkeys(self._capacity, 0)
+        for _, worker, _ in self._leases.values():
+            self._load_of[worker] += 1
+        self._touched = False
 
     # -------------------------------------------------------------- lifecycle
 
@@ -249,31 +290,15 @@ class DurableScheduler:
             finally:
                 self._batch_depth -= 1
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> _Transaction:
         """One call's transaction: BEGIN IMMEDIATE ... COMMIT, rolled back if the body raises.
 
         Inside ``batch()`` a call is a savepoint instead, so an invalid call
-        undoes only itself.
+        undoes only itself. A call changes the caches only after its last
+        check, so an invalid call leaves them as they were; anything else
+        that rolls back (an effect raising, a failed COMMIT) reloads them.
         """
-        conn = self._conn
-        if self._batch_depth:
-            conn.execute("SAVEPOINT call")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK TO call")
-                conn.execute("RELEASE call")
-                raise
-            conn.execute("RELEASE call")
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        self._commit(conn)
+        return _Transaction(self)
 
     def _commit(self, conn: sqlite3.Connection) -> None:
         """Make the call durable before it returns (a mutant overrides this to ack early)."""
@@ -284,20 +309,28 @@ class DurableScheduler:
     @property
     def now(self) -> int:
         """The current logical time (0 at the start)."""
-        return self._conn.execute("SELECT now FROM scheduler").fetchone()[0]
+        return self._now
 
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task; an unknown id raises. O(log T)."""
-        return self._view(self._conn, task_id)
+        self._check_id(task_id)
+        row = self._conn.execute(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        ident, status, priority, due_at, attempts, worker, token, expires_at, cancel_requested = row
+        running = status == Status.RUNNING
+        return TaskView(ident, Status(status), priority, due_at, attempts, worker,
+                        token if running else None, expires_at, bool(cancel_requested))
 
     # -------------------------------------------------------------- untimed
 
     def add_worker(self, worker: str, capacity: int) -> None:
         """Register ``worker`` with ``capacity`` >= 1 slots; a duplicate name raises."""
+        v.check_new_worker(worker, capacity, self._capacity)
+        _fits("capacity", capacity)
         with self._write() as conn:
-            v.check_new_worker(worker, capacity, _Workers(conn))
-            _fits("capacity", capacity)
             conn.execute("INSERT INTO workers (name, capacity) VALUES (?, ?)", (worker, capacity))
+            self._touched = True
+            self._capacity[worker] = capacity
+            self._load_of[worker] = 0
 
     def submit(self, priority: int = 0, due_at: int | None = None,
                max_attempts: int | None = None, retry_delay: int = 1, key: str | None = None) -> int:
@@ -307,25 +340,33 @@ class DurableScheduler:
         arguments as given then, returns that task's id and changes nothing;
         with other arguments it raises ``ValueError`` naming the key.
         """
-        v.check_submit(priority, due_at, max_attempts, retry_delay)
-        if key is not None and (not isinstance(key, str) or not key):
-            raise ValueError(f"key must be None or a non-empty str: {key!r}")
-        for name, value in (("priority", priority), ("due_at", due_at), ("max_attempts", max_attempts), ("retry_delay", retry_delay)):
-            if value is not None:
-                _fits(name, value)
+        if not (type(priority) is int and due_at is None and max_attempts is None and key is None
+                and type(retry_delay) is int and 1 <= retry_delay <= INT64_MAX and INT64_MIN <= priority <= INT64_MAX):
+            self._check_submit(priority, due_at, max_attempts, retry_delay, key)  # the fast test above is the common case
         with self._write() as conn:
             if key is not None:
                 known = self._known_key(conn, key, priority, due_at, max_attempts, retry_delay)
                 if known is not None:
                     return known
-            now = conn.execute("SELECT now FROM scheduler").fetchone()[0]
             task_id = conn.execute(
                 "INSERT INTO tasks (priority, due_at, max_attempts, retry_delay) VALUES (?, ?, ?, ?)",
-                (priority, now if due_at is None else due_at, max_attempts, retry_delay),
+                (priority, self._now if due_at is None else due_at, max_attempts, retry_delay),
             ).lastrowid
             if key is not None:
                 conn.execute("INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)", (key, task_id, due_at))
+            self._touched = True
+            self._issued = task_id
             return task_id
+
+    @staticmethod
+    def _check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object, key: object) -> None:
+        """``submit``'s rules, in the contract's order; raise on the first bad argument."""
+        v.check_submit(priority, due_at, max_attempts, retry_delay)
+        if key is not None and (not isinstance(key, str) or not key):
+            raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
+        for name, value in (("priority", priority), ("due_at", due_at), ("max_attempts", max_attempts), ("retry_delay", retry_delay)):
+            if value is not None:
+                _fits(name, value)
 
     @staticmethod
     def _known_key(conn: sqlite3.Connection, key: str, priority: int, due_at: int | None,
@@ -341,7 +382,7 @@ class DurableScheduler:
         if first == [due_at, priority, max_attempts, retry_delay]:
             return task_id
         raise ValueError(
-            f"key {key!r} already names task {task_id}, submitted with other arguments "
+            f"key {key!r} was already submitted as task {task_id} with other arguments "
             f"(priority={first[1]!r}, due_at={first[0]!r}, max_attempts={first[2]!r}, retry_delay={first[3]!r})"
         )
 
@@ -349,40 +390,36 @@ class DurableScheduler:
 
     def advance(self, now: int) -> None:
         """Move time to ``now``, expiring every lease with ``expires_at <= now``."""
+        v.check_time(self._now, now)
+        _fits("now", now)
         with self._write() as conn:
-            current = self._clock(conn)[0]
-            v.check_time(current, now)
-            self._expire(conn, current, now)
+            self._expire(conn, now)
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
         """Lease the best eligible task (priority desc, due_at asc, id asc) to ``worker``.
 
         Returns None when the worker is full or nothing is due; that issues no token.
         """
+        v.check_worker_name(worker)
+        if worker not in self._capacity:
+            raise v.unknown_worker(worker)
+        v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
+        _fits("now", now)
+        expires_at = _fits("now + duration", now + duration)
         with self._write() as conn:
-            v.check_worker_name(worker)
-            row = conn.execute("SELECT capacity FROM workers WHERE name = ?", (worker,)).fetchone()
+            self._expire(conn, now)
+            if self._load_of[worker] >= self._capacity[worker]:
+                return None
+            token = self._last_token + 1
+            row = conn.execute(_DISPATCH, (token, worker, now, expires_at, now)).fetchone()
             if row is None:
-                raise v.unknown_worker(worker)
-            current, last_token = self._clock(conn)
-            v.check_time(current, now)
-            v.check_min("duration", duration, 1)
-            expires_at = _fits("now + duration", now + duration)
-            self._expire(conn, current, now)
-            load = conn.execute("SELECT count(*) FROM tasks WHERE status = 'running' AND worker = ?", (worker,)).fetchone()[0]
-            if load >= row[0]:
                 return None
-            best = conn.execute(_BEST_WAITING, (now,)).fetchone()
-            if best is None:
-                return None
-            token = last_token + 1
-            conn.execute(
-                "UPDATE tasks SET status = 'running', attempts = attempts + 1, worker = ?, token = ?, "
-                "started_at = ?, expires_at = ?, expired_token = NULL WHERE id = ?",
-                (worker, token, now, expires_at, best[0]),
-            )
-            conn.execute("UPDATE scheduler SET last_token = ?", (token,))
-            return Lease(best[0], worker, token, now, expires_at)
+            self._touched = True
+            self._last_token = token
+            self._leases[token] = [row[0], worker, expires_at]
+            self._load_of[worker] += 1
+            return Lease(row[0], worker, token, now, expires_at)
 
     def complete(self, task_id: int, token: int, now: int,
                  *, effect: Callable[[sqlite3.Connection], object] | None = None) -> Outcome:
@@ -395,43 +432,52 @@ class DurableScheduler:
         with the completion or not at all: if ``effect`` raises, the
         completion is rolled back too and the exception propagates.
         """
+        bound = self._check_lease_call(task_id, token, now)
         with self._write() as conn:
-            _, bound = self._lease_call(conn, task_id, token, now)
+            self._expire(conn, now)
             changed = conn.execute(f"UPDATE tasks SET status = 'succeeded', {_RELEASE} WHERE {_FENCE}", (task_id, bound, now)).rowcount
             if not changed:
                 return self._rejection(conn, task_id, token)
             if effect is not None:
                 effect(conn)
+            self._release(token)
             return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
         """Accept an explicit failure from the current lease: retry with backoff, or end."""
+        bound = self._check_lease_call(task_id, token, now)
+        status, current, attempts, max_attempts, retry_delay, cancel_requested = self._conn.execute(
+            "SELECT status, token, attempts, max_attempts, retry_delay, cancel_requested FROM tasks WHERE id = ?",
+            (task_id,),
+        ).fetchone()
+        due_at = None
+        if cancel_requested:
+            ending = Status.CANCELLED
+        elif max_attempts is not None and attempts >= max_attempts:
+            ending = Status.FAILED
+        else:
+            ending = Status.RETRY_WAIT
+            if status == Status.RUNNING and current == token:  # else the fence refuses it below
+                backoff = retry_delay * 2 ** (attempts - 1)
+                due_at = _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
         with self._write() as conn:
-            row, bound = self._lease_call(conn, task_id, token, now)
-            status, current, attempts, max_attempts, retry_delay, cancel_requested = row
-            due_at = None
-            if cancel_requested:
-                ending = Status.CANCELLED
-            elif max_attempts is not None and attempts >= max_attempts:
-                ending = Status.FAILED
-            else:
-                ending = Status.RETRY_WAIT
-                if status == Status.RUNNING and current == token:  # else the fence refuses it below
-                    backoff = retry_delay * 2 ** (attempts - 1)
-                    due_at = _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
+            self._expire(conn, now)
             changed = conn.execute(
                 f"UPDATE tasks SET status = ?, due_at = coalesce(?, due_at), {_RELEASE} WHERE {_FENCE}",
                 (ending.value, due_at, task_id, bound, now),
             ).rowcount
-            return ACCEPTED if changed else self._rejection(conn, task_id, token)
+            if not changed:
+                return self._rejection(conn, task_id, token)
+            self._release(token)
+            return ACCEPTED
 
     def cancel(self, task_id: int, now: int) -> Outcome:
         """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one."""
+        self._check_id(task_id)
+        v.check_time(self._now, now)
+        _fits("now", now)
         with self._write() as conn:
-            self._row(conn, task_id)
-            current = self._clock(conn)[0]
-            v.check_time(current, now)
-            self._expire(conn, current, now)
+            self._expire(conn, now)
             if conn.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (task_id,)).rowcount:
                 return ACCEPTED
             if conn.execute("UPDATE tasks SET status = 'cancelled' WHERE id = ? AND status IN ('pending', 'retry_wait')", (task_id,)).rowcount:
@@ -440,68 +486,59 @@ class DurableScheduler:
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
+        bound = self._check_lease_call(task_id, token, now, duration)
+        expires_at = _fits("now + duration", now + duration)
         with self._write() as conn:
-            _, bound = self._lease_call(conn, task_id, token, now, duration)
-            expires_at = _fits("now + duration", now + duration)
+            self._expire(conn, now)
             changed = conn.execute(
                 f"UPDATE tasks SET expires_at = ? WHERE {_FENCE} AND NOT cancel_requested",
                 (expires_at, task_id, bound, now),
             ).rowcount
             if changed:
+                self._touched = True
+                self._leases[token][2] = expires_at
                 return ACCEPTED
             refused = self._rejection(conn, task_id, token)
             return refused if not refused.accepted else Outcome(False, Reason.CANCEL_REQUESTED)
 
     # -------------------------------------------------------------- internals
 
-    @staticmethod
-    def _clock(conn: sqlite3.Connection) -> tuple[int, int]:
-        return conn.execute("SELECT now, last_token FROM scheduler").fetchone()
+    def _check_id(self, task_id: object) -> int:
+        return v.check_task_id(task_id, self._issued)
 
-    @staticmethod
-    def _row(conn: sqlite3.Connection, task_id: object) -> tuple:
-        """The task's (status, token, attempts, max_attempts, retry_delay, cancel_requested); an unknown id raises."""
-        v.check_int("task_id", task_id)
-        row = None
-        if INT64_MIN <= task_id <= INT64_MAX:
-            row = conn.execute(
-                "SELECT status, token, attempts, max_attempts, retry_delay, cancel_requested FROM tasks WHERE id = ?",
-                (task_id,),
-            ).fetchone()
-        if row is None:
-            issued = conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()[0]
-            v.check_task_id(task_id, issued)
-        return row
+    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> int:
+        """Validate a token-carrying call in the model's order; return the token as SQLite can bind it.
 
-    def _view(self, conn: sqlite3.Connection, task_id: object) -> TaskView:
-        self._row(conn, task_id)
-        row = conn.execute(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        ident, status, priority, due_at, attempts, worker, token, expires_at, cancel_requested = row
-        return TaskView(ident, Status(status), priority, due_at, attempts, worker, token, expires_at, bool(cancel_requested))
-
-    def _lease_call(self, conn: sqlite3.Connection, task_id: object, token: object, now: object,
-                    duration: object = 1) -> tuple[tuple, int]:
-        """Validate a token-carrying call (in the model's order), then expire.
-
-        Returns the task's row as read before expiry (see ``_row``) and the
-        token as SQLite can bind it: one outside 64 bits was never issued, so
-        it becomes -1, which matches no lease either (tokens start at 1).
+        A token outside 64 bits was never issued, so it becomes -1, which
+        matches no lease either (tokens start at 1).
         """
-        row = self._row(conn, task_id)
+        self._check_id(task_id)
         v.check_int("token", token)
-        current = self._clock(conn)[0]
-        v.check_time(current, now)
+        v.check_time(self._now, now)
         v.check_min("duration", duration, 1)
-        self._expire(conn, current, now)
-        return row, token if INT64_MIN <= token <= INT64_MAX else -1
-
-    @staticmethod
-    def _expire(conn: sqlite3.Connection, current: int, now: int) -> None:
-        """End every lease with ``expires_at <= now`` and move the clock. Nothing can expire at ``current``."""
         _fits("now", now)
-        if now != current:
-            conn.execute(_EXPIRE, (now,))
-            conn.execute("UPDATE scheduler SET now = ?", (now,))
+        return token if INT64_MIN <= token <= INT64_MAX else -1
+
+    def _release(self, token: int) -> None:
+        """Forget a lease that ended by complete or fail: its worker's slot is free."""
+        self._touched = True
+        self._load_of[self._leases.pop(token)[1]] -= 1
+
+    def _expire(self, conn: sqlite3.Connection, now: int) -> None:
+        """End every lease with ``expires_at <= now`` and move the clock. O(running leases).
+
+        Nothing can expire at the current time: every lease ends after it.
+        """
+        if now == self._now:
+            return
+        self._touched = True
+        ended = [token for token, (_, _, expires_at) in self._leases.items() if expires_at <= now]
+        for token in ended:
+            task_id, worker, _ = self._leases.pop(token)
+            conn.execute(_EXPIRE, (task_id,))
+            self._load_of[worker] -= 1
+        conn.execute("UPDATE scheduler SET now = ?", (now,))
+        self._now = now
 
     @staticmethod
     def _rejection(conn: sqlite3.Connection, task_id: int, token: int) -> Outcome:
@@ -513,24 +550,26 @@ class DurableScheduler:
         status, current, expired = conn.execute(
             "SELECT status, token, expired_token FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
-        return SimpleScheduler._rejection(_Lease(Status(status), current, expired), token) or ACCEPTED
+        running = status == Status.RUNNING
+        lease = _Lease(Status(status), current if running else None, expired)
+        return SimpleScheduler._rejection(lease, token) or ACCEPTED
 
     def check_invariants(self) -> None:
-        """Check the file's own consistency in O(T); raise AssertionError naming what is broken.
+        """Check the file and the caches against each other in O(T); raise AssertionError naming what is broken.
 
         The lease fields are set exactly while running and every lease is
-        alive; no worker runs more than its capacity; no token is above
-        ``last_token`` or held by two running tasks; every key names a task.
+        alive; no worker runs more than its capacity; no token is above the
+        last issued or held by two running tasks; every key names a task;
+        and the in-memory clock, task count, capacities and leases are the file's.
         """
         conn = self._conn
-        now, last_token = self._clock(conn)
         bad = conn.execute(
             "SELECT id FROM tasks WHERE (status = 'running') != (worker IS NOT NULL AND token IS NOT NULL "
             "AND started_at IS NOT NULL AND expires_at IS NOT NULL) OR (status != 'running' AND cancel_requested)"
         ).fetchall()
         assert not bad, f"tasks {[r[0] for r in bad]} have lease fields that do not match their status"
-        dead = conn.execute("SELECT id FROM tasks WHERE status = 'running' AND expires_at <= ?", (now,)).fetchall()
-        assert not dead, f"tasks {[r[0] for r in dead]} are running under a lease that ended at or before now={now}"
+        dead = conn.execute("SELECT id FROM tasks WHERE status = 'running' AND expires_at <= ?", (self._now,)).fetchall()
+        assert not dead, f"tasks {[r[0] for r in dead]} are running under a lease that ended at or before now={self._now}"
         over = conn.execute(
             "SELECT w.name FROM workers w WHERE w.capacity < "
             "(SELECT count(*) FROM tasks t WHERE t.status = 'running' AND t.worker = w.name)"
@@ -539,20 +578,52 @@ class DurableScheduler:
         top, running, distinct = conn.execute(
             "SELECT max(token), count(token), count(DISTINCT token) FROM tasks WHERE status = 'running'"
         ).fetchone()
-        assert top is None or top <= last_token, f"token {top} is above the last issued, {last_token}"
+        assert top is None or top <= self._last_token, f"token {top} is above the last issued, {self._last_token}"
         assert running == distinct, "two running tasks hold the same token"
         orphans = conn.execute("SELECT key FROM keys WHERE task_id NOT IN (SELECT id FROM tasks)").fetchall()
         assert not orphans, f"keys {[r[0] for r in orphans]} name no task"
+        cached = (self._now, self._issued, self._last_token, self._capacity, self._leases, self._load_of)
+        self._load()
+        fresh = (self._now, self._issued, self._last_token, self._capacity, self._leases, self._load_of)
+        assert cached == fresh, f"the in-memory caches differ from the file: {cached} != {fresh}"
 
 
-class _Workers:
-    """The worker names in the file, as the container ``check_new_worker`` asks ``in`` of."""
+class _Transaction:
+    """``DurableScheduler._write()``'s context manager (a class: cheaper than a generator on every call)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+    __slots__ = ("scheduler", "nested")
 
-    def __contains__(self, worker: object) -> bool:
-        return self._conn.execute("SELECT 1 FROM workers WHERE name = ?", (worker,)).fetchone() is not None
+    def __init__(self, scheduler: DurableScheduler) -> None:
+        self.scheduler = scheduler
+        self.nested = scheduler._batch_depth > 0
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self.scheduler._conn
+        conn.execute("SAVEPOINT call" if self.nested else "BEGIN IMMEDIATE")
+        return conn
+
+    def __exit__(self, kind: type | None, error: BaseException | None, trace: object) -> None:
+        scheduler = self.scheduler
+        conn = scheduler._conn
+        try:
+            if kind is None:
+                try:
+                    conn.execute("RELEASE call") if self.nested else scheduler._commit(conn)
+                    return
+                except BaseException:
+                    self._roll_back(conn)
+                    raise
+            self._roll_back(conn)
+        finally:
+            scheduler._touched = False
+
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO call" if self.nested else "ROLLBACK")
+            if self.nested:
+                conn.execute("RELEASE call")
+        if self.scheduler._touched:
+            self.scheduler._load()
 
 
 # ------------------------------------------------------------------ temporary files
