@@ -264,7 +264,7 @@ class DurableScheduler:
     def reopen(self) -> DurableScheduler:
         """Close this scheduler and return a new one over the same file, as a new process would open it."""
         self.close()
-        reopened = DurableScheduler(self._path, synchronous=self._synchronous)
+        reopened = type(self)(self._path, synchronous=self._synchronous)
         reopened._keepalive = self._keepalive
         return reopened
 
@@ -638,14 +638,15 @@ class _TemporaryFile:
         weakref.finalize(self, shutil.rmtree, self.folder, True)
 
 
-def temporary() -> DurableScheduler:
+def temporary(kind: type[DurableScheduler] = DurableScheduler) -> DurableScheduler:
     """A ``DurableScheduler`` over a fresh temporary file: the zero-argument factory ``fencepost check`` takes.
 
     The file (under ``tempfile.gettempdir()``) is deleted when neither this
     scheduler nor any ``reopen()`` of it is referenced any more, and at exit.
+    ``kind`` is the class to open it with (a subclass, such as a mutant).
     """
     owner = _TemporaryFile()
-    scheduler = DurableScheduler(owner.path)
+    scheduler = kind(owner.path)
     scheduler._keepalive = owner
     return scheduler
 

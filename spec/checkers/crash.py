@@ -66,7 +66,7 @@ from fencepost.spec.protocol import OPERATIONS
 DEFAULT_KILLS = 50
 #: ``--ops``: the kill lands during or just after the K-th call of a child that changes
 #: its state (K uniform in 1..N; calls that change nothing are not counted).
-DEFAULT_OPS = 100
+DEFAULT_OPS = 50
 #: The longest the parent waits for the child's next message before calling it hung.
 CHILD_SILENCE_S = 30.0
 #: The longest the parent waits for a killed child to be reaped.

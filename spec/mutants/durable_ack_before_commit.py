@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 
 from fencepost.impl.durable import DurableScheduler
+from fencepost.impl.durable import temporary as _temporary
 
 
 class Scheduler(DurableScheduler):
@@ -26,3 +27,8 @@ class Scheduler(DurableScheduler):
         if self._conn.in_transaction and not self._batch_depth:
             self._conn.execute("COMMIT")  # the previous call's, acknowledged long ago
         return super()._write()
+
+
+def temporary() -> Scheduler:
+    """The mutant over a fresh temporary file: a zero-argument factory, for ``fencepost replay --impl``."""
+    return _temporary(Scheduler)
