@@ -29,6 +29,7 @@ replayable scenario (the calls that returned, then ``restart``; written with
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import random
@@ -104,6 +105,7 @@ class _Reporting:
         return attr
 
     def _reported(self, op: str, method: Callable) -> Callable:
+        @functools.wraps(method)  # keeps the signature, so capabilities can be read from it
         def call(**args: object) -> object:
             self._pipe.send(("call", op, args))
             try:
@@ -215,12 +217,14 @@ _PROBE_PRIORITY_MARGIN = 1
 
 
 def probe_calls(states: list[model.State]) -> list[tuple[str, dict]]:
-    """Calls whose answers show the state views cannot: workers, capacities, last token, next id.
+    """Calls whose answers show the state views cannot: workers, capacities, last token, next id, keys.
 
     Every worker any candidate knows is added again (refused if it exists);
     then enough tasks of the highest priority for every worker to fill up,
     and dispatches until each is full, at the current time: the tokens show
-    the last one issued, the ``None`` shows the capacity.
+    the last one issued, the ``None`` shows the capacity. Last, every
+    idempotency key is submitted again with its first arguments: the answer
+    is its task's id, or, if the key was lost, a new task.
     """
     capacities: dict[str, int] = {}
     for state in states:
@@ -232,6 +236,10 @@ def probe_calls(states: list[model.State]) -> list[tuple[str, dict]]:
     calls += [("submit", {"priority": priority})] * (sum(capacities.values()) + len(capacities))
     for name, capacity in capacities.items():
         calls += [("dispatch", {"worker": name, "now": now, "duration": 1})] * (capacity + 1)
+    for record in {record.key: record for s in states for record in getattr(s, "keys", ())}.values():
+        # Every idempotency key, resubmitted as it was first given: it must still name its task.
+        arguments = dict(zip(model.KEYED_ARGUMENTS, record.arguments))
+        calls.append(("submit", {**{k: v for k, v in arguments.items() if v is not None}, "key": record.key}))
     return calls
 
 
