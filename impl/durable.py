@@ -632,20 +632,21 @@ class _Transaction:
 class _TemporaryFile:
     """A temporary folder holding one database; removed once no scheduler over it is left, or at exit."""
 
-    def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="fencepost-durable-")
+    def __init__(self, directory: str | None = None) -> None:
+        self.folder = tempfile.mkdtemp(prefix="fencepost-durable-", dir=directory)
         self.path = Path(self.folder) / "scheduler.db"
         weakref.finalize(self, shutil.rmtree, self.folder, True)
 
 
-def temporary(kind: type[DurableScheduler] = DurableScheduler) -> DurableScheduler:
+def temporary(kind: type[DurableScheduler] = DurableScheduler, directory: str | None = None) -> DurableScheduler:
     """A ``DurableScheduler`` over a fresh temporary file: the zero-argument factory ``fencepost check`` takes.
 
-    The file (under ``tempfile.gettempdir()``) is deleted when neither this
-    scheduler nor any ``reopen()`` of it is referenced any more, and at exit.
-    ``kind`` is the class to open it with (a subclass, such as a mutant).
+    The file (under ``directory``, default ``tempfile.gettempdir()``) is
+    deleted when neither this scheduler nor any ``reopen()`` of it is
+    referenced any more, and at exit. ``kind`` is the class to open it with
+    (a subclass, such as a mutant).
     """
-    owner = _TemporaryFile()
+    owner = _TemporaryFile(directory)
     scheduler = kind(owner.path)
     scheduler._keepalive = owner
     return scheduler

@@ -21,7 +21,7 @@ import pytest
 import fencepost.impl.durable as durable
 from fencepost.impl.durable import DurableScheduler, temporary
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.checkers.check import check_factory
+from fencepost.spec.testing import conformance_test
 from fencepost.spec.protocol import Lease, Status
 
 #: tmpfs, where there is one: the tests exercise SQLite's logic, not the disk's fsync.
@@ -65,13 +65,13 @@ def story(s: object) -> None:
 # ---------------------------------------------------------------- the contract, restarts included
 
 
-def test_conforms_to_the_spec_under_the_ci_profile(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``fencepost check impl.durable:temporary``, as a test (on tmpfs when there is one, for time)."""
-    if FAST_DIR:
-        monkeypatch.setattr("tempfile.tempdir", FAST_DIR)
-    result = check_factory(temporary)
-    assert result.passed, result.failure
-    assert not result.missing, result.missing
+def durable_on_tmpfs() -> DurableScheduler:
+    """``impl.durable:temporary``, on tmpfs when there is one: the same SQLite code without the disk's fsync."""
+    return temporary(directory=FAST_DIR)
+
+
+#: ``fencepost check impl.durable:temporary`` as a test, under the active profile (``ci`` by default).
+TestDurableSchedulerConforms = conformance_test(durable_on_tmpfs)
 
 
 def test_a_reopened_scheduler_sees_every_call_that_returned(folder: Path) -> None:
