@@ -362,8 +362,7 @@ class DurableScheduler:
     def _check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object, key: object) -> None:
         """``submit``'s rules, in the contract's order; raise on the first bad argument."""
         v.check_submit(priority, due_at, max_attempts, retry_delay)
-        if key is not None and (not isinstance(key, str) or not key):
-            raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
+        v.check_key(key)
         for name, value in (("priority", priority), ("due_at", due_at), ("max_attempts", max_attempts), ("retry_delay", retry_delay)):
             if value is not None:
                 _fits(name, value)
@@ -371,20 +370,16 @@ class DurableScheduler:
     @staticmethod
     def _known_key(conn: sqlite3.Connection, key: str, priority: int, due_at: int | None,
                    max_attempts: int | None, retry_delay: int) -> int | None:
-        """The task a key already names, if its arguments match; None for a new key; raise on a mismatch."""
+        """The task a key already names, if its arguments match; None for a new key; raise on a mismatch.
+
+        The comparison and its message are ``impl._validate.keyed_task``'s, over the one row the key has.
+        """
         row = conn.execute(
-            "SELECT k.task_id, k.due_at, t.priority, t.max_attempts, t.retry_delay "
+            "SELECT k.task_id, t.priority, k.due_at, t.max_attempts, t.retry_delay "
             "FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?", (key,),
         ).fetchone()
-        if row is None:
-            return None
-        task_id, *first = row
-        if first == [due_at, priority, max_attempts, retry_delay]:
-            return task_id
-        raise ValueError(
-            f"key {key!r} was already submitted as task {task_id} with other arguments "
-            f"(priority={first[1]!r}, due_at={first[0]!r}, max_attempts={first[2]!r}, retry_delay={first[3]!r})"
-        )
+        known = {} if row is None else {key: (row[0], tuple(row[1:]))}
+        return v.keyed_task(known, key, (priority, due_at, max_attempts, retry_delay))
 
     # -------------------------------------------------------------- timed
 

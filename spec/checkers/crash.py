@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import hypothesis
@@ -47,6 +47,7 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import model, profiles
+from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.check import _positive, _seed
 from fencepost.spec.checkers.machine import (
     Divergence,
@@ -118,8 +119,9 @@ class _Reporting:
         return call
 
 
-def _child(opener: Callable[[str], object], folder: str, seed: int, steps: int, pipe: object) -> None:
-    """Run the conformance machine over schedulers at fresh paths until killed."""
+def _child(opener: Callable[[str], object], folder: str, seed: int, steps: int, pipe: object,
+           capabilities: Capabilities) -> None:
+    """Run the conformance machine over schedulers at fresh paths until killed (keys and restarts as offered)."""
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Hypothesis's own reports are not ours to show
     runs = iter(range(1, CHILD_EXAMPLES + 2))
 
@@ -129,7 +131,7 @@ def _child(opener: Callable[[str], object], folder: str, seed: int, steps: int, 
         pipe.send(("open", path))
         return _Reporting(opener(path), pipe)
 
-    machine = conformance_machine(factory, name="CrashChild")
+    machine = conformance_machine(factory, name="CrashChild", capabilities=capabilities)
     run_settings = settings(
         settings.get_profile("ci"), max_examples=CHILD_EXAMPLES, stateful_step_count=steps,
         derandomize=False, database=None, print_blob=False, phases=(Phase.generate,),
@@ -324,7 +326,7 @@ class ChildFailure(Exception):
 
 
 def kill_once(opener: Callable[[str], object], seed: int, kill_at: int, delay_s: float, steps: int,
-              directory: str | None = None) -> KillResult:
+              directory: str | None = None, restarts: bool = True) -> KillResult:
     """Run a child, SIGKILL it ``delay_s`` after call number ``kill_at`` starts, and check the recovery.
 
     Calls are counted only when they change the model's state: Hypothesis
@@ -333,15 +335,18 @@ def kill_once(opener: Callable[[str], object], seed: int, kill_at: int, delay_s:
     """
     folder = tempfile.mkdtemp(prefix="fencepost-crash-", dir=directory)
     try:
-        return _kill_in(folder, opener, seed, kill_at, delay_s, steps)
+        return _kill_in(folder, opener, seed, kill_at, delay_s, steps, restarts)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _kill_in(folder: str, opener: Callable[[str], object], seed: int, kill_at: int, delay_s: float, steps: int) -> KillResult:
+def _kill_in(folder: str, opener: Callable[[str], object], seed: int, kill_at: int, delay_s: float, steps: int,
+             restarts: bool) -> KillResult:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(opener, folder, seed, steps, sender), daemon=True)
+    offered = detect(lambda: opener(os.path.join(folder, "capabilities")))
+    capabilities = replace(offered, restart=offered.restart and restarts)
+    child = context.Process(target=_child, args=(opener, folder, seed, steps, sender, capabilities), daemon=True)
     child.start()
     sender.close()
     run: Run | None = None
@@ -440,7 +445,8 @@ class CrashReport:
 
 
 def crash_test(opener: Callable[[str], object], *, kills: int = DEFAULT_KILLS, seed: int | None = None,
-               ops: int = DEFAULT_OPS, steps: int | None = None, directory: str | None = None) -> CrashReport:
+               ops: int = DEFAULT_OPS, steps: int | None = None, directory: str | None = None,
+               restarts: bool = True) -> CrashReport:
     """Kill a child ``kills`` times at seeded random moments; stop at the first recovery that does not hold.
 
     Args:
@@ -450,6 +456,8 @@ def crash_test(opener: Callable[[str], object], *, kills: int = DEFAULT_KILLS, s
         ops: the kill lands during or just after the K-th state-changing call of a child, K in 1..``ops``.
         steps: steps per run of the child's machine (default the ``ci`` profile's).
         directory: where the storage paths go (default the system's temporary folder).
+        restarts: let the child's machine take ``restart`` steps (when the scheduler offers
+            ``reopen()``); off, only the kill can reveal what a restart would.
 
     Raises:
         ChildFailure: a child hung, died on its own, or diverged from the model.
@@ -463,7 +471,7 @@ def crash_test(opener: Callable[[str], object], *, kills: int = DEFAULT_KILLS, s
         child_seed, kill_at, fraction = rng.randrange(2**32), rng.randint(1, ops), rng.random()
         typical = statistics.median(observed[-200:]) if observed else FIRST_CALL_S
         delay = fraction * KILL_DELAY_FACTOR * typical
-        result = kill_once(opener, child_seed, kill_at, delay, steps or profiles.CI_STEPS, directory)
+        result = kill_once(opener, child_seed, kill_at, delay, steps or profiles.CI_STEPS, directory, restarts)
         observed += result.call_seconds
         report.kills += 1
         report.acknowledged += result.acknowledged

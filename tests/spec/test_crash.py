@@ -37,8 +37,9 @@ def test_the_durable_scheduler_recovers_every_acknowledged_call() -> None:
     assert report.acknowledged > KILLS  # the kills landed mid-run, not before the first call
 
 
-def test_a_mutant_that_acknowledges_before_committing_is_caught() -> None:
-    report = crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=11, directory=FAST_DIR)
+def test_a_mutant_that_acknowledges_before_committing_is_caught_by_a_kill() -> None:
+    """With restarts off in the child, only the SIGKILL can show the lost call."""
+    report = crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=11, directory=FAST_DIR, restarts=False)
     assert not report.passed, f"{MUTANT_KILLS} kills did not catch the ack-before-commit mutant"
     failure = report.failure
     assert failure.problem
@@ -47,6 +48,12 @@ def test_a_mutant_that_acknowledges_before_committing_is_caught() -> None:
     assert [step.op for step in trace[:-1] if step.op != "restart"] == [
         call.op for call in failure.run.acknowledged if call.op != "restart"
     ]
+
+
+def test_with_restarts_the_childs_own_lockstep_sees_the_mutant_too() -> None:
+    """A ``restart`` closes the connection, and the open transaction goes with it: a divergence, no kill needed."""
+    with pytest.raises(crash.ChildFailure, match="diverged from the model without any crash"):
+        crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=3, directory=FAST_DIR, ops=crash.DEFAULT_OPS * 4)
 
 
 def test_a_scheduler_that_keeps_nothing_recovers_nothing() -> None:
