@@ -1,6 +1,6 @@
 """Crash-test a durable scheduler: SIGKILL it mid-run, reopen its storage, compare with the model.
 
-``fencepost crash MODULE:OPENER [--kills N] [--seed S] [--ops N] [--trace-out FILE]``.
+``fencepost crash MODULE:OPENER [--kills N] [--seed S] [--ops N] [--trace-out FILE] [--no-restarts]``.
 ``OPENER(path)`` returns a scheduler over the storage at ``path`` (for the
 shipped one, ``impl.durable:DurableScheduler``). For each kill:
 
@@ -530,6 +530,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed for the calls and the kill points (default: a random one, printed)")
     parser.add_argument("--ops", type=_positive, default=DEFAULT_OPS, metavar="N", help=f"a kill lands in or just after the K-th state-changing call of its child, K random in 1..N (default {DEFAULT_OPS})")
     parser.add_argument("--trace-out", metavar="FILE", default=None, help="write the first failure as a scenario (JSON if FILE ends in .json, else TOML)")
+    parser.add_argument("--no-restarts", action="store_true", help="the child takes no restart steps of its own: only the kills restart the scheduler")
 
 
 def probe_opener(opener: Callable[[str], object], text: str) -> None:
@@ -556,7 +557,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(args.trace_out)
     probe_opener(opener, args.opener)
     try:
-        report = crash_test(opener, kills=args.kills, seed=args.seed, ops=args.ops)
+        report = crash_test(opener, kills=args.kills, seed=args.seed, ops=args.ops, restarts=not args.no_restarts)
     except ChildFailure as exc:
         print(f"{args.opener}: {exc}")
         return EXIT_VIOLATION
@@ -574,7 +575,10 @@ def run(args: argparse.Namespace) -> int:
     text, scenario = failure_scenario_text(failure, args.opener)
     print(format_trace(failure_trace(failure)))
     if args.trace_out:
-        Path(args.trace_out).write_text(text, encoding="utf-8", newline="\n")
+        try:
+            Path(args.trace_out).write_text(text, encoding="utf-8", newline="\n")
+        except OSError as exc:
+            raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc.strerror or exc}") from None
         print(f"written to {args.trace_out}; replay it with: fencepost replay {args.trace_out} --impl MODULE:FACTORY (a scheduler with reopen())")
     else:
         print("as a scenario (save it and replay it with fencepost replay FILE --impl MODULE:FACTORY):")

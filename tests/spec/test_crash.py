@@ -19,6 +19,8 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
 from fencepost.spec.checkers import crash
 from fencepost.spec.cli import main
+from fencepost.spec.formats.scenario import load_scenario
+from fencepost.spec.mutants import CRASH_MUTANTS
 from fencepost.spec.mutants.durable_ack_before_commit import Scheduler as AckBeforeCommit
 
 #: tmpfs, where there is one: a kill tests SQLite's commit, not the disk's fsync.
@@ -111,3 +113,19 @@ def test_cli_bad_arguments_are_one_line_exit_2(argv: list[str], message: str, ca
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 1; the file fails at its final ``restart`` on the mutant and replays clean on the real scheduler."""
+    if FAST_DIR:
+        monkeypatch.setattr(tempfile, "tempdir", FAST_DIR)
+    out = tmp_path / "crash.toml"
+    argv = ["crash", CRASH_MUTANTS["durable_ack_before_commit"], "--kills", str(MUTANT_KILLS), "--seed", "11",
+            "--no-restarts", "--trace-out", str(out)]
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "RECOVERY FAILED" in printed and "restart()" in printed and "<-- diverges" in printed
+    scenario = load_scenario(out)
+    assert scenario.steps[-1].op == "restart" and scenario.steps[-1].expect_state
+    assert main(["replay", str(out), "--impl", "spec.mutants.durable_ack_before_commit:temporary"]) == 1
+    assert main(["replay", str(out), "--impl", "impl.durable:temporary"]) == 0
