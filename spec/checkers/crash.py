@@ -58,6 +58,7 @@ from fencepost.spec.checkers.machine import (
     describe,
     format_call,
     format_trace,
+    minimize,
     normalize,
     view_tuple,
 )
@@ -502,8 +503,26 @@ def failure_trace(result: KillResult) -> list[TraceStep]:
     return trace
 
 
-def failure_scenario_text(result: KillResult, opener_spec: str) -> tuple[str, object]:
-    """The failing kill as TOML text (and the scenario), ready to replay on a scheduler with ``reopen()``."""
+def shrink(opener: Callable[[str], object], trace: list[TraceStep]) -> list[TraceStep]:
+    """The failure trace minimized, when it fails without a kill (a ``restart`` alone shows it); else as it is.
+
+    The machine's own ``minimize`` replays candidates in lockstep, each on
+    storage at a fresh path, so it needs the failure to be reproducible in one
+    process; a failure only a real kill reveals is returned unchanged.
+    """
+    folder = tempfile.mkdtemp(prefix="fencepost-crash-shrink-")
+    paths = (os.path.join(folder, f"shrink-{n}") for n in range(1, 1 << 62))
+    try:
+        shrunk = minimize(lambda: opener(next(paths)), trace)
+    except Exception:  # a scheduler that cannot be replayed this way: keep the failure as found
+        return trace
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return shrunk
+
+
+def failure_scenario_text(result: KillResult, opener_spec: str, trace: list[TraceStep]) -> str:
+    """The failing kill's ``trace`` as TOML text, ready to replay on a scheduler with ``reopen()``."""
     from fencepost.spec.formats.scenario import dumps_scenario
     from fencepost.spec.formats.trace import trace_to_scenario
 
@@ -513,12 +532,14 @@ def failure_scenario_text(result: KillResult, opener_spec: str) -> tuple[str, ob
         f"SIGKILL after {result.acknowledged} calls returned"
         + (f", during `{format_call(flight.op, flight.args)}` (left out: it may or may not have taken effect)" if flight else "")
         + f"; after reopening, {result.problem}"
+        + (f" Shrunk from {len(failure_trace(result))} steps to {len(trace)}: it fails without a kill too, "
+           "at a restart." if len(trace) < len(failure_trace(result)) else "")
     )
     scenario = trace_to_scenario(
-        failure_trace(result), title=f"Crash recovery: {opener_spec}", description=description,
+        trace, title=f"Crash recovery: {opener_spec}", description=description,
         meta={"generated_by": "fencepost crash", "impl": opener_spec},
     )
-    return dumps_scenario(scenario), scenario
+    return dumps_scenario(scenario)
 
 
 # ---------------------------------------------------------------- command line
@@ -572,8 +593,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     failure = report.failure
     print(f"RECOVERY FAILED at kill {report.kills}: {failure.problem}")
-    text, scenario = failure_scenario_text(failure, args.opener)
-    print(format_trace(failure_trace(failure)))
+    trace = shrink(opener, failure_trace(failure))
+    text = failure_scenario_text(failure, args.opener, trace)
+    if len(trace) < len(failure_trace(failure)):
+        print(f"shrunk from {len(failure_trace(failure))} steps to {len(trace)}: it fails without a kill too, at a restart")
+    print(format_trace(trace))
     if args.trace_out:
         try:
             Path(args.trace_out).write_text(text, encoding="utf-8", newline="\n")
