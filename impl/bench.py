@@ -419,18 +419,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--durable", action="store_true",
                         help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
                         "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
+    parser.add_argument("--runner", action="store_true",
+                        help="instead: 100,000 no-op tasks through Runner(workers=4) beside ThreadPoolExecutor(4)")
+    parser.add_argument("--tasks", type=int, default=None, help="with --runner: tasks per turn (default 100000)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
     from fencepost.spec.cli import UsageError
 
-    for name in ("cycles", "repeats", "simple_max"):
+    for name in ("cycles", "repeats", "simple_max", "tasks"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.durable and args.runner:
+        raise UsageError("--durable and --runner are separate runs: give one of them")
     if args.durable:
+        if args.tasks is not None:
+            raise UsageError("--tasks goes with --runner")
         return run_durable(args)
+    if args.runner:
+        from fencepost.impl import bench_runner
+
+        tasks = args.tasks or bench_runner.TASKS
+        repeats = args.repeats or bench_runner.REPEATS
+        print(f"fencepost bench --runner: {tasks:,} tasks x {repeats} turns each", flush=True)
+        print(bench_runner.format_runner_bench(bench_runner.measure_runner(tasks, repeats)))
+        return 0
+    if args.tasks is not None:
+        raise UsageError("--tasks goes with --runner")
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     cycles = args.cycles or (200 if args.quick else 500)
     repeats = args.repeats or (15 if args.quick else 101)
