@@ -6,8 +6,8 @@ NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
 (.toml or .json); the default is onboarding. --new starts an empty interactive
 session (with NAME or PATH: that scenario, then interactive mode after its
 last step). --impl runs the steps on another scheduler (default
-impl:Scheduler); without it, a scenario whose meta names an impl runs on that
-one, or on the default with a notice if it cannot be imported.
+impl:Scheduler). A scenario's meta.impl is never imported: it is shown as a
+suggestion (the --impl that would run it there).
 
 Everything is loaded and run before the screen opens, so a bad file or name
 is one line on stderr and exit status 2. Press ? in the app for the keys.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
+from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     DEFAULT_WALKTHROUGH,
     Scenario,
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--impl",
         metavar="MODULE:FACTORY",
-        help=f"the scheduler to run the steps on (default: the scenario's meta.impl, else {DEFAULT_IMPL})",
+        help=f"the scheduler to run the steps on (default: {DEFAULT_IMPL}; a file's meta.impl is only suggested)",
     )
 
 
@@ -57,19 +58,18 @@ def list_builtins() -> list[str]:
 def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, str | None]:
     """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
 
+    Only the command line names code: ``impl`` (``--impl``) is imported, and
+    without it the default scheduler runs. What the scenario records
+    (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
+    the notice as the option that would run it.
+
     Raises:
         UsageError: ``impl`` was given and cannot be loaded.
     """
-    if impl:
-        return load_factory(impl, "--impl"), impl, None
-    wanted = scenario.meta.get("impl")
-    if isinstance(wanted, str) and wanted and wanted != DEFAULT_IMPL:
-        try:
-            return load_factory(wanted, "meta.impl"), wanted, None
-        except UsageError as exc:
-            notice = f"running on {DEFAULT_IMPL}: the scenario's meta.impl could not be loaded ({exc})"
-            return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, notice
-    return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, None
+    name = impl or DEFAULT_IMPL
+    factory = load_factory(name, "--impl")
+    notice = "; ".join(suggestions(scenario.meta, {"impl": name})) or None
+    return factory, name, notice
 
 
 def run(args: argparse.Namespace) -> int:
