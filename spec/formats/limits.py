@@ -135,7 +135,10 @@ def read_bounded(path: str | Path, source: str | None = None, max_bytes: int = M
     path = Path(path)
     source = str(path) if source is None else source
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking, so that opening a FIFO returns at once (and is refused
+        # below) instead of waiting for a writer; a regular file ignores it.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise LimitError(source, "", "is a folder, not a file")
@@ -165,7 +168,7 @@ def decode_utf8(data: bytes, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise LimitError(source, f"line {line}", f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+        raise LimitError(source, "", f"not UTF-8 text: {exc.reason} at byte {exc.start} (line {line})") from None
 
 
 def check_line(line: str | bytes, source: str, number: int, max_bytes: int = MAX_LINE_BYTES) -> None:
@@ -265,7 +268,7 @@ def describe_path(path: Iterable) -> str:
 
 
 def check_tree(data: object, source: str, max_items: dict[tuple, int] | None = None) -> None:
-    """Walk parsed ``data`` once, iteratively, and refuse anything past the limits.
+    """Walk parsed ``data`` iteratively and refuse anything past the limits.
 
     Checked: nesting (``MAX_NESTING``), elements per array or table
     (``MAX_ITEMS``, or ``max_items[path]`` for a container at ``path``, e.g.
@@ -273,12 +276,17 @@ def check_tree(data: object, source: str, max_items: dict[tuple, int] | None = N
     and every string and table key (``check_string``). Values of other types
     (a TOML date) pass: what they mean is the reader's business.
 
-    Cost: O(size of data), no recursion.
+    Cost: O(size of data), no recursion. A quick pass with no bookkeeping
+    answers for data within the limits (about a quarter of what parsing it
+    cost); only when it finds a problem does a second pass, keeping paths,
+    find the first problem in document order to name its place.
 
     Raises:
         LimitError: the first value past a limit; ``path`` says where.
     """
     max_items = max_items or {}
+    if _within_limits(data, min([MAX_ITEMS, *max_items.values()])):
+        return
     stack: list[tuple[object, tuple, int]] = [(data, (), 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -295,13 +303,51 @@ def check_tree(data: object, source: str, max_items: dict[tuple, int] | None = N
             limit = max_items.get(path, MAX_ITEMS)
             if len(value) > limit:
                 raise LimitError(source, describe_path(path), f"{len(value):,} elements is more than the limit of {limit:,}", path)
+            children = []
             if isinstance(value, dict):
                 for key, item in value.items():
                     if isinstance(key, str):
                         check_string(key, source, path + (key,), what="key")
-                    stack.append((item, path + (key,), depth + 1))
+                    children.append((item, path + (key,), depth + 1))
             else:
-                stack.extend((item, path + (index,), depth + 1) for index, item in enumerate(value))
+                children = [(item, path + (index,), depth + 1) for index, item in enumerate(value)]
+            stack.extend(reversed(children))  # popped in document order
+
+
+def _within_limits(data: object, max_items: int) -> bool:
+    """True when ``data`` is certainly within the limits (the quick pass of ``check_tree``).
+
+    Containers longer than ``max_items`` (the smallest limit of any) count as
+    a problem here; the second pass applies each container's own limit.
+    Strings are gathered and searched for forbidden characters all at once.
+    """
+    if type(data) is not dict and type(data) is not list:
+        return False  # a bare value: the careful pass judges it
+    strings: list[str] = []
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        container, depth = stack.pop()
+        if depth >= MAX_NESTING or len(container) > max_items:
+            return False
+        if isinstance(container, dict):
+            for key in container:
+                if isinstance(key, str):
+                    strings.append(key)
+            values = container.values()
+        else:
+            values = container
+        for value in values:
+            kind = type(value)
+            if kind is str:
+                strings.append(value)
+            elif kind is int:
+                if not -_INT_LIMIT < value < _INT_LIMIT:
+                    return False
+            elif kind is dict or kind is list:
+                stack.append((value, depth + 1))
+            elif kind is not bool and kind is not float and isinstance(value, str | int | dict | list):
+                return False  # a subclass (an enum, say): let the careful pass judge it
+    return all(len(text) <= MAX_STRING_CHARS for text in strings) and not FORBIDDEN_CHARACTERS.search("".join(strings))
 
 
 def check_string(text: str, source: str, path: tuple = (), what: str = "string") -> None:

@@ -45,13 +45,22 @@ import inspect
 import json
 import math
 import re
-import tomllib
 import typing
 from dataclasses import dataclass, field
 import importlib.util
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from fencepost.spec.formats.limits import (
+    MAX_FILE_BYTES,
+    MAX_STEPS,
+    LimitError,
+    check_tree,
+    describe_path,
+    parse_json,
+    parse_toml,
+    read_bounded,
+)
 from fencepost.spec.protocol import OPERATIONS, Lease, SchedulerProtocol, Status
 
 
@@ -143,46 +152,65 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (JSON if the name ends ``.json``, else TOML).
 
+    The file is hostile input: whatever it holds, loading ends in a Scenario
+    or one ``ScenarioError`` line, within the limits of ``spec.formats.limits``
+    (file size checked before reading, then nesting, integers, strings and
+    the number of steps).
+
     Raises:
-        ScenarioError: the file is missing or unreadable, does not parse, or
-            does not follow the format; the message is one line.
+        ScenarioError: the file is missing, not a regular file, unreadable,
+            too large or not UTF-8, does not parse, breaks a limit, or does
+            not follow the format; the message is one line.
     """
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{source}: is a folder, not a scenario file") from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{source}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    except OSError as exc:
-        raise ScenarioError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        text = read_bounded(path, source)
+    except LimitError as exc:
+        raise ScenarioError(str(exc)) from None
     return loads_scenario(text, _format_of(path), source)
 
 
 def loads_scenario(text: str, fmt: Literal["toml", "json"] = "toml", source: str = "<scenario>") -> Scenario:
     """Parse and validate scenario ``text``; ``source`` names it in error messages.
 
+    Cost: linear in the text, which is at most ``MAX_FILE_BYTES`` characters.
+
     Raises:
         ScenarioError: as ``load_scenario``.
     """
-    if fmt == "toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError(f"{source}: invalid TOML: {_one_line(str(exc))}") from None
-    elif fmt == "json":
-        try:
-            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-        except (json.JSONDecodeError, ScenarioError) as exc:
-            raise ScenarioError(f"{source}: invalid JSON: {_one_line(str(exc))}") from None
-        if not isinstance(data, dict):
-            raise ScenarioError(f"{source}: expected a JSON object at the top level, got {_show(data)}")
-    else:
+    if fmt not in ("toml", "json"):
         raise ScenarioError(f"{source}: unknown scenario format {fmt!r}: expected 'toml' or 'json'")
+    if len(text) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{source}: {len(text):,} characters is larger than the limit of {MAX_FILE_BYTES:,} bytes")
+    try:
+        if fmt == "toml":
+            data = parse_toml(text, source)
+        else:
+            data = parse_json(text, source, object_pairs_hook=_no_duplicate_keys)
+            if not isinstance(data, dict):
+                check_tree(data, source)  # before _show prints any of it
+                raise ScenarioError(f"{source}: expected a JSON object at the top level, got {_show(data)}")
+        check_tree(data, source, _STEPS_LIMIT)
+    except LimitError as exc:
+        raise ScenarioError(_limit_message(exc)) from None
     return _from_data(data, source)
+
+
+#: ``check_tree``'s bound on the steps array; every other array or table has ``MAX_ITEMS``.
+_STEPS_LIMIT = {("steps",): MAX_STEPS}
+
+
+def _limit_message(exc: LimitError) -> str:
+    """A limit broken inside the data, placed as the format's own errors place things: ``step 3: field 'note'``."""
+    path = exc.path
+    if not path:
+        return str(exc)
+    if path[0] == "steps" and len(path) > 1 and isinstance(path[1], int):
+        where = f"step {path[1] + 1}: " + (f"field {_name(describe_path(path[2:]))}: " if len(path) > 2 else "")
+    else:
+        where = f"field {_name(describe_path(path))}: "
+    return f"{exc.source}: {where}{exc.rule}"
 
 
 def _format_of(path: Path) -> Literal["toml", "json"]:
@@ -379,6 +407,10 @@ def dumps_scenario(scenario: Scenario, fmt: Literal["toml", "json"] = "toml", so
             cannot write (TOML has no null; JSON has no dates).
     """
     data = _to_data(scenario, source)
+    try:
+        check_tree(data, source, _STEPS_LIMIT)
+    except LimitError as exc:
+        raise ScenarioError(_limit_message(exc)) from None
     _from_data(data, source)  # a file that would not load back is never written
     if fmt == "json":
         _check_writable(data, source, "JSON")
