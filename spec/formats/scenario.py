@@ -53,6 +53,7 @@ from typing import Literal, NamedTuple
 
 from fencepost.spec.formats.limits import (
     MAX_FILE_BYTES,
+    MAX_INT_DIGITS,
     MAX_STEPS,
     LimitError,
     check_tree,
@@ -299,12 +300,18 @@ STATE_FIELDS: dict[str, type] = {
 }
 
 
+#: A task id as an ``expect_state.tasks`` key: a whole number >= 1, in ASCII digits, within ``MAX_INT_DIGITS``.
+_TASK_ID_KEY = re.compile(rf"0*[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}}", re.ASCII)
+
+
 def _expect_state_from_data(value: object, fail) -> dict:
     """``expect_state``: the scheduler's state after the step, as far as it is given."""
     table = _expect_table(value, {"now": int, "tasks": dict}, (), "a table with now and/or tasks", fail, "expect_state")
     for key, fields in table.get("tasks", {}).items():
         where = f"expect_state.tasks.{key}"
-        if not (isinstance(key, str) and key.isdigit() and int(key) >= 1):
+        # ASCII digits only ("²".isdigit() is true, and int() refuses it), and no more than
+        # an int may have: a task id is an int like any other.
+        if not (isinstance(key, str) and _TASK_ID_KEY.fullmatch(key)):
             raise fail(where, "expected a task id (a whole number >= 1) as the key")
         _expect_table(fields, STATE_FIELDS, (), "a table of task view fields", fail, where)
         if "status" in fields and fields["status"] not in STATUS_VALUES:
@@ -347,7 +354,7 @@ def _expect_table(
     return dict(expect)
 
 
-_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool"}
+_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table"}
 
 
 def _expect_type(value: object, kind: type, fail) -> object:
