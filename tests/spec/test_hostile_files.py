@@ -164,20 +164,14 @@ def _place(value: object, place: str, key: str) -> dict:
         doc[place] = value
     elif place == "meta":
         doc["meta"] = {key: value}
-    elif place in ("worker", "now"):
+    elif place in ("op", "worker", "now", "note", "expect"):
         step[place] = value
-    elif place == "note":
-        step["note"] = value
-    elif place == "expect":
-        step["expect"] = value
     elif place == "reason":
         doc["steps"].append({"op": "complete", "task_id": 1, "token": 1, "now": 0, "expect": {"accepted": False, "reason": value}})
     elif place == "state":
         step["expect_state"] = {"tasks": {key: value}}
     elif place == "key":
         step[key] = value
-    elif place == "op":
-        step["op"] = value
     elif place == "steps":
         doc["steps"] = value
     elif place == "step":
