@@ -9,9 +9,10 @@ Security section).
 
 The limits are generous for real use -- the 10,000-task benchmark scenario
 (10,855 steps, 0.7 MB of TOML) and runner traces of 100,000+ steps load -- and
-small enough that no input exhausts the machine: the file size bounds what a
-parser can allocate (the worst case, a file of empty tables, is about 20 bytes
-of memory per byte of file), and the rest keep one value from dominating.
+small enough that no input exhausts the machine: the file size bounds
+reading, the count of structural marks bounds what a parser can build, and
+the rest keep one value from dominating. The README's Security section has
+the measured worst cases.
 
 How a reader uses this module (scenario files, histories and adapter
 responses all do the same):
@@ -20,10 +21,13 @@ responses all do the same):
   non-regular file, more than ``MAX_FILE_BYTES``, and text that is not UTF-8,
   before parsing anything;
 * ``parse_json(text)`` / ``parse_toml(text)`` instead of ``json.loads`` /
-  ``tomllib.loads``: integers longer than Python's conversion limit and
-  nesting deep enough to exhaust the parser's recursion become ``LimitError``
-  rather than ``ValueError``/``RecursionError``, and parse errors of the
-  format become ``FormatError`` (one line, with the position);
+  ``tomllib.loads``: more than ``MAX_MARKS`` structural marks (and, in TOML,
+  a dotted key of more than ``MAX_KEY_PARTS`` parts) are refused before
+  parsing; integers longer than Python's conversion limit and nesting deep
+  enough to exhaust the parser's recursion become ``LimitError`` rather than
+  ``ValueError``/``RecursionError``, and parse errors of the format become
+  ``FormatError`` (one line, with the position); a reader of another format
+  calls ``check_marks`` before its own parser;
 * ``check_tree(data)`` on the parsed result: one iterative walk (it cannot
   itself recurse too deep) checking nesting, container sizes, integers and
   every string and key; after it, code may recurse over ``data`` and print
@@ -51,15 +55,16 @@ from pathlib import Path
 
 # ---------------------------------------------------------------- the limits
 
-#: Largest file read, in bytes (64 MiB). It bounds parsing memory and time: a
-#: 300,000-step TOML scenario is about 19 MB; parsing a hostile file of this
-#: size costs at most a few GB briefly (empty tables, ~20 bytes per byte).
+#: Largest file read, in bytes (64 MiB). The text is held in memory while it
+#: is parsed; a 250,000-step trace is 25 MB (TOML) to 50 MB (indented JSON).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 #: Most steps in a scenario (or records in a history). Runner traces of
-#: 100,000+ steps load; replaying 300,000 steps takes about 14 s and 360 MB,
-#: so this bound keeps a replay under about a minute and a gigabyte.
-MAX_STEPS = 500_000
+#: 100,000+ steps load; a 250,000-step trace with its results is 25 to 50 MB
+#: and about 3 million marks (below), and replaying 300,000 steps took 14 s
+#: and 360 MB here, so a file at this limit loads and replays in well under
+#: a minute and half a gigabyte.
+MAX_STEPS = 250_000
 
 #: Deepest nesting of arrays and tables. A scenario needs 6 (the document,
 #: ``steps``, a step, ``expect_state``, ``tasks``, a task); a counterexample's
@@ -79,6 +84,19 @@ MAX_INT_DIGITS = 40
 #: Longest string, in characters (narration included). The longest built-in
 #: walkthrough's longest note is a few thousand characters.
 MAX_STRING_CHARS = 100_000
+
+#: Most structural marks -- commas, equals signs, dots and opening brackets
+#: -- in one file, counted before parsing. Every value a parser builds (a
+#: table from each dot of a TOML dotted key included) needs one, so this
+#: bounds the parser's memory and time whatever the bytes: a file of nothing
+#: but ``{},`` or ``k1.a=1`` lines would otherwise cost 20 to 100 times its
+#: size. A step of a trace with its results takes 6 to 17; prose adds a few.
+MAX_MARKS = 4_000_000
+
+#: Most parts in a TOML dotted key (``expect_state.tasks."1".status`` has 4).
+#: tomllib's time and memory grow with the square of a key's parts (one key
+#: of 8,000 parts costs 265 MB), so longer keys are refused before parsing.
+MAX_KEY_PARTS = 4
 
 #: Longest single line of a line-based format (a JSON-lines history record,
 #: an adapter's response), in bytes.
@@ -208,6 +226,33 @@ def _nesting_rule() -> str:
     return f"nested deeper than the limit of {MAX_NESTING} arrays and tables"
 
 
+def check_marks(text: str, source: str) -> None:
+    """Refuse, before parsing, text with more than ``MAX_MARKS`` commas, equals signs, dots and opening brackets.
+
+    Cost: five ``str.count`` passes, a few milliseconds per megabyte.
+
+    Raises:
+        LimitError: too many marks.
+    """
+    marks = sum(text.count(mark) for mark in ",=.[{")
+    if marks > MAX_MARKS:
+        raise LimitError(
+            source, "", f"{marks:,} commas, equals signs, dots and brackets is more than the limit of "
+            f"{MAX_MARKS:,} (each value a parser builds needs one)"
+        )
+
+
+#: A TOML key of more than ``MAX_KEY_PARTS`` dotted parts: a bare, "basic" or
+#: 'literal' part, then ``.`` and the next, starting where a key can start.
+# The quantifiers are possessive, and a match starts only where a key can (a
+# line's start, or after [ { or ,), so the search is linear in the text.
+_LONG_DOTTED_KEY = re.compile(
+    r"""(?:^|[\[{,])[ \t]*+(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
+    r"""(?:[ \t]*+\.[ \t]*+(?:[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')){%d,}""" % MAX_KEY_PARTS,
+    re.MULTILINE,
+)
+
+
 def parse_json(text: str, source: str, object_pairs_hook=None) -> object:
     """``json.loads(text)``, with integer length and nesting bounded; no ``check_tree`` yet.
 
@@ -217,9 +262,10 @@ def parse_json(text: str, source: str, object_pairs_hook=None) -> object:
 
     Raises:
         FormatError: not valid JSON (with line and column).
-        LimitError: an integer longer than ``MAX_INT_DIGITS`` digits, or
-            nesting too deep for the parser.
+        LimitError: more than ``MAX_MARKS`` marks, an integer longer than
+            ``MAX_INT_DIGITS`` digits, or nesting too deep for the parser.
     """
+    check_marks(text, source)
     try:
         return json.loads(text, parse_int=_bounded_int, object_pairs_hook=object_pairs_hook)
     except _IntTooLong as exc:
@@ -237,10 +283,16 @@ def parse_toml(text: str, source: str) -> dict:
 
     Raises:
         FormatError: not valid TOML (with line and column).
-        LimitError: an integer longer than Python converts (4,300 digits;
-            shorter ones past ``MAX_INT_DIGITS`` are ``check_tree``'s), or
-            nesting too deep for the parser.
+        LimitError: more than ``MAX_MARKS`` marks, a dotted key of more
+            than ``MAX_KEY_PARTS`` parts, an integer longer than Python
+            converts (4,300 digits; shorter ones past ``MAX_INT_DIGITS`` are
+            ``check_tree``'s), or nesting too deep for the parser.
     """
+    check_marks(text, source)
+    long_key = _LONG_DOTTED_KEY.search(text)
+    if long_key:
+        line = text.count("\n", 0, long_key.start()) + 1
+        raise LimitError(source, f"line {line}", f"a dotted key of more than the limit of {MAX_KEY_PARTS} parts")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -378,8 +430,8 @@ def one_line(text: str) -> str:
 
 
 __all__ = [
-    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_LINE_BYTES",
-    "MAX_NESTING", "MAX_STEPS", "MAX_STRING_CHARS", "FormatError", "LimitError", "check_line",
+    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_KEY_PARTS", "MAX_LINE_BYTES", "MAX_MARKS",
+    "MAX_NESTING", "MAX_STEPS", "MAX_STRING_CHARS", "FormatError", "LimitError", "check_line", "check_marks",
     "check_string", "check_tree", "decode_utf8", "describe_path", "one_line", "parse_json",
     "parse_toml", "read_bounded",
 ]

@@ -383,12 +383,19 @@ def _show(value: object, limit: int = 60) -> str:
     elif isinstance(value, int | float):
         text = repr(value)
     elif isinstance(value, dict):
-        text = "a table {" + ", ".join(f"{k} = {_show(v, limit)}" for k, v in value.items()) + "}"
+        text = "a table {" + ", ".join(f"{_show_key(k)} = {_show(v, limit)}" for k, v in value.items()) + "}"
     elif isinstance(value, list):
         text = "[" + ", ".join(_show(v, limit) for v in value) + "]"
     else:
         text = str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    # Whatever a file holds, a message stays one line: json.dumps leaves U+2028 and the like as they are.
+    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def _show_key(key: object) -> str:
+    """A table key as TOML spells it: bare when it can be, else quoted."""
+    return key if isinstance(key, str) and _BARE_KEY.fullmatch(key) else _show(key)
 
 
 # ---------------------------------------------------------------- writing

@@ -119,3 +119,19 @@ def _refusal(call, *args) -> str:
 def test_check_line():
     check_line("x" * 10, "adapter", 3, max_bytes=10)
     assert str(refused(check_line, "x" * 11, "adapter", 3, max_bytes=10)) == "adapter: line 3: longer than the limit of 10 bytes"
+
+
+def test_marks_are_counted_before_parsing():
+    limits.check_marks("," * limits.MAX_MARKS, "src")
+    error = refused(limits.check_marks, "{" * (limits.MAX_MARKS + 1), "src")
+    assert error.rule.startswith(f"{limits.MAX_MARKS + 1:,} commas, equals signs, dots and brackets is more than the limit")
+
+
+def test_a_toml_dotted_key_longer_than_the_limit_is_refused_before_tomllib_sees_it():
+    parts = limits.MAX_KEY_PARTS
+    assert parse_toml("a" + ".a" * (parts - 1) + " = 1", "x.toml")
+    assert parse_toml('note = "' + "a." * 100 + '"', "x.toml")  # dots in a string are not a key
+    for text in ["a" + ".a" * parts + " = 1", 'x = 1\n[t]\n"a" . b.c . \'d\' . e = 1', "[a" + ".a" * parts + "]", "x = {k = 1, a" + ".a" * parts + " = 2}"]:
+        error = refused(parse_toml, text, "x.toml")
+        assert error.rule == f"a dotted key of more than the limit of {parts} parts" and error.place.startswith("line ")
+    assert refused(parse_toml, "x = 1\n\n" + "a." * 8000 + "a = 1", "x.toml").place == "line 3"
