@@ -93,6 +93,13 @@ MAX_STRING_CHARS = 100_000
 #: size. A step of a trace with its results takes 6 to 17; prose adds a few.
 MAX_MARKS = 4_000_000
 
+#: What one dot counts for in ``MAX_MARKS``. In a TOML dotted key each dot
+#: builds a table, the costliest value there is (with tomllib's bookkeeping
+#: about 400 bytes, against about 100 for a value in a table), so a file of
+#: dotted keys costs no more than a trace of the same marks; prose dots are
+#: too few to matter.
+DOT_WEIGHT = 3
+
 #: Most parts in a TOML dotted key (``expect_state.tasks."1".status`` has 4).
 #: tomllib's time and memory grow with the square of a key's parts (one key
 #: of 8,000 parts costs 265 MB), so longer keys are refused before parsing.
@@ -227,17 +234,17 @@ def _nesting_rule() -> str:
 
 
 def check_marks(text: str, source: str) -> None:
-    """Refuse, before parsing, text with more than ``MAX_MARKS`` commas, equals signs, dots and opening brackets.
+    """Refuse, before parsing, text with more than ``MAX_MARKS`` commas, equals signs, dots (``DOT_WEIGHT`` each) and opening brackets.
 
     Cost: five ``str.count`` passes, a few milliseconds per megabyte.
 
     Raises:
         LimitError: too many marks.
     """
-    marks = sum(text.count(mark) for mark in ",=.[{")
+    marks = sum(text.count(mark) for mark in ",=[{") + DOT_WEIGHT * text.count(".")
     if marks > MAX_MARKS:
         raise LimitError(
-            source, "", f"{marks:,} commas, equals signs, dots and brackets is more than the limit of "
+            source, "", f"{marks:,} marks (commas, equals signs, brackets, and dots x{DOT_WEIGHT}) is more than the limit of "
             f"{MAX_MARKS:,} (each value a parser builds needs one)"
         )
 
@@ -430,7 +437,7 @@ def one_line(text: str) -> str:
 
 
 __all__ = [
-    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_KEY_PARTS", "MAX_LINE_BYTES", "MAX_MARKS",
+    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_KEY_PARTS", "MAX_LINE_BYTES", "MAX_MARKS", "DOT_WEIGHT",
     "MAX_NESTING", "MAX_STEPS", "MAX_STRING_CHARS", "FormatError", "LimitError", "check_line", "check_marks",
     "check_string", "check_tree", "decode_utf8", "describe_path", "one_line", "parse_json",
     "parse_toml", "read_bounded",

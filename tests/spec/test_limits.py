@@ -123,8 +123,10 @@ def test_check_line():
 
 def test_marks_are_counted_before_parsing():
     limits.check_marks("," * limits.MAX_MARKS, "src")
+    limits.check_marks("." * (limits.MAX_MARKS // limits.DOT_WEIGHT), "src")
+    refused(limits.check_marks, "." * (limits.MAX_MARKS // limits.DOT_WEIGHT + 1), "src")
     error = refused(limits.check_marks, "{" * (limits.MAX_MARKS + 1), "src")
-    assert error.rule.startswith(f"{limits.MAX_MARKS + 1:,} commas, equals signs, dots and brackets is more than the limit")
+    assert error.rule.startswith(f"{limits.MAX_MARKS + 1:,} marks (commas, equals signs, brackets, and dots x3) is more than the limit")
 
 
 def test_a_toml_dotted_key_longer_than_the_limit_is_refused_before_tomllib_sees_it():
