@@ -117,7 +117,7 @@ _depths = st.sampled_from([MAX_NESTING - 3, MAX_NESTING - 2, MAX_NESTING - 1, MA
 
 #: Where a value can sit in a scenario: a top-level field, meta, a step argument, a note, expect, expect_state.
 _PLACES = ["title", "description", "meta", "worker", "note", "expect", "reason", "state", "key", "now", "args",
-           "op", "steps", "step", "tasks", "view"]
+           "op", "steps", "step", "tasks", "view", "task_key", "restart"]
 
 _forbidden = st.sampled_from(["\x00", "\x01", "\x1b", "\x1b[31m", "\r", "\x7f", "\x85", "\x9b", "\ud800", "\udfff", "\u202e", "\u2066"])
 _harmless = st.sampled_from(["", "a", "[red]x[/red]", "[@click=app.quit]q[/]", "<script>", "**b**", "\t", "\n", "é✓𝄞"])
@@ -179,6 +179,10 @@ def _place(value: object, place: str, key: str) -> dict:
         doc["steps"].append(value)
     elif place == "tasks":
         step["expect_state"] = {"now": 0, "tasks": value}
+    elif place == "task_key":  # an idempotency key, shown in the TUI's columns
+        doc["steps"].insert(1, {"op": "submit", "key": value})
+    elif place == "restart":
+        doc["steps"].append({"op": "restart", key: value})
     elif place == "view":
         step["expect_state"] = {"tasks": {"1": {key: value}}}
     else:  # an argument of any type on a step that must raise
