@@ -59,17 +59,18 @@ from pathlib import Path
 #: is parsed; a 250,000-step trace is 25 MB (TOML) to 50 MB (indented JSON).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
-#: Most steps in a scenario (or records in a history). Runner traces of
-#: 100,000+ steps load; a 250,000-step trace with its results is 25 to 50 MB
-#: and about 3 million marks (below), and replaying 300,000 steps took 14 s
-#: and 360 MB here, so a file at this limit loads and replays in well under
-#: a minute and half a gigabyte.
+#: Most steps in a scenario (or records in a history): 2.5 times a
+#: 100,000-step runner trace. A 250,000-step trace with every result is 27 MB
+#: of TOML (2.8 million marks, below) or 43 MB of JSON, and loads and replays
+#: in under half a gigabyte and a minute (19 s as JSON) on a busy 2-core
+#: machine.
 MAX_STEPS = 250_000
 
 #: Deepest nesting of arrays and tables. A scenario needs 6 (the document,
 #: ``steps``, a step, ``expect_state``, ``tasks``, a task); a counterexample's
 #: argument of a wrong type adds a few. Deeper input is refused before any
-#: code recurses over it.
+#: of fencepost's code recurses over it (a parser that recurses too deep
+#: first ends in the same refusal).
 MAX_NESTING = 32
 
 #: Most elements in any one array or table other than the steps: a step or an
