@@ -117,7 +117,7 @@ _depths = st.sampled_from([MAX_NESTING - 3, MAX_NESTING - 2, MAX_NESTING - 1, MA
 
 #: Where a value can sit in a scenario: a top-level field, meta, a step argument, a note, expect, expect_state.
 _PLACES = ["title", "description", "meta", "worker", "note", "expect", "reason", "state", "key", "now", "args",
-           "op", "steps", "step", "tasks", "view", "task_key", "restart"]
+           "op", "steps", "step", "tasks", "view", "task_key", "restart", "ask", "choices", "answer", "why"]
 
 _forbidden = st.sampled_from(["\x00", "\x01", "\x1b", "\x1b[31m", "\r", "\x7f", "\x85", "\x9b", "\ud800", "\udfff", "\u202e", "\u2066"])
 _harmless = st.sampled_from(["", "a", "[red]x[/red]", "[@click=app.quit]q[/]", "<script>", "**b**", "\t", "\n", "é✓𝄞"])
@@ -183,6 +183,8 @@ def _place(value: object, place: str, key: str) -> dict:
         doc["steps"].insert(1, {"op": "submit", "key": value})
     elif place == "restart":
         doc["steps"].append({"op": "restart", key: value})
+    elif place in ("ask", "choices", "answer", "why"):  # a step that asks the reader to predict, one part hostile
+        step.update({"ask": "Which?", "choices": ["a lease", "none"], "answer": 1, "why": "It is due.", place: value})
     elif place == "view":
         step["expect_state"] = {"tasks": {"1": {key: value}}}
     else:  # an argument of any type on a step that must raise
@@ -226,7 +228,10 @@ def _toml_char(ch: str) -> str:
 def structured_attacks(draw) -> tuple[bytes, str]:
     fmt = draw(st.sampled_from(["toml", "json"]))
     place = draw(st.sampled_from(_PLACES))
-    key = draw(st.one_of(st.sampled_from(["1", "01", "0", "k", "priority", "now", "²", "٣", "1" * 41, "1" * 5000]), _strings))
+    key = draw(st.one_of(
+        st.sampled_from(["1", "01", "0", "k", "priority", "now", "²", "٣", "1" * 41, "1" * 5000, "ask", "choices", "answer", "why"]),
+        _strings,
+    ))
     value = draw(_values)
     doc = _place(value, place, key)
     with _big_int_conversions():

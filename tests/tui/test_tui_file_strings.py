@@ -2,7 +2,8 @@
 
 Every place a scenario's strings are shown -- the title in the status bar,
 the description and notes (Markdown) in the step panel, worker names in the
-columns, the worker strip and the event log -- is checked on the screen the
+columns, the worker strip and the event log, a question's text, choices and
+explanation -- is checked on the screen the
 app draws, through its own screenshot export.
 """
 
@@ -13,7 +14,7 @@ import re
 
 from rich.console import Console
 
-from fencepost.spec.formats.scenario import Scenario, Step
+from fencepost.spec.formats.scenario import Question, Scenario, Step
 from fencepost.tui.widgets import Narration
 from tui_helpers import SIZE, app_for
 
@@ -28,6 +29,7 @@ HOSTILE = Scenario(
         Step("submit", {}),
         Step("dispatch", {"worker": "[blink]w[/]", "now": 0, "duration": 2}),
         Step("advance", {"now": 5}),
+        Step("advance", {"now": 6}, question=Question(f"ask {MARKUP}", ("[b]one[/b]", "[i]two[/i]"), 1, f"why {MARKUP}")),
     ),
 )
 
@@ -54,6 +56,13 @@ async def test_markup_in_a_files_strings_is_shown_literally_everywhere():
         await pilot.pause()
         text = screen_text(app)
         assert "note [bold red]x[/]" in text and "[@click=app.quit]q[/]" in text and "(https://evil.example/n)" in text
+        await pilot.press("end")  # the question: asked, then answered
+        await pilot.pause()
+        asked = screen_text(app)
+        assert "Predict: ask [bold red]x[/]" in asked and "[b]one[/b]" in asked and "[i]two[/i]" in asked
+        await pilot.press("1")
+        await pilot.pause()
+        assert "why [bold red]x[/]" in screen_text(app)
         assert app.is_running  # the [@click=app.quit] was never an action
 
 
