@@ -600,3 +600,15 @@ def test_resolve_a_name_a_path_and_nothing(tmp_path, monkeypatch) -> None:
     assert "\n" not in message
     with pytest.raises(ScenarioError, match="built-ins:"):
         builtin_summary("capacity-two")
+
+
+def test_the_writer_refuses_what_the_reader_would_so_a_written_file_always_loads(tmp_path) -> None:
+    out = tmp_path / "session.toml"
+    scenario = Scenario("t", (Step("submit", {}), Step("advance", {"now": 1}, note="clear\x1b[2J")))
+    with pytest.raises(ScenarioError) as info:
+        dump_scenario(scenario, out)
+    assert str(info.value) == (
+        f"{out}: step 2: field 'note': the string holds the character U+001B at character 6; "
+        "control characters other than tab and newline, lone surrogates and direction overrides are refused"
+    )
+    assert not out.exists()
