@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,17 +54,19 @@ ATTACKS = [
     b'"op": "dispatch"', b"op = 'submit'", b"expect = 'error'", b", ", b"true", b"null", b"1979-05-27T07:32:00Z",
 ]
 
-#: A folder for the generated files (Hypothesis runs many examples per test function).
-SCRATCH = Path(tempfile.mkdtemp(prefix="fencepost-hostile-"))
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    """A folder for the generated files, shared by a test's many examples (Hypothesis allows module scope)."""
+    return tmp_path_factory.mktemp("hostile")
 
 
-def read_as_every_command_does(data: bytes, fmt: str) -> None:
-    """Write ``data`` as a file and read it; a clean load is also replayed and built into a timeline.
+def read_as_every_command_does(folder: Path, data: bytes, fmt: str) -> None:
+    """Write ``data`` as a file in ``folder`` and read it; a clean load is also replayed and built into a timeline.
 
     Passes when the load succeeds or raises a one-line ``ScenarioError``
     naming the file; any other exception escapes and fails the test.
     """
-    path = SCRATCH / f"input.{fmt}"
+    path = folder / f"input.{fmt}"
     path.write_bytes(data)
     try:
         scenario = load_scenario(path)
@@ -107,8 +108,8 @@ def mutated_files(draw) -> tuple[bytes, str]:
 
 @given(mutated_files())
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_mutated_real_files_load_cleanly_or_fail_in_one_line(case: tuple[bytes, str]) -> None:
-    read_as_every_command_does(*case)
+def test_mutated_real_files_load_cleanly_or_fail_in_one_line(scratch: Path, case: tuple[bytes, str]) -> None:
+    read_as_every_command_does(scratch, *case)
 
 
 # ---------------------------------------------------------------- structured attacks
@@ -255,8 +256,8 @@ class _big_int_conversions:
 
 @given(structured_attacks())
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_structured_attacks_load_cleanly_or_fail_in_one_line(case: tuple[bytes, str]) -> None:
-    read_as_every_command_does(*case)
+def test_structured_attacks_load_cleanly_or_fail_in_one_line(scratch: Path, case: tuple[bytes, str]) -> None:
+    read_as_every_command_does(scratch, *case)
 
 
 # ---------------------------------------------------------------- the issue's files, through the command line
