@@ -18,9 +18,10 @@ is one line on stderr and exit status 2. Press ? in the app for the keys.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
+from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     DEFAULT_WALKTHROUGH,
@@ -123,6 +124,8 @@ def is_history(path: str) -> bool:
     ``.jsonl``, or its first non-blank line is a whole JSON object with ``process`` and ``type``."""
     if path.lower().endswith(".jsonl"):
         return True
+    if not os.path.isfile(path):  # a FIFO would block the open below; the scenario reader words the problem
+        return False
     try:
         with open(path, "rb") as handle:
             head = handle.read(MAX_SNIFF_BYTES)
@@ -130,9 +133,9 @@ def is_history(path: str) -> bool:
         return False
     for raw in head.splitlines():
         if raw.strip():
-            try:
-                first = json.loads(raw)
-            except ValueError:  # not JSON, or a line longer than the sniff: a scenario
+            try:  # hostile input: json.loads alone raises RecursionError on a deep line
+                first = parse_json(raw.decode("utf-8", "replace"), path)
+            except ValueError:  # not JSON, too deep, or a line longer than the sniff: a scenario
                 return False
             return isinstance(first, dict) and "process" in first and "type" in first
     return False

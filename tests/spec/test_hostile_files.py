@@ -36,6 +36,7 @@ from fencepost.spec.cli import main
 from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS, MAX_FILE_BYTES, MAX_INT_DIGITS, MAX_NESTING, MAX_STEPS, MAX_STRING_CHARS
 from fencepost.spec.formats.scenario import BUILTIN_DIR, Scenario, ScenarioError, dumps_scenario, load_scenario
 from fencepost.tui.timeline import build_timeline
+from hostile import mutations
 
 REGRESSIONS = Path(__file__).parents[1] / "regressions"
 
@@ -44,15 +45,6 @@ SEEDS: list[tuple[str, bytes]] = []
 for _path in sorted(BUILTIN_DIR.glob("*.toml")) + sorted(REGRESSIONS.glob("*.toml")):
     SEEDS.append(("toml", _path.read_bytes()))
     SEEDS.append(("json", dumps_scenario(load_scenario(_path), "json").encode()))
-
-#: Fragments an attacker would splice in.
-ATTACKS = [
-    b"[" * 40, b"{" * 40, b"[" * 5000, b'{"a":' * 3000, b"a." * 3000, b"9" * (MAX_INT_DIGITS + 1), b"9" * 4301,
-    b"-" + b"9" * 5000, b"\x00", b"\x1b[2J", b"\r", b"\x7f", b"\xc2\x9b", b"\xed\xa0\x80", b"\xff\xfe",
-    b"\xef\xbb\xbf", b"\\u0000", b"\\ud800", b"\\u001b", b"\\u202e", b"[bold red]x[/]", b"[@click=app.quit]",
-    b"NaN", b"Infinity", b"1e999", b'"""', b"'''", b'\\"', b"\n[[steps]]\n", b"\n[meta]\n", b"inf", b"nan",
-    b'"op": "dispatch"', b"op = 'submit'", b"expect = 'error'", b", ", b"true", b"null", b"1979-05-27T07:32:00Z",
-]
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
@@ -83,27 +75,9 @@ def read_as_every_command_does(folder: Path, data: bytes, fmt: str) -> None:
     build_timeline(scenario, Scheduler)  # what `fencepost tui` shows
 
 
-@st.composite
-def mutated_files(draw) -> tuple[bytes, str]:
-    """A real file with a few random edits: replace, insert, delete, duplicate, cut or splice an attack."""
-    fmt, data = draw(st.sampled_from(SEEDS))
-    data = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        at = draw(st.integers(0, len(data)))
-        edit = draw(st.sampled_from(["replace", "insert", "delete", "duplicate", "cut", "attack"]))
-        if edit == "replace" and at < len(data):
-            data[at] = draw(st.integers(0, 255))
-        elif edit == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
-        elif edit == "delete":
-            del data[at : at + draw(st.integers(1, 16))]
-        elif edit == "duplicate":
-            data[at:at] = data[at : at + draw(st.integers(1, 200))] * draw(st.integers(1, 50))
-        elif edit == "cut":
-            del data[at:]
-        else:
-            data[at:at] = draw(st.sampled_from(ATTACKS))
-    return bytes(data), fmt
+def mutated_files():
+    """A real scenario file with a few random edits (see ``hostile.mutations``), and its format."""
+    return st.sampled_from(SEEDS).flatmap(lambda seed: mutations(seed[1]).map(lambda data: (data, seed[0])))
 
 
 @given(mutated_files())
