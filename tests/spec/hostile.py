@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fencepost.spec.formats.limits import MAX_INT_DIGITS
+from pathlib import Path
+
+from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS, MAX_INT_DIGITS
 
 #: Fragments an attacker would splice in.
 ATTACKS = [
@@ -36,3 +38,11 @@ def mutations(draw, data: bytes) -> bytes:
         else:
             data[at:at] = draw(st.sampled_from(ATTACKS))
     return bytes(data)
+
+
+def assert_one_line_refusal(exc: Exception, path: Path) -> None:
+    """``exc`` reads as the command line prints it: one short line naming ``path``, nothing a terminal acts on."""
+    message = str(exc)
+    assert message.startswith(f"{path}: ") and message.splitlines() == [message]
+    assert not FORBIDDEN_CHARACTERS.search(message)
+    assert len(message) < 1_000, "one line, and a short one"

@@ -21,7 +21,7 @@ from fencepost.spec.cli import main
 from fencepost.spec.formats.history import HistoryError, load_history
 from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS
 from histories import ACCEPTED, REJECTED, lease, lines
-from hostile import mutations
+from hostile import assert_one_line_refusal, mutations
 
 #: Real histories: two clients racing for one worker, one with a lost answer; a refused call.
 SEEDS = [
@@ -51,9 +51,7 @@ def read_as_every_command_does(folder: Path, data: bytes) -> None:
     try:
         history = load_history(path)
     except HistoryError as exc:
-        message = str(exc)
-        assert message.startswith(f"{path}: ") and message.splitlines() == [message]
-        assert not FORBIDDEN_CHARACTERS.search(message)
+        assert_one_line_refusal(exc, path)
         event("refused in one line")
         return
     event("loaded cleanly, then checked")
