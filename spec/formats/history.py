@@ -305,7 +305,8 @@ def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str,
     params = {p.name: p for p in SIGNATURES[op]}
     for name, value in args.items():
         if name not in params:
-            raise fail(f"args.{name}: not an argument of {op} (it takes {', '.join(params) or 'none'})")
+            shown = _show(name) if len(name) > _SHOW_LIMIT or name != _one_line(name) else name  # the file's key: bounded, one line
+            raise fail(f"args.{shown}: not an argument of {op} (it takes {', '.join(params) or 'none'})")
         param = params[name]
         if value is None and param.default is None:
             continue

@@ -115,3 +115,14 @@ def test_hostile_histories_are_one_line_and_exit_2_through_the_command_line(tmp_
     assert main([command, str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"fencepost {command}: error: {path}: line 1: ") and err.count("\n") == 1
+
+
+def test_an_unknown_argument_is_named_in_one_short_line(tmp_path):
+    # Found by the thorough run: the key was printed whole (a line may be 64 KiB), and a newline in it split the message.
+    for name in ("[" * 5000, "a\nb"):
+        path = tmp_path / "h.jsonl"
+        path.write_text(json.dumps({"process": "p", "type": "invoke", "op": "submit", "args": {name: 1}}) + "\n")
+        with pytest.raises(HistoryError) as info:
+            load_history(path)
+        assert_one_line_refusal(info.value, path)
+        assert "not an argument of submit" in str(info.value)
