@@ -5,4 +5,5 @@
   declares the outcomes a check must reach.
 * ``explore``: bounded exhaustive search of every call in a small scope.
 * ``replay``: runs a scenario file and checks its expectations (``fencepost replay``).
+* ``deadline``: the deadline on every call into a scheduler; a hang is a finding.
 """

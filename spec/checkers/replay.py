@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
@@ -45,13 +46,17 @@ class ReplayedStep:
     mismatch: str | None  # one line, or None when the step is fine
 
 
-def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
+def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] | None = None) -> list[ReplayedStep]:
     """Apply every step of ``scenario`` to ``scheduler`` in order and check each ``expect``.
 
     An exception other than ``ValueError`` is caught and reported as a
-    mismatch, since the protocol allows only ``ValueError``; the replay goes on.
+    mismatch, since the protocol allows only ``ValueError``; the replay goes
+    on, except after a ``SchedulerFault`` (a hang, a program that broke the
+    adapter protocol): that step is the last, since the scheduler is gone.
+    Steps are appended to ``replayed`` as they finish (a new list by default),
+    so a caller that gives up on a hung call still has the steps before it.
     """
-    replayed = []
+    replayed = [] if replayed is None else replayed
     submitted = 0
     for number, step in enumerate(scenario.steps, start=1):
         try:
@@ -59,15 +64,45 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
             if step.op == "submit" and result.error is None:
                 submitted += 1  # the ids task() must know from here on
             mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
+        except SchedulerFault as exc:
+            replayed.append(ReplayedStep(number, step, StepResult(error=_fault_words(exc)), "?", str(exc)))
+            break
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
             mismatch = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
         try:
             now = scheduler.now
+        except SchedulerFault as exc:
+            replayed.append(ReplayedStep(number, step, result, "?", mismatch or f"after this step, {exc}"))
+            break
         except Exception:
             now = "?"
         replayed.append(ReplayedStep(number, step, result, now, mismatch))
     return replayed
+
+
+def _fault_words(fault: SchedulerFault) -> str:
+    return f"no answer within {fault.seconds:g} s" if isinstance(fault, CallTimeout) else "a protocol fault"
+
+
+def replay_watched(scenario: Scenario, factory: object, call_timeout: float) -> list[ReplayedStep]:
+    """``replay`` on a fresh scheduler from ``factory``, every call under ``call_timeout``.
+
+    The replay runs on a watched thread (``spec.checkers.deadline``); a call
+    that hangs ends it with a mismatch at its step, the steps before it kept.
+    """
+    watch = Watch(call_timeout)
+    replayed: list[ReplayedStep] = []
+    try:
+        return run_watched(lambda: replay(scenario, watched_factory(factory, watch)(), replayed), watch)
+    except CallTimeout as exc:
+        if exc.call == "factory()":
+            raise
+        steps = list(replayed)
+        number = len(steps) + 1
+        if number <= len(scenario.steps):
+            steps.append(ReplayedStep(number, scenario.steps[number - 1], StepResult(error=_fault_words(exc)), "?", str(exc)))
+        return steps
 
 
 def format_lines(replayed: list[ReplayedStep]) -> list[str]:
@@ -84,11 +119,15 @@ def format_lines(replayed: list[ReplayedStep]) -> list[str]:
     return lines
 
 
-def summary(replayed: list[ReplayedStep]) -> str:
+def summary(replayed: list[ReplayedStep], total: int | None = None) -> str:
     """The last line: how many expectations held, and the first step that did not."""
     checked = sum(1 for r in replayed if r.step.expect is not None)
     failed = [r for r in replayed if r.mismatch]
     steps = _count(len(replayed), "step")
+    if failed and total is not None and len(replayed) < total:
+        first = failed[0]
+        return (f"FAILED at step {first.number} of {total}: {first.mismatch}; "
+                f"the scheduler cannot go on, so the {_count(total - len(replayed), 'step')} after it did not run")
     if not failed:
         if not checked:
             return f"ok: {steps}, no expectations to check"
@@ -109,26 +148,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="PATH", help="a scenario file (.toml or .json) or a built-in walkthrough name")
     parser.add_argument(
         "--impl",
-        default=DEFAULT_IMPL,
+        default=None,
         metavar="MODULE:FACTORY",
         help=f"a zero-argument factory returning a fresh scheduler (default: {DEFAULT_IMPL})",
     )
+    add_exec_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.impl is not None and args.exec_command is not None:
+        raise UsageError("give --impl or --exec, not both")
     try:
         scenario = load_scenario(resolve(args.scenario))
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
-    factory = load_factory(args.impl, "--impl")
+    if args.exec_command is not None:
+        with open_exec(args.exec_command, args.call_timeout) as program:
+            try:
+                scheduler = program()
+            except SchedulerFault as exc:
+                raise UsageError(f"{exec_name(args.exec_command)}: {exc}") from None
+            return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
+    impl = args.impl or DEFAULT_IMPL
+    factory = load_factory(impl, "--impl")
     try:
-        scheduler = factory()
+        replayed = replay_watched(scenario, factory, args.call_timeout)
+    except SchedulerFault as exc:  # the factory itself hung
+        raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:
-        raise UsageError(f"--impl {args.impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    replayed = replay(scenario, scheduler)
+        raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
+    return _report(args, scenario, impl, replayed)
+
+
+def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
     title = " ".join(scenario.title.split())
-    print(f"replay {args.scenario} against {args.impl}: {title} ({_count(len(replayed), 'step')})")
+    print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
     for line in format_lines(replayed):
         print(line)
-    print(summary(replayed))
+    print(summary(replayed, len(scenario.steps)))
     return EXIT_VIOLATION if any(r.mismatch for r in replayed) else EXIT_OK
