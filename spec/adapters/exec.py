@@ -76,6 +76,8 @@ class ExecProgram:
         call_timeout: seconds each request may take before the program is
             killed and the call reported as a hang.
         cwd: the folder to run it in (default: the current one).
+        startup_timeout: seconds the program has to answer ``hello``, at
+            least (see ``STARTUP_TIMEOUT``).
 
     Raises:
         ValueError: ``command`` is empty or not valid shell quoting, or
@@ -86,7 +88,10 @@ class ExecProgram:
     #: The checkers need not run calls on a watched thread: this client keeps its own deadlines.
     keeps_deadlines = True
 
-    def __init__(self, command: str, call_timeout: float = DEFAULT_CALL_TIMEOUT, cwd: str | None = None) -> None:
+    def __init__(
+        self, command: str, call_timeout: float = DEFAULT_CALL_TIMEOUT, cwd: str | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT,
+    ) -> None:
         try:
             argv = shlex.split(command)
         except ValueError as exc:
@@ -99,6 +104,7 @@ class ExecProgram:
         self.argv = argv
         self.call_timeout = call_timeout
         self.cwd = cwd
+        self.startup_timeout = startup_timeout
         self.capabilities: frozenset[str] = frozenset()
         self.starts = 0  # how many times the program was started
         self.generation = 0  # bumped by every reset and restart; older schedulers are stale
@@ -124,7 +130,7 @@ class ExecProgram:
 
         Raises:
             AdapterStartError: it cannot be started, exits, or does not answer
-                ``hello`` properly within ``max(call_timeout, STARTUP_TIMEOUT)``.
+                ``hello`` properly within ``max(call_timeout, startup_timeout)``.
         """
         if self._process is not None:
             return
@@ -142,7 +148,7 @@ class ExecProgram:
         self._finalizer = weakref.finalize(self, _kill, process)
         self.starts += 1
         try:
-            self.capabilities = self._request("hello", {}, max(self.call_timeout, STARTUP_TIMEOUT))
+            self.capabilities = self._request("hello", {}, max(self.call_timeout, self.startup_timeout))
         except (SchedulerFault, ValueError) as exc:
             raise AdapterStartError(f"--exec {self.command!r} did not start properly: {_one_line(str(exc))}") from None
 

@@ -120,7 +120,8 @@ def parse_answer(line: bytes, request_id: int, op: str) -> object:
     try:
         answer = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, an int past Python's digit limit
-        raise ProtocolError(f"an answer line that is not JSON ({_first_line(str(exc))}): {_cut(text)}") from None
+        why = "an integer too long to read" if "integer string conversion" in str(exc) else _first_line(str(exc))
+        raise ProtocolError(f"an answer line that is not JSON ({why}): {_cut(text)}") from None
     if not isinstance(answer, dict):
         raise ProtocolError(f"an answer that is not a JSON object: {_cut(text)}")
     extra = sorted(set(answer) - _TOP_LEVEL)
