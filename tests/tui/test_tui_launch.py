@@ -65,3 +65,39 @@ def test_a_scenarios_meta_impl_is_used_and_an_unimportable_one_falls_back_with_a
     factory, name, notice = launch.choose_factory(Scenario("t", (), meta={"impl": "gone.module:S"}), None)
     assert name == launch.DEFAULT_IMPL and "could not be loaded" in notice and "gone.module" in notice
     assert launch.choose_factory(scenario, "impl.indexed:IndexedScheduler")[1] == "impl.indexed:IndexedScheduler"
+
+
+def _hang_scenario() -> Scenario:
+    from fencepost.spec.formats.scenario import Step
+
+    steps = (
+        Step("add_worker", {"worker": "w1", "capacity": 1}),
+        Step("submit", {}),
+        Step("dispatch", {"worker": "w1", "now": 0, "duration": 5}),
+        Step("cancel", {"task_id": 1, "now": 1}),
+    )
+    return Scenario("A cancel that hangs", steps, None, {})
+
+
+def test_a_scheduler_that_hangs_while_the_screen_is_prepared_is_one_line_and_exit_2(capsys, monkeypatch):
+    monkeypatch.setattr(FencepostApp, "run", lambda self: pytest.fail("the app must not start"))
+    monkeypatch.setattr(launch, "load_scenario", lambda path: _hang_scenario())
+    argv = ["tui", "onboarding", "--impl", "tests.spec.schedulers:DeadlocksOnCancel", "--call-timeout", "0.3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cancel(task_id=1, now=1) did not return within 0.3 s" in err
+
+
+def test_exec_runs_the_steps_in_the_program(capsys, monkeypatch):
+    import shlex
+    import sys
+    from pathlib import Path
+
+    shown = {}
+    monkeypatch.setattr(FencepostApp, "run", lambda self: shown.setdefault("app", self))
+    adapter = Path(__file__).resolve().parents[1] / "adapters" / "python_adapter.py"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))}"
+    assert main(["tui", "onboarding", "--exec", command]) == 0
+    app = shown["app"]
+    assert app.impl_name == f"--exec {command!r}"
+    assert app.timeline.last == 16 and not app.timeline.mismatches  # every expectation held in the program
