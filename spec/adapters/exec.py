@@ -48,10 +48,11 @@ _REAP_SECONDS = 5.0
 #: Bytes read from the program's stdout at a time.
 _CHUNK = 1 << 16
 
-#: Most requests ``prefetch`` writes before reading their answers: their
-#: answers (a few hundred bytes each) must fit the pipe's buffer while
-#: fencepost is still writing, or both sides would wait on each other.
-PREFETCH_LIMIT = 64
+#: Most requests written at once before their answers are read (see
+#: ``ExecProgram.plan``): the answers, a few hundred bytes each, must fit the
+#: pipe's buffer (64 KiB on Linux) while the program writes them, or it
+#: would stop reading, and a plan of n requests costs one round trip, not n.
+PLAN_LIMIT = 128
 #: Ops that only read: their answers stay valid until the next other call.
 READ_OPS = frozenset({"now", "task"})
 
@@ -116,7 +117,10 @@ class ExecProgram:
         self._finalizer: weakref.finalize | None = None
         # Answers to reads since the last other call, by (op, args as JSON): see ``prefetch``.
         self._reads: dict[tuple[str, str], object] = {}
-        self._reads_after_next_call: list[tuple[str, dict]] = []  # see ``read_after_next_call``
+        # Requests written whose answers are not read yet, in order: (id, op, args, key, refusal).
+        self._inflight: collections.deque[tuple] = collections.deque()
+        # Calls announced by ``plan`` and not sent yet: (op, args, reads, key).
+        self._plan: collections.deque[tuple] = collections.deque()
         self.__name__ = f"--exec {command!r}"
 
     # ------------------------------------------------------------ lifecycle
@@ -143,6 +147,8 @@ class ExecProgram:
             raise AdapterStartError(f"--exec {self.command!r}: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
         os.set_blocking(process.stdin.fileno(), False)
         self._process, self._buffer, self._stopped_because = process, bytearray(), None
+        self._inflight.clear()
+        self._plan.clear()
         self._stderr = tail = collections.deque()
         threading.Thread(target=_drain, args=(process.stderr, tail), name="fencepost-exec-stderr", daemon=True).start()
         self._finalizer = weakref.finalize(self, _kill, process)
@@ -177,6 +183,11 @@ class ExecProgram:
         Raises:
             AdapterFault: the program cannot be (re)started or does not answer ``reset``.
         """
+        if self._inflight and self._process is not None:
+            try:
+                self._drain()  # answers to calls a run announced but never made (it stopped at a failure)
+            except SchedulerFault:
+                pass  # stopped; started again below
         if self._process is None:
             try:
                 self.start()
@@ -192,6 +203,10 @@ class ExecProgram:
     def call(self, generation: int, op: str, args: dict) -> object:
         """One protocol call from the scheduler of ``generation``.
 
+        A read (``now``, ``task``) answered since the last other call is
+        answered again from memory (reads change nothing). A call that heads
+        the plan (see ``plan``) is sent together with what follows it.
+
         Raises:
             ValueError: the program refused the call, or an argument cannot be sent.
             AdapterFault: the scheduler is stale, the program is stopped, or it
@@ -202,74 +217,55 @@ class ExecProgram:
             raise AdapterFault(f"{op}: this scheduler was replaced by a later reset or restart of the program")
         if self._process is None:
             raise AdapterFault(f"{op}: the program is no longer running ({self._stopped_because or 'it was closed'})")
-        if op not in READ_OPS:
-            self._reads.clear()
-            reads, self._reads_after_next_call = self._reads_after_next_call, []
-            return self._request(op, args, reads=reads)
         key = (op, _key(args))
-        if key not in self._reads:
-            try:
-                self._reads[key] = self._request(op, args)
-            except ValueError as exc:
-                self._reads[key] = exc
-        answer = self._reads[key]
-        if isinstance(answer, ValueError):
-            raise ValueError(str(answer))
-        return answer
+        if op in READ_OPS:
+            if key not in self._reads:
+                self._plan.clear()
+                self._drain()  # answers already in flight would come first, from a later state
+                self._send([(op, args)])
+                self._answer_next()
+            return _answered(self._reads[key])
+        self._reads.clear()
+        if not (self._inflight and self._inflight[0][3] == key):
+            self._drain()
+            self._send(self._take_plan(op, args, key))
+        return self._answer_next()
 
-    def read_after_next_call(self, generation: int, reads: list[tuple[str, dict]]) -> None:
-        """Send these reads right behind the next call that is not a read, in the same write.
+    def plan(self, generation: int, calls: list[tuple[str, dict, list[tuple[str, dict]]]]) -> None:
+        """Announce the next calls, each ``(op, args, reads)``: the reads made right after it.
 
-        Their answers then come back with that call's, so a step and the
-        views read after it cost one round trip. They are read whatever the
-        call answers (a refused call changes nothing, so the reads still hold).
+        When the first of them is called, it goes out in one write with the
+        reads after it and the calls (and reads) after those, up to
+        ``PLAN_LIMIT`` requests; the answers are then read in order as the
+        calls are made. The protocol is unchanged (one answer line per
+        request, in order): the program only sees requests arrive together,
+        so a step and the views read after it cost one round trip, and a run
+        of refused calls one in all. A plan whose first call is already
+        planned or sent is ignored; a call that departs from the plan drops it
+        (answers already sent are read and discarded first).
         """
-        if generation == self.generation:
-            self._reads_after_next_call = list(reads)
+        if generation != self.generation or not calls:
+            return
+        first = (calls[0][0], _key(calls[0][1]))
+        if (self._inflight and self._inflight[0][3] == first) or (self._plan and self._plan[0][3] == first):
+            return
+        self._plan = collections.deque((op, args, list(reads), (op, _key(args))) for op, args, reads in calls)
 
     def prefetch(self, generation: int, reads: list[tuple[str, dict]]) -> None:
-        """Ask for several reads (``now``, ``task``) at once; their answers serve the next calls.
-
-        The requests are written together and the answers read in order, so
-        n reads cost one round trip instead of n; the protocol is unchanged
-        (one answer line per request, in order). An answer stays valid until
-        the next call that is not a read: the protocol's reads change
-        nothing, so asking again could only give the same answer.
+        """Ask for the reads not answered yet, in one round trip; their answers serve the next calls.
 
         Raises:
             AdapterFault, CallTimeout: as ``call``, for any of the reads.
         """
         if generation != self.generation or self._process is None:
             return  # the calls themselves will say why not
-        pending = self._queue_reads(reads)
-        if pending:
-            self._write(b"".join(p[4] for p in pending), time.monotonic() + self.call_timeout, ("a batch of reads", {}))
-            self._read_answers(pending)
-
-    def _queue_reads(self, reads: list[tuple[str, dict]]) -> list[tuple]:
-        """Request lines for the reads not answered yet: ``(id, op, args, key, line)`` each."""
-        pending = []
-        for op, args in reads:
-            key = (op, _key(args))
-            if key in self._reads or len(pending) >= PREFETCH_LIMIT:
-                continue
-            try:
-                line = request_line(self._next_id, op, args)
-            except ValueError as exc:  # an argument the adapter refuses itself
-                self._reads[key] = exc
-                continue
-            pending.append((self._next_id, op, args, key, line))
-            self._next_id += 1
-        return pending
-
-    def _read_answers(self, pending: list[tuple]) -> None:
-        for request_id, op, args, key, _ in pending:
-            call = (op, args)
-            answer = self._read_line(time.monotonic() + self.call_timeout, call)
-            try:
-                self._reads[key] = self._parse(answer, request_id, op, call)
-            except ValueError as exc:
-                self._reads[key] = exc
+        missing = [(op, args) for op, args in _unique(reads) if (op, _key(args)) not in self._reads]
+        if missing:
+            self._plan.clear()
+            self._drain()
+            self._send(missing)
+            while self._inflight:
+                self._receive()
 
     def restart(self, generation: int) -> int:
         """Send ``restart``; return the generation of the scheduler that replaces the one of ``generation``."""
@@ -277,23 +273,71 @@ class ExecProgram:
         self.generation += 1
         return self.generation
 
-    def _request(self, op: str, args: dict, timeout: float | None = None, reads: list[tuple[str, dict]] = ()) -> object:
-        """One request and its answer; ``reads`` go out in the same write, their answers to the cache."""
-        request_id = self._next_id
-        line = request_line(request_id, op, args)  # may refuse an unsendable argument: nothing is sent
-        self._next_id += 1
-        pending = self._queue_reads(reads) if reads else []
-        call = (op, args)
-        deadline = time.monotonic() + (timeout or self.call_timeout)
-        self._write(line + b"".join(p[4] for p in pending), deadline, call)
-        answer = self._read_line(deadline, call)
-        try:
-            result = self._parse(answer, request_id, op, call)
-        except ValueError:
-            self._read_answers(pending)
-            raise
-        self._read_answers(pending)
-        return result
+    def _take_plan(self, op: str, args: dict, key: tuple) -> list[tuple[str, dict]]:
+        """The requests to send for a call: the plan's next ones if it heads the plan, else the call alone."""
+        plan = self._plan
+        if not plan or plan[0][3] != key:
+            plan.clear()
+            return [(op, args)]
+        requests: list[tuple[str, dict]] = []
+        while plan and (not requests or len(requests) + 1 + len(plan[0][2]) <= PLAN_LIMIT):
+            call_op, call_args, reads, _ = plan.popleft()
+            requests.append((call_op, call_args))
+            requests += _unique(reads)
+        return requests
+
+    def _send(self, requests: list[tuple[str, dict]], timeout: float | None = None) -> None:
+        """Write the requests in one write; each joins ``_inflight`` (an unsendable one with its refusal)."""
+        lines = []
+        for op, args in requests:
+            try:
+                line = request_line(self._next_id, op, args)
+            except ValueError as exc:  # refused here, without asking the program
+                self._inflight.append((None, op, args, (op, _key(args)), exc))
+                continue
+            self._inflight.append((self._next_id, op, args, (op, _key(args)), None))
+            self._next_id += 1
+            lines.append(line)
+        if lines:
+            self._write(b"".join(lines), time.monotonic() + (timeout or self.call_timeout), requests[0])
+
+    def _answer_next(self, timeout: float | None = None) -> object:
+        """The answer to the request at the head of ``_inflight``; the reads behind it go to the cache."""
+        result = self._receive(timeout)
+        while self._inflight and self._inflight[0][1] in READ_OPS:
+            self._receive()
+        return _answered(result)
+
+    def _receive(self, timeout: float | None = None) -> object:
+        """Read the answer to the head of ``_inflight``: its value, or the ``ValueError`` it carries."""
+        request_id, op, args, key, refused = self._inflight.popleft()
+        if refused is not None:
+            answer: object = refused
+        else:
+            call = (op, args)
+            line = self._read_line(time.monotonic() + (timeout or self.call_timeout), call)
+            try:
+                answer = self._parse(line, request_id, op, call)
+            except ValueError as exc:
+                answer = exc
+        if op in READ_OPS:
+            self._reads[key] = answer
+        return answer
+
+    def _drain(self) -> None:
+        """Read and drop the answers still in flight: requests sent ahead of calls that never came.
+
+        The program has made those calls, so what was read before may be stale: forgotten too.
+        """
+        if self._inflight:
+            while self._inflight:
+                self._receive()
+            self._reads.clear()
+
+    def _request(self, op: str, args: dict, timeout: float | None = None) -> object:
+        """One request on its own and its answer (``hello``, ``reset``)."""
+        self._send([(op, args)], timeout)
+        return _answered(self._receive(timeout))
 
     def _parse(self, answer: bytes, request_id: int, op: str, call: tuple[str, dict]) -> object:
         try:
@@ -354,6 +398,9 @@ class ExecProgram:
     def _stop(self, why: str) -> None:
         process, self._process = self._process, None
         self._stopped_because = why
+        self._inflight.clear()
+        self._plan.clear()
+        self._reads.clear()
         if process is not None:
             _kill(process)
             self._finalizer.detach()
@@ -372,6 +419,23 @@ class ExecProgram:
 def _key(args: dict) -> str:
     """``args`` as text that tells apart what ``==`` blurs (``1``, ``1.0``, ``True``): a cache key."""
     return repr(args)
+
+
+def _answered(answer: object) -> object:
+    """A received answer as the call's outcome: a ``ValueError`` raised (a fresh one each time), else the value."""
+    if isinstance(answer, ValueError):
+        raise ValueError(str(answer))
+    return answer
+
+
+def _unique(reads: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    seen, unique = set(), []
+    for op, args in reads:
+        key = (op, _key(args))
+        if key not in seen:
+            seen.add(key)
+            unique.append((op, args))
+    return unique
 
 
 def _words(call: tuple[str, dict]) -> str:
@@ -434,9 +498,9 @@ class ExecScheduler:
         """Ask the program for these reads in one round trip (see ``ExecProgram.prefetch``)."""
         self._program.prefetch(self._generation, reads)
 
-    def _fencepost_read_after_next_call(self, reads: list[tuple[str, dict]]) -> None:
-        """Send these reads behind the next call (see ``ExecProgram.read_after_next_call``)."""
-        self._program.read_after_next_call(self._generation, reads)
+    def _fencepost_plan(self, calls: list[tuple[str, dict, list[tuple[str, dict]]]]) -> None:
+        """Announce the next calls and the reads after each (see ``ExecProgram.plan``)."""
+        self._program.plan(self._generation, calls)
 
     @property
     def now(self) -> int:

@@ -233,9 +233,7 @@ class Lockstep:
         raised = isinstance(expected, tuple) and expected[0] == "error"
         wrong_kind = None
         self.pending = TraceStep(op, dict(args), expected, None)
-        read_after = getattr(self.impl, "_fencepost_read_after_next_call", None)
-        if read_after is not None:  # --exec: the views compared after the call travel with it
-            read_after(self.reads_after(before))
+        self.plan([(op, args)], before)
         try:
             got: object = normalize(getattr(self.impl, op)(**args))
         except ValueError as exc:
@@ -266,19 +264,44 @@ class Lockstep:
         self.compare_views(record)
         return record
 
+    def plan(self, calls: list[tuple[str, dict]], state: model.State | None = None) -> None:
+        """Tell a scheduler in another process (``--exec``) the calls coming next, from ``state`` (default: now).
+
+        Each call is announced with the reads ``compare_views`` makes after it,
+        worked out on the model, so the program can be sent a call, its
+        views, and the calls after it in one write (see
+        ``spec.adapters.exec.ExecProgram.plan``). Schedulers in this process
+        are not told anything.
+        """
+        announce = getattr(self.impl, "_fencepost_plan", None)
+        if announce is None:
+            return
+        state = self.state if state is None else state
+        planned = []
+        for op, args in calls:
+            planned.append((op, args, self.reads_after(state)))
+            try:
+                state, _ = model.apply(state, op, dict(args))
+            except ValueError:
+                pass  # refused: nothing changes
+        announce(planned)
+
+    @staticmethod
+    def reads_in(state: model.State) -> list[tuple[str, dict]]:
+        """The reads ``compare_views`` makes in ``state``: the clock, every task, the ids that must be refused."""
+        return _reads(len(state.tasks), [*range(1, len(state.tasks) + 1), *bad_task_ids(len(state.tasks))])
+
     @staticmethod
     def reads_after(state: model.State) -> list[tuple[str, dict]]:
         """The reads ``compare_views`` makes after one call from ``state``, whether it submits a task or not."""
         tasks = len(state.tasks)
-        ids = range(1, tasks + 2)  # the task a submit would add included
-        bad = {*bad_task_ids(tasks), *bad_task_ids(tasks + 1)} - set(ids)
-        return [("now", {})] + [("task", {"task_id": i}) for i in [*ids, *sorted(bad, key=repr)]]
+        return _reads(tasks, [*range(1, tasks + 2), *bad_task_ids(tasks), *bad_task_ids(tasks + 1)])
 
     def compare_views(self, record: TraceStep) -> None:
         """The clock, every task's view, and ``task()`` refusing ids that name no task."""
         prefetch = getattr(self.impl, "_fencepost_prefetch", None)
         if prefetch is not None:  # a scheduler in another process (--exec): the reads not yet asked, in one round trip
-            prefetch(self.reads_after(self.state))
+            prefetch(self.reads_in(self.state))
         if int_field(self.impl.now) != self.state.now:
             self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now!r}")
         for task in self.state.tasks:
@@ -344,6 +367,12 @@ class Lockstep:
             self.trace[-1].problem = problem
 
 
+def _reads(tasks: int, ids: list[object]) -> list[tuple[str, dict]]:
+    """``now`` and ``task`` of each id, each once: by repr, since 1, 1.0 and "1" are three reads though 1 == 1.0."""
+    unique = {repr(i): i for i in ids}
+    return [("now", {})] + [("task", {"task_id": i}) for i in unique.values()]
+
+
 def run_calls(
     factory: Callable[[], object], calls: list[tuple[str, dict]], call_timeout: float | None = None,
 ) -> list[TraceStep] | None:
@@ -369,6 +398,7 @@ def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], wat
         return []
     try:
         lockstep.check_all()
+        lockstep.plan(calls)
         for op, args in calls:
             lockstep.step(op, args)
             lockstep.check_all()
@@ -705,8 +735,10 @@ def conformance_machine(
         def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
             """Several equal tasks at once: equal due times, and ids past 9 within few steps."""
             extra = {} if max_attempts is None else {"max_attempts": max_attempts}
-            for _ in range(min(count, MAX_TASKS - len(self.state.tasks))):
-                self.step("submit", priority=priority, **extra)
+            submits = [("submit", {"priority": priority, **extra})] * min(count, MAX_TASKS - len(self.state.tasks))
+            self.run.plan(submits)
+            for op, args in submits:
+                self.step(op, **args)
 
         @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
@@ -796,7 +828,9 @@ def conformance_machine(
             values. Their time lands on boundaries like any other call's, so
             an implementation that expires leases before validating is seen.
             """
-            for op, args in invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form):
+            calls = invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form)
+            self.run.plan(calls)
+            for op, args in calls:
                 self.step(op, **args)
 
         # ------------------------------------------------------------ invariants
