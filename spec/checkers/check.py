@@ -34,8 +34,9 @@ from fencepost.spec.cli import (
     load_factory,
     open_exec,
 )
+from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
-from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, Watch, run_watched
+from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, Watch, run_watched, watched_factory
 from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, hang_trace, minimize
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
@@ -58,6 +59,7 @@ class CheckResult:
     seconds: float = 0.0
     seed: int | None = None
     batches: int = 1  # batches run; more than one when coverage needed them
+    capabilities: Capabilities = field(default_factory=Capabilities)  # optional parts found and checked
 
     @property
     def missing(self) -> list[str]:
@@ -73,6 +75,7 @@ def check_factory(
     steps: int | None = None,
     base: settings | None = None,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    capabilities: Capabilities | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
 
@@ -95,36 +98,56 @@ def check_factory(
             watched worker thread (``spec.checkers.deadline``), unless the
             factory keeps its own deadlines (``--exec``). None: no deadline,
             calls on this thread.
+        capabilities: the optional parts to check (keys, restart); default
+            what ``spec.checkers.capabilities.detect`` finds. Their outcomes
+            join the ones the run must reach.
 
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
         in ``trace`` when the implementation diverged or broke an invariant.
     """
     base = base or settings.get_profile("ci")
-    coverage = Coverage()
+    if capabilities is None:
+        capabilities = _detect(factory, call_timeout)
+    coverage = Coverage(capabilities=capabilities)
     started = time.perf_counter()
     runs = 0
     for batch in range(COVERAGE_BATCHES):
         batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
-        passed, trace, failure, batch_runs = _run_batch(factory, coverage, base, max_examples, steps, batch_seed, call_timeout)
+        passed, trace, failure, batch_runs = _run_batch(
+            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout,
+        )
         runs += batch_runs
         if not passed or not coverage.missing():
             break
     return CheckResult(
         passed=passed, trace=trace, failure=failure, coverage=coverage,
         examples=runs, seconds=time.perf_counter() - started, seed=seed, batches=batch + 1,
+        capabilities=capabilities,
     )
 
 
+def _detect(factory: Callable[[], object], call_timeout: float | None) -> Capabilities:
+    """``detect``, its calls (a sample scheduler, a probe) under the deadline too.
+
+    Raises:
+        CallTimeout: making or probing the sample did not return in time.
+    """
+    if call_timeout is None or getattr(factory, "keeps_deadlines", False):
+        return detect(factory)
+    watch = Watch(call_timeout)
+    return run_watched(lambda: detect(watched_factory(factory, watch)), watch)
+
+
 def _run_batch(
-    factory: Callable[[], object], coverage: Coverage, base: settings,
+    factory: Callable[[], object], coverage: Coverage, capabilities: Capabilities, base: settings,
     max_examples: int | None, steps: int | None, seed: int | None, call_timeout: float | None,
 ) -> tuple[bool, list[TraceStep], str | None, int]:
     """One Hypothesis run of the machine: (passed, minimized trace, failure, runs made)."""
     if getattr(factory, "keeps_deadlines", False):
         call_timeout = None  # the adapter times its own calls, and a watched thread would add nothing
     watch = Watch(call_timeout) if call_timeout is not None else None
-    machine = conformance_machine(factory, coverage=coverage, watch=watch)
+    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch)
     runs = 0
     original_init = machine.__init__
 
@@ -218,10 +241,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, factory: Callable[[], object], name: str) -> int:
-    result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps, call_timeout=args.call_timeout)
+    try:
+        result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps, call_timeout=args.call_timeout)
+    except CallTimeout as exc:  # making a sample scheduler, before any step
+        raise UsageError(f"{name}: {exc}") from None
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())
+    print(result.capabilities.summary())
     if not result.passed:
         print(f"{name} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
         print(report_failure(result))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
@@ -28,7 +29,9 @@ from fencepost.spec.formats.scenario import (
     check_state,
     describe_call,
     describe_result,
+    first_restart,
     load_scenario,
+    offers_restart,
     resolve,
 )
 
@@ -53,6 +56,8 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
     mismatch, since the protocol allows only ``ValueError``; the replay goes
     on, except after a ``SchedulerFault`` (a hang, a program that broke the
     adapter protocol): that step is the last, since the scheduler is gone.
+    A ``restart`` step replaces ``scheduler`` with its ``reopen()`` for every
+    later step (the caller checks up front that it has one).
     Steps are appended to ``replayed`` as they finish (a new list by default),
     so a caller that gives up on a hung call still has the steps before it.
     """
@@ -61,8 +66,10 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
     for number, step in enumerate(scenario.steps, start=1):
         try:
             result = apply_step(scheduler, step)
-            if step.op == "submit" and result.error is None:
-                submitted += 1  # the ids task() must know from here on
+            if step.op == RESTART:
+                scheduler = result.value
+            if step.op == "submit" and result.error is None and result.value == submitted + 1:
+                submitted += 1  # the ids task() must know from here on (a duplicate by key issues none)
             mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
         except SchedulerFault as exc:
             replayed.append(ReplayedStep(number, step, StepResult(error=_fault_words(exc)), "?", str(exc)))
@@ -81,20 +88,37 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
     return replayed
 
 
+def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: str) -> None:
+    """Raise ``UsageError`` when ``scenario`` has a restart step and ``scheduler`` no ``reopen()``."""
+    restart = first_restart(scenario)
+    if restart is not None and not offers_restart(scheduler):
+        raise UsageError(f"step {restart} is a restart, but {name} "
+                         f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
+
+
 def _fault_words(fault: SchedulerFault) -> str:
     return f"no answer within {fault.seconds:g} s" if isinstance(fault, CallTimeout) else "a protocol fault"
 
 
-def replay_watched(scenario: Scenario, factory: object, call_timeout: float) -> list[ReplayedStep]:
+def replay_watched(scenario: Scenario, factory: object, call_timeout: float, name: str = "--impl") -> list[ReplayedStep]:
     """``replay`` on a fresh scheduler from ``factory``, every call under ``call_timeout``.
 
     The replay runs on a watched thread (``spec.checkers.deadline``); a call
     that hangs ends it with a mismatch at its step, the steps before it kept.
+
+    Raises:
+        UsageError: the scenario restarts and the scheduler has no ``reopen()``.
     """
     watch = Watch(call_timeout)
     replayed: list[ReplayedStep] = []
+
+    def work() -> list[ReplayedStep]:
+        scheduler = watched_factory(factory, watch)()
+        refuse_restart_without_reopen(scenario, scheduler, name)
+        return replay(scenario, scheduler, replayed)
+
     try:
-        return run_watched(lambda: replay(scenario, watched_factory(factory, watch)(), replayed), watch)
+        return run_watched(work, watch)
     except CallTimeout as exc:
         if exc.call == "factory()":
             raise
@@ -168,11 +192,17 @@ def run(args: argparse.Namespace) -> int:
                 scheduler = program()
             except SchedulerFault as exc:
                 raise UsageError(f"{exec_name(args.exec_command)}: {exc}") from None
+            try:
+                refuse_restart_without_reopen(scenario, scheduler, exec_name(args.exec_command))
+            except UsageError as exc:
+                raise UsageError(f"{args.scenario}: {exc}") from None
             return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
     impl = args.impl or DEFAULT_IMPL
     factory = load_factory(impl, "--impl")
     try:
-        replayed = replay_watched(scenario, factory, args.call_timeout)
+        replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}")
+    except UsageError as exc:
+        raise UsageError(f"{args.scenario}: {exc}") from None
     except SchedulerFault as exc:  # the factory itself hung
         raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:

@@ -23,6 +23,7 @@ from fencepost.spec.formats.scenario import (
     apply_step,
     builtin_names,
     builtin_summary,
+    curriculum,
     check_expect,
     check_state,
     describe_call,
@@ -63,17 +64,17 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'worker': expected a string, got 7"),
         ('op = "submit"\npriority = [1]\n', "walk.toml: step 1: field 'priority': expected an int, got [1]"),
         ('op = "launch"\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                            "complete, fail, cancel, renew, advance, got \"launch\""),
+                            "complete, fail, cancel, renew, advance, restart, got \"launch\""),
         ('op = 3\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                     "complete, fail, cancel, renew, advance, got 3"),
+                     "complete, fail, cancel, renew, advance, restart, got 3"),
         ('worker = "w1"\n', "walk.toml: step 1: field 'op': missing"),
         ('op = "dispatch"\nworker = "w1"\nnow = 1\n',
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),
         ('op = "submit"\ntask = 1\n',
          "walk.toml: step 1: field 'task': not an argument of submit "
-         "(it takes priority, due_at, max_attempts, retry_delay; a step also has op, note, expect, expect_state)"),
+         "(it takes priority, due_at, max_attempts, retry_delay, key; a step also has op, note, expect, expect_state, ask, choices, answer, why)"),
         ('op = "advance"\nnow = 1\nnotes = "x"\n',
-         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state)"),
+         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state, ask, choices, answer, why)"),
         ('op = "advance"\nnow = 1\nnote = 5\n', "walk.toml: step 1: field 'note': expected a string, got 5"),
         ('op = "advance"\nnow = 1\nexpect = "none"\n',
          "walk.toml: step 1: field 'expect': advance can only expect \"error\", got \"none\""),
@@ -214,7 +215,8 @@ def test_json_null_for_a_none_default_means_the_default() -> None:
 def test_the_argument_vocabulary_is_the_protocols() -> None:
     names = {op: [(p.name, p.required) for p in params] for op, params in SIGNATURES.items()}
     assert names["dispatch"] == [("worker", True), ("now", True), ("duration", True)]
-    assert names["submit"] == [("priority", False), ("due_at", False), ("max_attempts", False), ("retry_delay", False)]
+    assert names["submit"] == [("priority", False), ("due_at", False), ("max_attempts", False), ("retry_delay", False), ("key", False)]
+    assert names["restart"] == []
     assert names["renew"] == [("task_id", True), ("token", True), ("now", True), ("duration", True)]
 
 
@@ -557,11 +559,23 @@ def test_describe_expect_is_empty_without_an_expectation() -> None:
 # ---------------------------------------------------------------- built-in walkthroughs: lookup
 
 
-def test_builtin_names_start_with_the_default() -> None:
+def test_builtin_names_follow_the_curriculum_the_default_first() -> None:
     names = builtin_names()
     assert names[0] == DEFAULT_WALKTHROUGH == "onboarding"
-    assert names[1:] == sorted(names[1:])
+    assert names == [name for name in curriculum() if name in names]
     assert set(names) == {path.stem for path in BUILTIN_DIR.glob("*.toml")}
+
+
+def test_a_builtin_the_curriculum_does_not_list_comes_after_it_alphabetically(tmp_path, monkeypatch) -> None:
+    from fencepost.spec.formats import scenario as module
+
+    for name in ("zeta", "alpha", "first"):
+        (tmp_path / f"{name}.toml").write_text('title = "x"\nsteps = []\n')
+    (tmp_path / "curriculum.txt").write_text("# the order\nfirst  # a comment\n\nmissing\n")
+    monkeypatch.setattr(module, "BUILTIN_DIR", tmp_path)
+    monkeypatch.setattr(module, "CURRICULUM_FILE", tmp_path / "curriculum.txt")
+    assert module.curriculum() == ["first", "missing"]
+    assert module.builtin_names() == ["first", "alpha", "zeta"]
 
 
 def test_builtin_summary_is_one_line() -> None:
