@@ -62,3 +62,17 @@ def test_a_closed_lease_interval_is_caught_and_its_counterexample_replays_throug
 def test_the_javascript_scheduler_agrees_with_the_model_in_a_bounded_exploration(capsys):
     assert main(["explore", "--exec", JS, "--tasks", "1", "--max-attempts", "1", "--durations", "1"]) == 0
     assert "agreed with the model on every transition" in capsys.readouterr().out
+
+
+def test_capabilities_listed_in_hello_are_checked_through_exec():
+    from fencepost.spec.adapters.exec import ExecProgram
+    from fencepost.spec.checkers.capabilities import detect
+    from fencepost.spec.checkers.check import check_factory
+
+    with ExecProgram(f"{PYTHON} --restart") as program:
+        program.start()
+        found = detect(program)
+        assert found.keys and found.restart  # from hello: "key", "restart"
+        result = check_factory(program, max_examples=20)
+    assert result.passed, result.failure  # keys and restarts through the program agree with the model
+    assert result.coverage.outcomes[("restart", "ok")] > 0
