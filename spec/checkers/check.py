@@ -9,6 +9,11 @@ line and exit 2.
 Without ``--seed`` the run is derandomized, so the same command gives the same
 verdict every time; ``--seed S`` explores a different, reproducible part of
 the space.
+
+``fencepost check --exec COMMAND`` checks a scheduler in any language instead:
+a program speaking the adapter protocol (``spec.formats.adapter``), started
+once. Every call has the ``--call-timeout`` deadline (``spec.checkers.deadline``);
+a call that does not return in time is a counterexample ending in that call.
 """
 
 from __future__ import annotations

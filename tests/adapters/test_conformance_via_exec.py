@@ -73,6 +73,6 @@ def test_capabilities_listed_in_hello_are_checked_through_exec():
         program.start()
         found = detect(program)
         assert found.keys and found.restart  # from hello: "key", "restart"
-        result = check_factory(program, max_examples=20)
+        result = check_factory(program, max_examples=10)
     assert result.passed, result.failure  # keys and restarts through the program agree with the model
     assert result.coverage.outcomes[("restart", "ok")] > 0
