@@ -123,16 +123,22 @@ class Watched:
 
     Methods keep their signatures (``inspect.signature`` follows
     ``__wrapped__``), so capability detection sees the scheduler's own
-    ``submit``; the result of ``reopen()`` is watched too.
+    ``submit``; the result of ``reopen()`` is watched too. A method's wrapper
+    is made once, at its first use, and kept: making one per call would cost
+    more than the call.
     """
 
-    __slots__ = ("_target", "_watch")
+    __slots__ = ("_target", "_watch", "_methods")
 
     def __init__(self, target: object, watch: Watch) -> None:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_watch", watch)
+        object.__setattr__(self, "_methods", {})
 
     def __getattr__(self, name: str) -> object:
+        method = self._methods.get(name)
+        if method is not None:
+            return method
         watch = self._watch
         value = watch.call((name,), getattr, self._target, name)  # a property such as `now` may hang too
         if not callable(value):
@@ -143,6 +149,7 @@ class Watched:
             result = watch.call((name, args, kwargs), value, *args, **kwargs)
             return Watched(result, watch) if name == "reopen" else result
 
+        self._methods[name] = call
         return call
 
     def __repr__(self) -> str:
