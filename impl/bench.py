@@ -415,16 +415,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest size SimpleScheduler is timed at (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the priorities (default 0)")
     parser.add_argument("--no-spec", action="store_true", help="skip the spec speed measurement")
+    parser.add_argument("--runner", action="store_true",
+                        help="instead: 100,000 no-op tasks through Runner(workers=4) beside ThreadPoolExecutor(4)")
+    parser.add_argument("--tasks", type=int, default=None, help="with --runner: tasks per turn (default 100000)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
     from fencepost.spec.cli import UsageError
 
-    for name in ("cycles", "repeats", "simple_max"):
+    for name in ("cycles", "repeats", "simple_max", "tasks"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.runner:
+        from fencepost.impl import bench_runner
+
+        tasks = args.tasks or bench_runner.TASKS
+        repeats = args.repeats or bench_runner.REPEATS
+        print(f"fencepost bench --runner: {tasks:,} tasks x {repeats} turns each", flush=True)
+        print(bench_runner.format_runner_bench(bench_runner.measure_runner(tasks, repeats)))
+        return 0
+    if args.tasks is not None:
+        raise UsageError("--tasks goes with --runner")
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     cycles = args.cycles or (200 if args.quick else 500)
     repeats = args.repeats or (15 if args.quick else 101)

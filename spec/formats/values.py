@@ -1,169 +1,206 @@
-"""The JSON forms of the protocol's values: one codec for every file and wire format.
+"""The JSON forms of the protocol's values: one codec for histories and the ``--exec`` adapter.
 
-The ``--exec`` adapter's answers and the history files carry the results of
-protocol calls as plain JSON. This module is the one place that says what
-those forms are, in both directions:
+Each operation answers with one kind of value, and each kind has one JSON form:
 
-=====================================  ==========================================================
+=====================================  ===========================================================
 operation                              JSON form of its result
-=====================================  ==========================================================
+=====================================  ===========================================================
+``dispatch``                           a Lease as ``{"task_id", "worker", "token", "started_at",
+                                       "expires_at"}`` (all five), or ``null`` when nothing leased
+``complete``, ``fail``, ``cancel``,    an Outcome as ``{"accepted": true}`` or
+``renew``                              ``{"accepted": false, "reason": "stale_token"}``
+                                       (``reason`` optional, a string or ``null``)
 ``submit``                             the task id, an int
-``dispatch``                           ``null``, or ``{"task_id", "worker", "token", "started_at",
-                                       "expires_at"}``
-``complete``, ``fail``, ``cancel``,    ``{"accepted": true|false, "reason": string|null}``
-``renew``                              (``reason`` may be left out: null)
-``task``                               ``{"id", "status", "priority", "due_at", "attempts",
-                                       "worker", "token", "expires_at", "cancel_requested"}``,
-                                       ``status`` as its string
-``now``                                the clock, an int
-``add_worker``, ``advance``,           ``null``
-``reset``, ``restart``
-=====================================  ==========================================================
+``add_worker``, ``advance``            ``null``
+``task`` (``--exec`` only)             a TaskView as ``{"id", "status", "priority", "due_at",
+                                       "attempts", "worker", "token", "expires_at",
+                                       "cancel_requested"}``, ``status`` as its string
+``now`` (``--exec`` only)              the clock, an int
+``reset``, ``restart`` (``--exec``)    ``null``
+=====================================  ===========================================================
 
-``from_json`` is strict, because what it reads may come from a program that
-is wrong or hostile: every field present and no other, ints that are JSON
-integers (never ``true``, never ``1.0``) within ``WIRE_INT_LIMIT``, bools
-that are JSON ``true``/``false``, strings no longer than ``MAX_WIRE_STRING``.
-Any departure is a ``ValueFormError`` naming the operation, the field, the
-value and the rule. O(size of the value) each way.
+Ints are JSON integers, never a bool or a float; ``accepted`` is a JSON bool.
+Errors are not values: each format says how it carries them.
+
+``to_json`` reads a value through attribute names only, so any scheduler's
+objects encode; ``from_json`` builds ``spec.protocol`` values and is strict, since
+its input is a file or another program: every field present and no other,
+ints within ``WIRE_INT_LIMIT``, strings within ``MAX_WIRE_STRING``. Both are
+O(1).
 """
 
 from __future__ import annotations
 
-from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
+from fencepost.spec.protocol import OPERATIONS, Lease, Outcome, Status, TaskView
 
-#: Largest magnitude an int may have on the wire: a signed 64-bit integer,
-#: which is what most languages' JSON readers can hold exactly.
+#: The five Lease fields, in the order the protocol declares them.
+LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
+
+#: Operations that answer with an Outcome.
+OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
+
+#: Operations that answer with nothing (``None`` / ``null``).
+NONE_OPS = frozenset({"add_worker", "advance"})
+
+#: The reads and controls only the ``--exec`` adapter carries: ``task`` and
+#: ``now`` answer a view and the clock; ``reset`` and ``restart`` answer null.
+ADAPTER_OPS = ("task", "now", "reset", "restart")
+#: Every operation with a JSON form here.
+OPS = (*OPERATIONS, *ADAPTER_OPS)
+
+#: The nine TaskView fields, in the order the protocol declares them.
+VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
+STATUS_VALUES = tuple(status.value for status in Status)
+#: Largest magnitude an int read may have: a signed 64-bit integer, which is
+#: what most languages' JSON readers hold exactly.
 WIRE_INT_LIMIT = 2**63 - 1
-#: Longest string (a worker name, a reason) accepted from the wire.
+#: Longest string (a worker name, a reason) read.
 MAX_WIRE_STRING = 10_000
 
-LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
-VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
-OUTCOME_OPS = ("complete", "fail", "cancel", "renew")
-#: Operations whose result is ``null``.
-NULL_OPS = ("add_worker", "advance", "reset", "restart")
-#: Every operation this codec has a form for.
-OPS = ("submit", "dispatch", *OUTCOME_OPS, "task", "now", *NULL_OPS)
-STATUS_VALUES = tuple(status.value for status in Status)
+
+class ValueFormError(ValueError):
+    """A value that does not have its operation's JSON form; the message is one line."""
 
 
-class ValueFormError(Exception):
-    """A JSON value that is not the form the protocol gives its operation's result.
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
-    Deliberately not a ``ValueError``: a ``ValueError`` is what a scheduler
-    raises for a refused call, and a malformed answer must never pass for one.
-    """
+
+def _known(op: object) -> str:
+    if op not in OPS:
+        raise ValueFormError(f"op must be one of {', '.join(OPS)}, got {op!r}")
+    return op
 
 
 def to_json(op: str, value: object) -> object:
-    """The JSON form (dicts, lists, str, int, bool, None) of ``op``'s result ``value``.
-
-    ``value`` may be any object with the protocol's attribute names.
+    """The JSON form of ``value``, the result of operation ``op``.
 
     Raises:
-        ValueFormError: ``op`` is not one of ``OPS``.
+        ValueFormError: ``op`` is not a protocol operation, or ``value`` is not
+            that operation's kind of value (a missing attribute, an ``accepted``
+            that is not a bool, an int field holding a bool or a float).
     """
-    if op in NULL_OPS:
+    _known(op)
+    if op in ("reset", "restart"):
         return None
-    if op in ("submit", "now"):
+    if op == "now":
+        if not _is_int(value):
+            raise ValueFormError(f"now answers the clock (an int), got {value!r}")
+        return value
+    if op == "task":
+        form = {name: getattr(value, name, None) for name in VIEW_FIELDS}
+        form["status"] = getattr(form["status"], "value", form["status"])
+        return form
+    if op in NONE_OPS:
+        if value is not None:
+            raise ValueFormError(f"{op} answers None, got {value!r}")
+        return None
+    if op == "submit":
+        if not _is_int(value):
+            raise ValueFormError(f"submit answers a task id (an int), got {value!r}")
         return value
     if op == "dispatch":
-        return None if value is None else {name: getattr(value, name) for name in LEASE_FIELDS}
-    if op in OUTCOME_OPS:
-        return {"accepted": value.accepted, "reason": getattr(value, "reason", None)}
-    if op == "task":
-        form = {name: getattr(value, name) for name in VIEW_FIELDS}
-        form["status"] = getattr(value.status, "value", value.status)
-        return form
-    raise ValueFormError(f"op must be one of {', '.join(OPS)}: got {op!r}")
+        if value is None:
+            return None
+        obj = {}
+        for name in LEASE_FIELDS:
+            field = getattr(value, name, None)
+            if not (isinstance(field, str) if name == "worker" else _is_int(field)):
+                raise ValueFormError(f"dispatch answers a Lease or None; its {name} is {field!r} in {value!r}")
+            obj[name] = field
+        return obj
+    accepted = getattr(value, "accepted", None)
+    reason = getattr(value, "reason", None)
+    if type(accepted) is not bool or not (reason is None or isinstance(reason, str)):
+        raise ValueFormError(f"{op} answers an Outcome (accepted a bool, reason a str or None), got {value!r}")
+    return {"accepted": accepted} if reason is None else {"accepted": accepted, "reason": reason}
 
 
 def from_json(op: str, obj: object) -> object:
-    """The protocol value that ``obj``, the JSON form of ``op``'s result, stands for.
+    """The protocol value whose JSON form is ``obj``, for a result of ``op``.
 
-    Returns an ``int`` (submit, now), ``None``, a ``Lease`` or ``None``
-    (dispatch), an ``Outcome``, or a ``TaskView`` whose ``status`` is a ``Status``.
+    Returns ``None``, an int task id or clock, a ``Lease``, an ``Outcome``
+    or a ``TaskView`` (its ``status`` a ``Status``).
 
     Raises:
-        ValueFormError: ``obj`` is not that form (see the module docstring);
-            the message names ``op``, the field, the value and the rule.
+        ValueFormError: ``op`` is unknown or ``obj`` is not its JSON form (a
+            missing or unknown field, a wrong type); the message names the
+            field and the rule.
     """
-    if op in NULL_OPS:
+    _known(op)
+    if op in NONE_OPS or op in ("reset", "restart"):
         if obj is not None:
-            raise ValueFormError(f"the result of {op} must be null, got {_show(obj)}")
+            raise ValueFormError(f"{op} answers null, got {_show(obj)}")
         return None
     if op in ("submit", "now"):
-        return _int(op, "result", obj)
+        if not _is_int(obj):
+            what = "a task id" if op == "submit" else "the clock"
+            raise ValueFormError(f"{op} answers {what} (an int), got {_show(obj)}")
+        _check_size(op, "result", obj)
+        return obj
+    if op == "task":
+        return _view_from_json(obj)
     if op == "dispatch":
         if obj is None:
             return None
-        fields = _object(op, obj, LEASE_FIELDS, ())
-        return Lease(
-            task_id=_int(op, "task_id", fields["task_id"]), worker=_str(op, "worker", fields["worker"]),
-            token=_int(op, "token", fields["token"]), started_at=_int(op, "started_at", fields["started_at"]),
-            expires_at=_int(op, "expires_at", fields["expires_at"]),
-        )
+        if not isinstance(obj, dict) or set(obj) != set(LEASE_FIELDS):
+            raise ValueFormError(f"dispatch answers null or an object with exactly {', '.join(LEASE_FIELDS)}, got {_show(obj)}")
+        for name in LEASE_FIELDS:
+            if not (isinstance(obj[name], str) if name == "worker" else _is_int(obj[name])):
+                kind = "a string" if name == "worker" else "an int"
+                raise ValueFormError(f"dispatch result field {name!r} must be {kind}, got {_show(obj[name])}")
+            _check_size("dispatch", name, obj[name])
+        return Lease(**obj)
+    if not isinstance(obj, dict) or "accepted" not in obj or not set(obj) <= {"accepted", "reason"}:
+        raise ValueFormError(f'{op} answers an object with "accepted" (and optionally "reason"), got {_show(obj)}')
+    if type(obj["accepted"]) is not bool:
+        raise ValueFormError(f"{op} result field 'accepted' must be a bool, got {_show(obj['accepted'])}")
+    reason = obj.get("reason")
+    if not (reason is None or isinstance(reason, str)):
+        raise ValueFormError(f"{op} result field 'reason' must be a string or null, got {_show(reason)}")
+    _check_size(op, "reason", reason)
+    return Outcome(obj["accepted"], reason)
+
+
+def _view_from_json(obj: object) -> TaskView:
+    if not isinstance(obj, dict) or set(obj) != set(VIEW_FIELDS):
+        raise ValueFormError(f"task answers an object with exactly {', '.join(VIEW_FIELDS)}, got {_show(obj)}")
+    if obj["status"] not in STATUS_VALUES:
+        raise ValueFormError(f"task result field 'status' must be one of {', '.join(STATUS_VALUES)}, got {_show(obj['status'])}")
+    for name in ("id", "priority", "due_at", "attempts", "token", "expires_at"):
+        if not (_is_int(obj[name]) or (obj[name] is None and name in ("token", "expires_at"))):
+            rule = "an int or null" if name in ("token", "expires_at") else "an int"
+            raise ValueFormError(f"task result field {name!r} must be {rule}, got {_show(obj[name])}")
+        _check_size("task", name, obj[name])
+    if not (obj["worker"] is None or isinstance(obj["worker"], str)):
+        raise ValueFormError(f"task result field 'worker' must be a string or null, got {_show(obj['worker'])}")
+    _check_size("task", "worker", obj["worker"])
+    if type(obj["cancel_requested"]) is not bool:
+        raise ValueFormError(f"task result field 'cancel_requested' must be a bool, got {_show(obj['cancel_requested'])}")
+    return TaskView(**{**obj, "status": Status(obj["status"])})
+
+
+def _check_size(op: str, name: str, value: object) -> None:
+    """Refuse an int past ``WIRE_INT_LIMIT`` or a string past ``MAX_WIRE_STRING``."""
+    if _is_int(value) and abs(value) > WIRE_INT_LIMIT:
+        raise ValueFormError(f"{op} result field {name!r} must fit a signed 64-bit integer, got one of about {int(value.bit_length() * 0.30103) + 1} digits")
+    if isinstance(value, str) and len(value) > MAX_WIRE_STRING:
+        raise ValueFormError(f"{op} result field {name!r} is longer than {MAX_WIRE_STRING} characters ({len(value)})")
+
+
+def same_result(op: str, have: object, want: object) -> bool:
+    """Whether two results of ``op`` agree as the spec compares them: Lease fields, task ids,
+    ``accepted`` only for an Outcome (reason wording is not part of the contract). O(1)."""
+    a, b = to_json(op, have), to_json(op, want)
     if op in OUTCOME_OPS:
-        fields = _object(op, obj, ("accepted",), ("reason",))
-        reason = fields.get("reason")
-        return Outcome(_bool(op, "accepted", fields["accepted"]), None if reason is None else _str(op, "reason", reason))
-    if op == "task":
-        fields = _object(op, obj, VIEW_FIELDS, ())
-        status = fields["status"]
-        if status not in STATUS_VALUES:
-            raise ValueFormError(f"the result of task: status must be one of {', '.join(STATUS_VALUES)}, got {_show(status)}")
-        return TaskView(
-            id=_int(op, "id", fields["id"]), status=Status(status), priority=_int(op, "priority", fields["priority"]),
-            due_at=_int(op, "due_at", fields["due_at"]), attempts=_int(op, "attempts", fields["attempts"]),
-            worker=_optional(_str, op, "worker", fields["worker"]), token=_optional(_int, op, "token", fields["token"]),
-            expires_at=_optional(_int, op, "expires_at", fields["expires_at"]),
-            cancel_requested=_bool(op, "cancel_requested", fields["cancel_requested"]),
-        )
-    raise ValueFormError(f"op must be one of {', '.join(OPS)}: got {op!r}")
+        return a["accepted"] is b["accepted"]
+    return a == b
 
 
-def _object(op: str, obj: object, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
-    if not isinstance(obj, dict):
-        raise ValueFormError(f"the result of {op} must be an object with {', '.join(required)}, got {_show(obj)}")
-    missing = [name for name in required if name not in obj]
-    if missing:
-        raise ValueFormError(f"the result of {op} lacks the field{'s' if len(missing) > 1 else ''} {', '.join(missing)}: got {_show(obj)}")
-    extra = [name for name in obj if name not in required and name not in optional]
-    if extra:
-        raise ValueFormError(f"the result of {op} has a field the protocol does not know: {_show(extra[0])}")
-    return obj
+#: The longest value an error message quotes, in characters.
+_SHOW_LIMIT = 60
 
 
-def _int(op: str, name: str, value: object) -> int:
-    if type(value) is not int:
-        raise ValueFormError(f"the result of {op}: {name} must be an integer, got {_show(value)}")
-    if abs(value) > WIRE_INT_LIMIT:
-        raise ValueFormError(f"the result of {op}: {name} must fit a signed 64-bit integer, got {_show(value)}")
-    return value
-
-
-def _bool(op: str, name: str, value: object) -> bool:
-    if type(value) is not bool:
-        raise ValueFormError(f"the result of {op}: {name} must be true or false, got {_show(value)}")
-    return value
-
-
-def _str(op: str, name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValueFormError(f"the result of {op}: {name} must be a string, got {_show(value)}")
-    if len(value) > MAX_WIRE_STRING:
-        raise ValueFormError(f"the result of {op}: {name} is longer than {MAX_WIRE_STRING} characters ({len(value)})")
-    return value
-
-
-def _optional(kind, op: str, name: str, value: object) -> object:
-    return None if value is None else kind(op, name, value)
-
-
-def _show(value: object, limit: int = 80) -> str:
-    """``value`` as JSON-ish text, cut to ``limit`` characters (an int by its size when huge)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
-    text = {True: "true", False: "false", None: "null"}.get(value, None) if isinstance(value, (bool, type(None))) else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _show(obj: object) -> str:
+    text = repr(obj)
+    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."

@@ -38,7 +38,7 @@ def program(name: str, *args: str, timeout: float = TIMEOUT, **options: object) 
         ("malformed", "not JSON"),
         ("wrong_id", "an answer with id 5, but the request's id is 4"),
         ("missing_result", "neither of result and error"),
-        ("wrong_type", "the result of submit: result must be an integer, got '1'"),
+        ("wrong_type", "submit answers a task id (an int), got '1'"),
         ("not_object", "not a JSON object"),
         ("non_utf8", "not UTF-8"),
         ("huge_line", "longer than 1048576 bytes"),
@@ -165,7 +165,7 @@ def test_a_protocol_fault_during_a_check_is_a_short_counterexample():
         result = check_factory(adapter, max_examples=20)
     assert not result.passed
     assert result.trace[-1].op == "dispatch" and len(result.trace) <= 3
-    assert "the result of dispatch" in result.failure
+    assert "answering dispatch" in result.failure and "dispatch answers null or an object" in result.failure
 
 
 def test_an_exec_hang_is_a_replayable_counterexample_ending_in_the_hung_call(tmp_path, capsys):
