@@ -163,6 +163,7 @@ def watched_factory(factory: Callable[[], object], watch: Watch) -> Callable[[],
         return Watched(watch.call(("factory()",), factory), watch)
 
     make.__name__ = getattr(factory, "__name__", "factory")
+    make.__wrapped__ = factory  # inspect.unwrap gives the factory itself
     return make
 
 

@@ -7,6 +7,9 @@ step number, the scheduler's time after the step (``t=``), the call and its
 result, and ``MISMATCH: expected ..., got ...`` where an ``expect`` does not
 hold. The last line sums up and names the first mismatching step.
 
+A scenario's ``meta.impl`` is never imported: when it names another
+scheduler, a note says which and the ``--impl`` that would run it there.
+
 Exit status: 0 every ``expect`` holds; 1 one does not, or the implementation
 raised something other than ``ValueError``; 2 a bad file or a bad ``--impl``.
 """
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
@@ -213,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
+    running = {"impl": args.impl or DEFAULT_IMPL, "exec": args.exec_command}
+    for line in suggestions(scenario.meta, running):
+        print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):
         print(line)
     print(summary(replayed, len(scenario.steps)))
