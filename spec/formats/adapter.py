@@ -34,6 +34,7 @@ import json
 import math
 import re
 
+from fencepost.spec.formats.limits import MAX_LINE_BYTES
 from fencepost.spec.formats.values import MAX_WIRE_STRING, ValueFormError, from_json
 
 #: The protocol version this fencepost speaks; ``hello`` must answer it.
@@ -42,10 +43,9 @@ PROTOCOL_VERSION = 1
 #: ``submit`` accepts an idempotency ``key``) and ``restart`` (it answers the
 #: ``restart`` op).
 CAPABILITIES = ("key", "restart")
-#: Longest answer line read, in bytes, newline included. The longest real
-#: answer (a task view) is a few hundred bytes; anything near this is a
-#: program gone wrong, and reading on would only use memory.
-MAX_LINE_BYTES = 1 << 20
+# The longest answer line read (1 MiB, newline included) is the shared limit on
+# a line of any line-based input. The longest real answer (a task view) is a
+# few hundred bytes; anything near the limit is a program gone wrong.
 #: Deepest nesting of arrays and objects in an answer line. Real answers nest
 #: two deep; the bound keeps a hostile line from exhausting the parser's stack.
 MAX_NESTING = 16
