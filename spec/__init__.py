@@ -10,7 +10,8 @@ The rules are in three files, the contract:
 Apart from them: ``checkers/`` (what decides whether a scheduler keeps the
 contract: the state machine, ``check``, ``explore``, ``replay`` ...),
 ``formats/`` (the files fencepost reads and writes: scenarios, traces ...),
-``mutants/`` (broken schedulers the checkers must catch), and the command
+``mutants/`` (broken schedulers the checkers must catch), ``adapters/``
+(schedulers in other processes: ``--exec``), and the command
 line (``cli``), the Hypothesis profiles (``profiles``) and the pytest helper
 (``testing``).
 """

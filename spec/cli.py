@@ -15,10 +15,13 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -137,6 +140,51 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
             raise UsageError(f"{argument} {spec!r} is not callable: it is a {type(obj).__name__}")
         return obj
     raise UsageError(problem)
+
+
+def call_timeout(text: str) -> float:
+    """``--call-timeout``'s type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def add_exec_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--exec COMMAND`` and ``--call-timeout SECONDS``, for every subcommand that drives a scheduler."""
+    parser.add_argument(
+        "--exec", dest="exec_command", metavar="COMMAND", default=None,
+        help="run the scheduler in this program, in any language, over the JSON-lines adapter protocol "
+        "(split like a shell command, run without a shell)",
+    )
+    parser.add_argument(
+        "--call-timeout", type=call_timeout, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
+        help=f"longest any one call into the scheduler may take before it is reported as a hang (default {DEFAULT_CALL_TIMEOUT:g})",
+    )
+
+
+def open_exec(command: str, timeout: float) -> object:
+    """Start ``--exec COMMAND`` and say hello: an ``ExecProgram``, the factory of its schedulers.
+
+    The caller closes it. Raises:
+        UsageError: the command is not valid, cannot start, or does not say hello properly.
+    """
+    from fencepost.spec.adapters.exec import AdapterStartError, ExecProgram
+
+    try:
+        program = ExecProgram(command, call_timeout=timeout)
+        program.start()
+    except (ValueError, AdapterStartError) as exc:
+        raise UsageError(str(exc)) from None
+    return program
+
+
+def exec_name(command: str) -> str:
+    """How a program behind ``--exec`` is named in reports: ``--exec 'node sched.js'``."""
+    return f"--exec {command!r}"
 
 
 def check_output_path(path: str, argument: str = "--trace-out") -> None:

@@ -1,6 +1,6 @@
 """Step through a scenario in the terminal UI (plain `fencepost` opens the onboarding walkthrough).
 
-  fencepost tui [NAME | PATH] [--list] [--new] [--impl MODULE:FACTORY]
+  fencepost tui [NAME | PATH] [--list] [--new] [--impl MODULE:FACTORY | --exec COMMAND]
 
 NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
 (.toml or .json), or a concurrent history (.jsonl, or JSON lines with a
@@ -8,8 +8,10 @@ NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
 the default is onboarding. --new starts an empty interactive
 session (with NAME or PATH: that scenario, then interactive mode after its
 last step). --impl runs the steps on another scheduler (default
-impl:Scheduler). A scenario's meta.impl is never imported: it is shown as a
-suggestion (the --impl that would run it there).
+impl:Scheduler), --exec on a program speaking the adapter protocol. A
+scenario's meta.impl (or meta.exec) is never imported or run: it is shown as
+a suggestion (the --impl or --exec that would run it there). Every call made
+while the screen is prepared has the --call-timeout deadline.
 
 Everything is loaded and run before the screen opens, so a bad file or name
 is one line on stderr and exit status 2. Press ? in the app for the keys.
@@ -20,7 +22,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
+from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
+from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
@@ -51,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:FACTORY",
         help=f"the scheduler to run the steps on (default: {DEFAULT_IMPL}; a file's meta.impl is only suggested)",
     )
+    add_exec_arguments(parser)
 
 
 def list_builtins() -> list[str]:
@@ -103,11 +107,19 @@ def run(args: argparse.Namespace) -> int:
             scenario = load_scenario(resolve(args.scenario or DEFAULT_WALKTHROUGH))
         except ScenarioError as exc:
             raise UsageError(str(exc)) from None
+    if args.impl and args.exec_command is not None:
+        raise UsageError("give --impl or --exec, not both")
+    if args.exec_command is not None:
+        with open_exec(args.exec_command, args.call_timeout) as program:
+            return _show(args, scenario, program, exec_name(args.exec_command), None)
     factory, impl_name, notice = choose_factory(scenario, args.impl)
+    return _show(args, scenario, factory, impl_name, notice)
 
+
+def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_name: str, notice: str | None) -> int:
     from fencepost.tui.app import FencepostApp, open_timeline  # Textual only once the input is good
 
-    timeline = open_timeline(scenario, factory)
+    timeline = build_watched(scenario, factory, args.call_timeout, impl_name)
     app = FencepostApp(
         timeline,
         interactive=args.new,
@@ -117,6 +129,31 @@ def run(args: argparse.Namespace) -> int:
     )
     app.run()
     return EXIT_OK
+
+
+def build_watched(scenario: Scenario, factory: object, call_timeout: float, name: str) -> object:
+    """``open_timeline`` with every call into the scheduler under ``call_timeout``.
+
+    A program behind ``--exec`` keeps its own deadlines (a hung step is
+    marked on the screen like any other fault); an in-process scheduler runs
+    on a watched thread, and a hang there is one line, exit 2: the screen
+    cannot be prepared past it. (Calls typed later in interactive mode have
+    no deadline.)
+
+    Raises:
+        UsageError: the factory failed, or a call did not return in time.
+    """
+    from fencepost.tui.app import open_timeline
+
+    try:
+        if getattr(factory, "keeps_deadlines", False):
+            return open_timeline(scenario, factory)
+        watch = Watch(call_timeout)
+        return run_watched(lambda: open_timeline(scenario, watched_factory(factory, watch)), watch)
+    except CallTimeout as exc:
+        raise UsageError(f"{name}: {exc}; the screen cannot be prepared past it (fencepost replay shows the steps before it)") from None
+    except SchedulerFault as exc:
+        raise UsageError(f"{name}: {exc}") from None
 
 
 def is_history(path: str) -> bool:

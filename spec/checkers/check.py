@@ -9,11 +9,17 @@ line and exit 2.
 Without ``--seed`` the run is derandomized, so the same command gives the same
 verdict every time; ``--seed S`` explores a different, reproducible part of
 the space.
+
+``fencepost check --exec COMMAND`` checks a scheduler in any language instead:
+a program speaking the adapter protocol (``spec.formats.adapter``), started
+once. Every call has the ``--call-timeout`` deadline (``spec.checkers.deadline``);
+a call that does not return in time is a counterexample ending in that call.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -23,10 +29,20 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.cli import (
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_exec_arguments,
+    check_output_path,
+    exec_name,
+    load_factory,
+    open_exec,
+)
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
-from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, minimize
+from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, Watch, run_watched, watched_factory
+from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, hang_trace, minimize
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
 #: CI profile's count, which reaches every declared outcome and boundary.
@@ -63,6 +79,7 @@ def check_factory(
     seed: int | None = None,
     steps: int | None = None,
     base: settings | None = None,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     capabilities: Capabilities | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
@@ -80,6 +97,12 @@ def check_factory(
             of the first batch; later batches use the following seeds.
         steps: steps per run; default the base settings'.
         base: Hypothesis settings to start from; default the ``ci`` profile.
+        call_timeout: seconds any one call into a scheduler (the factory's
+            included) may take; one that takes longer is a counterexample
+            ending in that call, shrunk like any other. The calls run on a
+            watched worker thread (``spec.checkers.deadline``), unless the
+            factory keeps its own deadlines (``--exec``). None: no deadline,
+            calls on this thread.
         capabilities: the optional parts to check (keys, restart); default
             what ``spec.checkers.capabilities.detect`` finds. Their outcomes
             join the ones the run must reach.
@@ -89,14 +112,15 @@ def check_factory(
         in ``trace`` when the implementation diverged or broke an invariant.
     """
     base = base or settings.get_profile("ci")
-    capabilities = detect(factory) if capabilities is None else capabilities
+    if capabilities is None:
+        capabilities = _detect(factory, call_timeout)
     coverage = Coverage(capabilities=capabilities)
     started = time.perf_counter()
     runs = 0
     for batch in range(COVERAGE_BATCHES):
         batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
         passed, trace, failure, batch_runs = _run_batch(
-            factory, coverage, capabilities, base, max_examples, steps, batch_seed,
+            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout,
         )
         runs += batch_runs
         if not passed or not coverage.missing():
@@ -108,12 +132,27 @@ def check_factory(
     )
 
 
+def _detect(factory: Callable[[], object], call_timeout: float | None) -> Capabilities:
+    """``detect``, its calls (a sample scheduler, a probe) under the deadline too.
+
+    Raises:
+        CallTimeout: making or probing the sample did not return in time.
+    """
+    if call_timeout is None or getattr(factory, "keeps_deadlines", False):
+        return detect(factory)
+    watch = Watch(call_timeout)
+    return run_watched(lambda: detect(watched_factory(factory, watch)), watch)
+
+
 def _run_batch(
     factory: Callable[[], object], coverage: Coverage, capabilities: Capabilities, base: settings,
-    max_examples: int | None, steps: int | None, seed: int | None,
+    max_examples: int | None, steps: int | None, seed: int | None, call_timeout: float | None,
 ) -> tuple[bool, list[TraceStep], str | None, int]:
     """One Hypothesis run of the machine: (passed, minimized trace, failure, runs made)."""
-    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities)
+    if getattr(factory, "keeps_deadlines", False):
+        call_timeout = None  # the adapter times its own calls, and a watched thread would add nothing
+    watch = Watch(call_timeout) if call_timeout is not None else None
+    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch)
     runs = 0
     original_init = machine.__init__
 
@@ -137,9 +176,16 @@ def _run_batch(
     if seed is not None:
         machine = hypothesis.seed(seed)(machine)
     try:
-        run_state_machine_as_test(machine, settings=run_settings)
+        if watch is None:
+            run_state_machine_as_test(machine, settings=run_settings)
+        else:
+            run_watched(lambda: run_state_machine_as_test(machine, settings=run_settings), watch)
+    except CallTimeout as exc:  # the watching thread gave up on a call: Hypothesis's run is abandoned with it
+        trace = minimize(factory, hang_trace(watch.context, exc), call_timeout)
+        problems = [step.problem for step in trace if step.problem]
+        return False, trace, problems[-1] if problems else str(exc), runs
     except Exception as exc:  # an implementation's bug may surface as any exception, flakiness included
-        trace = minimize(factory, list(machine.last_trace))
+        trace = minimize(factory, list(machine.last_trace), call_timeout)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else f"{type(exc).__name__}: {exc}", runs
     return True, [], None, runs
@@ -176,42 +222,57 @@ def _seed(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("factory", metavar="MODULE:FACTORY", help="zero-argument callable returning a fresh scheduler, e.g. impl:Scheduler")
+    parser.add_argument("factory", metavar="MODULE:FACTORY", nargs="?", default=None,
+                        help="zero-argument callable returning a fresh scheduler, e.g. impl:Scheduler (or --exec COMMAND)")
     parser.add_argument("--max-examples", type=_positive, default=None, metavar="N", help=f"runs of the state machine (default {DEFAULT_MAX_EXAMPLES})")
     parser.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed; without it the run is derandomized and repeatable")
     parser.add_argument("--steps", type=_positive, default=None, metavar="N", help="steps per run (default %d)" % profiles.CI_STEPS)
     parser.add_argument("--coverage", action="store_true", help="print how often each outcome and boundary was reached")
     parser.add_argument("--trace-out", metavar="FILE", default=None, help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+    add_exec_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    factory = load_factory(args.factory)
-    probe_factory(factory, args.factory)
+    if (args.factory is None) == (args.exec_command is None):
+        raise UsageError("give a MODULE:FACTORY or --exec COMMAND, exactly one of them")
     if args.trace_out:
         check_output_path(args.trace_out)
-    result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps)
+    if args.exec_command is not None:
+        with open_exec(args.exec_command, args.call_timeout) as program:
+            return _check(args, program, exec_name(args.exec_command))
+    factory = load_factory(args.factory)
+    probe_factory(factory, args.factory)
+    return _check(args, factory, args.factory)
+
+
+def _check(args: argparse.Namespace, factory: Callable[[], object], name: str) -> int:
+    try:
+        result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps, call_timeout=args.call_timeout)
+    except CallTimeout as exc:  # making a sample scheduler, before any step
+        raise UsageError(f"{name}: {exc}") from None
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())
     print(result.capabilities.summary())
     if not result.passed:
-        print(f"{args.factory} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
+        print(f"{name} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
         print(report_failure(result))
         if args.trace_out:
             from fencepost.spec.formats.trace import write_counterexample
 
             try:
-                path = write_counterexample(result, args.trace_out, factory_spec=args.factory)
+                path = write_counterexample(result, args.trace_out, factory_spec=args.factory, exec_command=args.exec_command)
             except OSError as exc:
                 raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc.strerror or exc}") from None
-            print(f"counterexample written to {path}; replay it with: fencepost replay {path} --impl {args.factory}")
+            again = f"--exec {shlex.quote(args.exec_command)}" if args.exec_command else f"--impl {args.factory}"
+            print(f"counterexample written to {path}; replay it with: fencepost replay {path} {again}")
         return EXIT_VIOLATION
     missing = result.missing
     if missing:
-        print(f"{args.factory} passed, but the run never reached: {'; '.join(missing)}")
+        print(f"{name} passed, but the run never reached: {'; '.join(missing)}")
         print("the check is vacuous there: raise --max-examples or --steps")
         return EXIT_VIOLATION
-    print(f"{args.factory} conforms to the fencepost spec ({mode}, {result.examples} runs in {result.batches} batch{'es' if result.batches > 1 else ''}, {result.seconds:.1f}s); every declared outcome and boundary reached")
+    print(f"{name} conforms to the fencepost spec ({mode}, {result.examples} runs in {result.batches} batch{'es' if result.batches > 1 else ''}, {result.seconds:.1f}s); every declared outcome and boundary reached")
     return EXIT_OK
 
 

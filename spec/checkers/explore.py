@@ -78,6 +78,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -88,7 +89,17 @@ from pathlib import Path
 from fencepost.spec import invariants, model
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.check import probe_factory
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.checkers.deadline import CallTimeout, Watch, run_watched, watched_factory
+from fencepost.spec.cli import (
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_exec_arguments,
+    check_output_path,
+    exec_name,
+    load_factory,
+    open_exec,
+)
 from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.checkers.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
@@ -345,8 +356,10 @@ class ImplementationCheck:
     default-scope exploration 10-20% slower than replaying.
     """
 
-    def __init__(self, factory: Callable[[], object]) -> None:
-        self.factory = factory
+    def __init__(self, factory: Callable[[], object], watch: Watch | None = None) -> None:
+        self.factory = factory if watch is None else watched_factory(factory, watch)
+        self.unwatched = factory
+        self.watch = watch
         self._views: dict[model.Task, tuple] = {}  # the model's view of a task, as view_tuple gives it
         self.restarts = detect(factory).restart  # objects have reopen(): check across restarts too
 
@@ -364,6 +377,8 @@ class ImplementationCheck:
         after ``path``, and each implementation is reopened after the call
         and compared again.
         """
+        if self.watch is not None:
+            self.watch.context = (path, op, args)  # what to replay if a call hangs
         ways = [[*path, (op, args)]]
         if self.restarts:
             ways.append([*path, (RESTART, {}), (op, args)])
@@ -400,7 +415,7 @@ class ImplementationCheck:
 
     def counterexample(self, calls_: list[Call]) -> Violation | None:
         """The failing calls replayed in lockstep, as ``fencepost check`` reports them."""
-        trace = run_calls(self.factory, calls_)
+        trace = run_calls(self.unwatched, calls_, None if self.watch is None else self.watch.seconds)
         if trace is None:
             return None
         problems = [step.problem for step in trace if step.problem]
@@ -560,6 +575,7 @@ def explore(
     factory: Callable[[], object] | None = None,
     jobs: int = 1,
     progress: Callable[[int, Result], None] | None = None,
+    call_timeout: float | None = None,
 ) -> Result:
     """Explore every call sequence of ``scope`` breadth first; stop at the first violation.
 
@@ -571,15 +587,36 @@ def explore(
             that cannot fork). The result does not depend on it, except the
             counts of a run that stops at a violation.
         progress: called after each level with its number and the counts so far.
+        call_timeout: seconds one call into the implementation may take; a
+            call that takes longer ends the search with a counterexample
+            ending in that call. Enforced on a watched thread when ``jobs``
+            is 1 (forked shares run without it), and by a factory that keeps
+            its own deadlines (``--exec``) always.
 
     Returns:
         A ``Result``; ``violation`` holds a shortest counterexample, if any:
         the same one whatever ``jobs`` is, since shares are merged in
         frontier order.
     """
+    watched = factory is not None and call_timeout is not None and jobs <= 1 and not getattr(factory, "keeps_deadlines", False)
+    if watched:
+        watch = Watch(call_timeout)
+        impl = ImplementationCheck(factory, watch)
+        try:
+            return run_watched(lambda: _explore(scope, impl, jobs, progress), watch)
+        except CallTimeout:
+            path, op, args = watch.context
+            trace = run_calls(factory, [*path, (op, args)], call_timeout) or []
+            result = Result(scope)
+            problems = [step.problem for step in trace if step.problem]
+            result.violation = Violation(trace, problems[-1] if problems else "a call did not return")
+            return result
+    return _explore(scope, ImplementationCheck(factory) if factory is not None else None, jobs, progress)
+
+
+def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress: Callable[[int, Result], None] | None) -> Result:
     result = Result(scope)
     started = time.perf_counter()
-    impl = ImplementationCheck(factory) if factory is not None else None
     root = model.initial()
     root_key = state_key(root)
     parents: dict[tuple, tuple | None] = {root_key: None}
@@ -702,12 +739,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes to explore with (default: one per core)")
     parser.add_argument("--trace-out", metavar="FILE", default=None,
                         help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+    add_exec_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.impl and args.exec_command is not None:
+        raise UsageError("give --impl or --exec, not both")
+    if args.exec_command is not None:
+        with open_exec(args.exec_command, args.call_timeout) as program:
+            args.impl = exec_name(args.exec_command)
+            return _run(args, program, jobs=1)  # forked shares cannot share one program's pipes
     factory = load_factory(args.impl, "--impl") if args.impl else None
     if factory is not None:
         probe_factory(factory, args.impl)
+    return _run(args, factory, args.jobs or default_jobs())
+
+
+def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: int) -> int:
     if args.trace_out:
         check_output_path(args.trace_out)
     scope = Scope(
@@ -715,7 +763,7 @@ def run(args: argparse.Namespace) -> int:
         priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations,
     )
     print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}", flush=True)
-    result = explore(scope, factory, jobs=args.jobs or default_jobs(), progress=_progress if sys.stderr.isatty() else None)
+    result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None, call_timeout=args.call_timeout)
     print("\n".join(report(result)))
     if result.violation is not None:
         steps = len(result.violation.trace)
@@ -748,7 +796,9 @@ def _progress(level: int, result: Result) -> None:
 def _write(result: Result, args: argparse.Namespace) -> None:
     trace = result.violation.trace
     meta = {"generated_by": "fencepost explore", "scope": result.scope.describe()}
-    if args.impl:
+    if args.exec_command is not None:
+        meta["exec"] = args.exec_command
+    elif args.impl:
         meta["impl"] = args.impl
     description = (
         f"A shortest counterexample found by `fencepost explore{' --impl ' + args.impl if args.impl else ''}`: "
@@ -759,5 +809,5 @@ def _write(result: Result, args: argparse.Namespace) -> None:
                            description=description, meta=meta)
     except OSError as exc:
         raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc}") from None
-    print(f"counterexample written to {path}; replay it with: fencepost replay {path}"
-          + (f" --impl {args.impl}" if args.impl else ""))
+    again = f" --exec {shlex.quote(args.exec_command)}" if args.exec_command is not None else (f" --impl {args.impl}" if args.impl else "")
+    print(f"counterexample written to {path}; replay it with: fencepost replay {path}{again}")

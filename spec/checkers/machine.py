@@ -37,8 +37,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from fencepost.spec import invariants, model
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage, classify
+from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.protocol import RESTART, Status
-from fencepost.spec.formats.scenario import bool_field, check_bad_task_ids, int_field
+from fencepost.spec.formats.scenario import bad_task_ids, bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.
@@ -119,7 +120,7 @@ class TraceStep:
     op: str
     args: dict
     expected: object  # the model's normalized result, or ("error", message)
-    got: object  # the implementation's normalized result, or ("error", message)
+    got: object  # the implementation's normalized result, ("error", message), ("fault", message) or ("hang", seconds)
     problem: str | None = None  # why this step diverged, if it did
 
 
@@ -172,6 +173,10 @@ def describe(value: object, op: str = "dispatch") -> str:
             return f"lease task {task_id} to {worker}, token {token}, [{start}, {end})"
         if kind == "error":
             return f"error: {value[1]}"
+        if kind == "hang":
+            return f"no answer within {value[1]:g} s"
+        if kind == "fault":
+            return "a protocol fault (below)"
         if kind == "other":
             return value[1]
     return repr(value)
@@ -218,11 +223,15 @@ class Lockstep:
     explorer, so every one of them judges a call the same way.
     """
 
-    def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None) -> None:
+    def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None, watch: Watch | None = None) -> None:
+        self.trace: list[TraceStep] = []
+        self.pending: TraceStep | None = None  # the step whose call is in progress, for a hang report
+        if watch is not None:
+            watch.context = self  # so the watching thread can report the calls that led to a hang
+            factory = watched_factory(factory, watch)
         self.impl = factory()
         self.state = model.initial()
         self.coverage = coverage
-        self.trace: list[TraceStep] = []
         self.history = invariants.History()
         self.max_attempts: dict[int, int | None] = {}
         self.tokens_by_task: dict[int, list[int]] = {}  # task id -> tokens issued for it, in order
@@ -245,13 +254,20 @@ class Lockstep:
             after, result, expected = before, None, ("error", str(exc))
         raised = isinstance(expected, tuple) and expected[0] == "error"
         wrong_kind = None
+        self.pending = TraceStep(op, dict(args), expected, None)
+        self.plan([(op, args)], before)
         try:
             got: object = normalize(getattr(self.impl, op)(**args))
         except ValueError as exc:
             got = ("error", str(exc))
+        except CallTimeout as exc:  # a program behind --exec that stopped answering: a finding
+            got, wrong_kind = ("hang", exc.seconds), str(exc)
+        except SchedulerFault as exc:  # a program behind --exec that broke the adapter protocol
+            got, wrong_kind = ("fault", str(exc)), str(exc)
         except Exception as exc:  # any other exception breaks rule 2 of the protocol
             got = ("error", f"{type(exc).__name__} (not a ValueError): {exc}")
             wrong_kind = f"raised {type(exc).__name__}, which is not a ValueError"
+        self.pending = None
         record = TraceStep(op, dict(args), expected, got)
         self.trace.append(record)
         if self.coverage is not None:
@@ -269,6 +285,41 @@ class Lockstep:
             self.worker_of_token[result.token] = result.worker
         self.compare_views(record)
         return record
+
+    def plan(self, calls: list[tuple[str, dict]], state: model.State | None = None) -> None:
+        """Tell a scheduler in another process (``--exec``) the calls coming next, from ``state`` (default: now).
+
+        Each call is announced with the reads ``compare_views`` makes after it,
+        worked out on the model, so the program can be sent a call, its
+        views, and the calls after it in one write (see
+        ``spec.adapters.exec.ExecProgram.plan``). Schedulers in this process
+        are not told anything.
+        """
+        announce = getattr(self.impl, "_fencepost_plan", None)
+        if announce is None:
+            return
+        state = self.state if state is None else state
+        planned = []
+        for op, args in calls:
+            planned.append((op, args, self.reads_after(state)))
+            if op == RESTART:
+                continue  # the model does not change
+            try:
+                state, _ = model.apply(state, op, dict(args))
+            except ValueError:
+                pass  # refused: nothing changes
+        announce(planned)
+
+    @staticmethod
+    def reads_in(state: model.State) -> list[tuple[str, dict]]:
+        """The reads ``compare_views`` makes in ``state``: the clock, every task, the ids that must be refused."""
+        return _reads(len(state.tasks), [*range(1, len(state.tasks) + 1), *bad_task_ids(len(state.tasks))])
+
+    @staticmethod
+    def reads_after(state: model.State) -> list[tuple[str, dict]]:
+        """The reads ``compare_views`` makes after one call from ``state``, whether it submits a task or not."""
+        tasks = len(state.tasks)
+        return _reads(tasks, [*range(1, tasks + 2), *bad_task_ids(tasks), *bad_task_ids(tasks + 1)])
 
     def restart(self) -> TraceStep:
         """Replace the implementation with its ``reopen()``; the model does not change.
@@ -293,6 +344,9 @@ class Lockstep:
 
     def compare_views(self, record: TraceStep) -> None:
         """The clock, every task's view, and ``task()`` refusing ids that name no task."""
+        prefetch = getattr(self.impl, "_fencepost_prefetch", None)
+        if prefetch is not None:  # a scheduler in another process (--exec): the reads not yet asked, in one round trip
+            prefetch(self.reads_in(self.state))
         if int_field(self.impl.now) != self.state.now:
             self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now!r}")
         for task in self.state.tasks:
@@ -308,6 +362,8 @@ class Lockstep:
                 self.diverge(record, f"task {task.id} differs afterwards: {diffs}")
         try:
             refused = check_bad_task_ids(self.impl, len(self.state.tasks))
+        except SchedulerFault:
+            raise
         except Exception as exc:  # rule 2 of the protocol: only ValueError
             refused = f"task() raised {type(exc).__name__}, which is not a ValueError: {exc}"
         if refused:
@@ -356,20 +412,68 @@ class Lockstep:
             self.trace[-1].problem = problem
 
 
-def run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]]) -> list[TraceStep] | None:
-    """Replay concrete calls in lockstep; the trace up to the first failure, or None if all conform."""
-    lockstep = Lockstep(factory)
+def _reads(tasks: int, ids: list[object]) -> list[tuple[str, dict]]:
+    """``now`` and ``task`` of each id, each once: by repr, since 1, 1.0 and "1" are three reads though 1 == 1.0."""
+    unique = {repr(i): i for i in ids}
+    return [("now", {})] + [("task", {"task_id": i}) for i in unique.values()]
+
+
+def run_calls(
+    factory: Callable[[], object], calls: list[tuple[str, dict]], call_timeout: float | None = None,
+) -> list[TraceStep] | None:
+    """Replay concrete calls in lockstep; the trace up to the first failure, or None if all conform.
+
+    With ``call_timeout``, the calls run on a watched thread (see
+    ``spec.checkers.deadline``) and a call that does not return in time ends
+    the trace as a hang; without it, they run on this thread with no deadline.
+    """
+    if call_timeout is None:
+        return _run_calls(factory, calls, None)
+    watch = Watch(call_timeout)
+    try:
+        return run_watched(lambda: _run_calls(factory, calls, watch), watch)
+    except CallTimeout as exc:
+        return hang_trace(watch.context, exc)
+
+
+def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], watch: Watch | None) -> list[TraceStep] | None:
+    try:
+        lockstep = Lockstep(factory, watch=watch)
+    except Exception:  # the factory itself failed: a failure with no steps
+        return []
     try:
         lockstep.check_all()
+        lockstep.plan(calls)
         for op, args in calls:
             lockstep.step(op, args)
             lockstep.check_all()
     except AssertionError:
         return lockstep.trace
+    except SchedulerFault as exc:  # met outside the step's own call (a view, the clock)
+        lockstep.mark(str(exc))
+        return lockstep.trace
     except Exception as exc:  # a crash inside the implementation is a failure too
         lockstep.mark(f"the implementation crashed: {type(exc).__name__}: {exc}")
         return lockstep.trace
     return None
+
+
+def hang_trace(lockstep: Lockstep | None, timeout: CallTimeout) -> list[TraceStep]:
+    """The calls a watched ``Lockstep`` made up to a hang, the hung one last and marked.
+
+    A hang in the step's own call ends the trace with that call (got: no
+    answer); a hang in reading the views afterwards marks the step before it.
+    """
+    if lockstep is None:
+        return []
+    trace = list(lockstep.trace)
+    pending = lockstep.pending
+    if pending is not None:
+        trace.append(TraceStep(pending.op, pending.args, pending.expected, ("hang", timeout.seconds), str(timeout)))
+    elif trace:
+        last = trace[-1]
+        trace[-1] = TraceStep(last.op, last.args, last.expected, last.got, f"after this step, {timeout}")
+    return trace
 
 
 def _without(calls: list[tuple[str, dict, object]], start: int, count: int) -> list[tuple[str, dict, object]]:
@@ -469,7 +573,7 @@ def _earlier(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, obj
     return moved
 
 
-def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[TraceStep]:
+def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout: float | None = None) -> list[TraceStep]:
     """Shrink a failing trace to a short one that still fails.
 
     Hypothesis's own shrinker replays the whole machine hundreds of times; this
@@ -479,22 +583,25 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep]) -> list[Trac
     lockstep, so the result is a real counterexample. Cost: O(n^2) replays of
     at most n steps for the runs; the pairs, O(n^3) replays in the worst
     case, are tried only on traces of ``PAIR_DELETION_LIMIT`` calls or fewer.
+    With ``call_timeout``, every replay runs under that deadline (see
+    ``run_calls``), so a hang shrinks like any other failure; each replay
+    that still hangs costs the deadline.
     """
-    best = run_calls(factory, [(s.op, s.args) for s in trace])
+    best = run_calls(factory, [(s.op, s.args) for s in trace], call_timeout)
     if best is None:
         return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
     while True:  # until a whole pass changes nothing: a simpler argument can unlock a deletion
-        shorter = _minimize_pass(factory, best)
+        shorter = _minimize_pass(factory, best, call_timeout)
         if [(s.op, s.args) for s in shorter] == [(s.op, s.args) for s in best]:
             return best
         best = shorter
 
 
-def _minimize_pass(factory: Callable[[], object], best: list[TraceStep]) -> list[TraceStep]:
+def _minimize_pass(factory: Callable[[], object], best: list[TraceStep], call_timeout: float | None) -> list[TraceStep]:
     """One round of ``minimize``: deletions, then an earlier clock, then simpler arguments."""
 
     def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
-        return run_calls(factory, [(op, args) for op, args, _ in candidate]) if candidate else None
+        return run_calls(factory, [(op, args) for op, args, _ in candidate], call_timeout) if candidate else None
 
     def calls_of(steps: list[TraceStep]) -> list[tuple[str, dict, object]]:
         return [(s.op, dict(s.args), s.expected) for s in steps]
@@ -531,6 +638,7 @@ def _minimize_pass(factory: Callable[[], object], best: list[TraceStep]) -> list
 
 def conformance_machine(
     factory: Callable[[], object], *, coverage: Coverage | None = None, name: str | None = None,
+    watch: Watch | None = None,
     capabilities: Capabilities | None = None,
 ) -> type[RuleBasedStateMachine]:
     """Build the conformance machine for schedulers made by ``factory``.
@@ -541,6 +649,8 @@ def conformance_machine(
         coverage: when given, every step's outcome and boundaries are counted
             into it (see ``spec.checkers.coverage``).
         name: the class name Hypothesis prints; defaults to the factory's.
+        watch: when given, every call into a scheduler is noted there, for a
+            caller running the machine under ``spec.checkers.deadline.run_watched``.
         capabilities: the optional parts of the protocol to drive (keys,
             restart); default: what ``spec.checkers.capabilities.detect``
             finds on one instance from ``factory``.
@@ -558,7 +668,7 @@ def conformance_machine(
 
         def __init__(self) -> None:
             super().__init__()
-            self.run = Lockstep(factory, coverage)
+            self.run = Lockstep(factory, coverage, watch)
             type(self).last_trace = self.run.trace
 
         @property
@@ -706,8 +816,10 @@ def conformance_machine(
         def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
             """Several equal tasks at once: equal due times, and ids past 9 within few steps."""
             extra = {} if max_attempts is None else {"max_attempts": max_attempts}
-            for _ in range(min(count, MAX_TASKS - len(self.state.tasks))):
-                self.step("submit", priority=priority, **extra)
+            submits = [("submit", {"priority": priority, **extra})] * min(count, MAX_TASKS - len(self.state.tasks))
+            self.run.plan(submits)
+            for op, args in submits:
+                self.step(op, **args)
 
         @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
@@ -797,7 +909,9 @@ def conformance_machine(
             values. Their time lands on boundaries like any other call's, so
             an implementation that expires leases before validating is seen.
             """
-            for op, args in invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form):
+            calls = invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form)
+            self.run.plan(calls)
+            for op, args in calls:
                 self.step(op, **args)
 
         # ------------------------------------------------------------ invariants

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
+from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
@@ -52,15 +53,19 @@ class ReplayedStep:
     mismatch: str | None  # one line, or None when the step is fine
 
 
-def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
+def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] | None = None) -> list[ReplayedStep]:
     """Apply every step of ``scenario`` to ``scheduler`` in order and check each ``expect``.
 
     An exception other than ``ValueError`` is caught and reported as a
-    mismatch, since the protocol allows only ``ValueError``; the replay goes on.
+    mismatch, since the protocol allows only ``ValueError``; the replay goes
+    on, except after a ``SchedulerFault`` (a hang, a program that broke the
+    adapter protocol): that step is the last, since the scheduler is gone.
     A ``restart`` step replaces ``scheduler`` with its ``reopen()`` for every
     later step (the caller checks up front that it has one).
+    Steps are appended to ``replayed`` as they finish (a new list by default),
+    so a caller that gives up on a hung call still has the steps before it.
     """
-    replayed = []
+    replayed = [] if replayed is None else replayed
     submitted = 0
     for number, step in enumerate(scenario.steps, start=1):
         try:
@@ -70,15 +75,62 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
             if step.op == "submit" and result.error is None and result.value == submitted + 1:
                 submitted += 1  # the ids task() must know from here on (a duplicate by key issues none)
             mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
+        except SchedulerFault as exc:
+            replayed.append(ReplayedStep(number, step, StepResult(error=_fault_words(exc)), "?", str(exc)))
+            break
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
             mismatch = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
         try:
             now = scheduler.now
+        except SchedulerFault as exc:
+            replayed.append(ReplayedStep(number, step, result, "?", mismatch or f"after this step, {exc}"))
+            break
         except Exception:
             now = "?"
         replayed.append(ReplayedStep(number, step, result, now, mismatch))
     return replayed
+
+
+def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: str) -> None:
+    """Raise ``UsageError`` when ``scenario`` has a restart step and ``scheduler`` no ``reopen()``."""
+    restart = first_restart(scenario)
+    if restart is not None and not offers_restart(scheduler):
+        raise UsageError(f"step {restart} is a restart, but {name} "
+                         f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
+
+
+def _fault_words(fault: SchedulerFault) -> str:
+    return f"no answer within {fault.seconds:g} s" if isinstance(fault, CallTimeout) else "a protocol fault"
+
+
+def replay_watched(scenario: Scenario, factory: object, call_timeout: float, name: str = "--impl") -> list[ReplayedStep]:
+    """``replay`` on a fresh scheduler from ``factory``, every call under ``call_timeout``.
+
+    The replay runs on a watched thread (``spec.checkers.deadline``); a call
+    that hangs ends it with a mismatch at its step, the steps before it kept.
+
+    Raises:
+        UsageError: the scenario restarts and the scheduler has no ``reopen()``.
+    """
+    watch = Watch(call_timeout)
+    replayed: list[ReplayedStep] = []
+
+    def work() -> list[ReplayedStep]:
+        scheduler = watched_factory(factory, watch)()
+        refuse_restart_without_reopen(scenario, scheduler, name)
+        return replay(scenario, scheduler, replayed)
+
+    try:
+        return run_watched(work, watch)
+    except CallTimeout as exc:
+        if exc.call == "factory()":
+            raise
+        steps = list(replayed)
+        number = len(steps) + 1
+        if number <= len(scenario.steps):
+            steps.append(ReplayedStep(number, scenario.steps[number - 1], StepResult(error=_fault_words(exc)), "?", str(exc)))
+        return steps
 
 
 def format_lines(replayed: list[ReplayedStep]) -> list[str]:
@@ -95,11 +147,15 @@ def format_lines(replayed: list[ReplayedStep]) -> list[str]:
     return lines
 
 
-def summary(replayed: list[ReplayedStep]) -> str:
+def summary(replayed: list[ReplayedStep], total: int | None = None) -> str:
     """The last line: how many expectations held, and the first step that did not."""
     checked = sum(1 for r in replayed if r.step.expect is not None)
     failed = [r for r in replayed if r.mismatch]
     steps = _count(len(replayed), "step")
+    if failed and total is not None and len(replayed) < total:
+        first = failed[0]
+        return (f"FAILED at step {first.number} of {total}: {first.mismatch}; "
+                f"the scheduler cannot go on, so the {_count(total - len(replayed), 'step')} after it did not run")
     if not failed:
         if not checked:
             return f"ok: {steps}, no expectations to check"
@@ -120,32 +176,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="PATH", help="a scenario file (.toml or .json) or a built-in walkthrough name")
     parser.add_argument(
         "--impl",
-        default=DEFAULT_IMPL,
+        default=None,
         metavar="MODULE:FACTORY",
         help=f"a zero-argument factory returning a fresh scheduler (default: {DEFAULT_IMPL})",
     )
+    add_exec_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.impl is not None and args.exec_command is not None:
+        raise UsageError("give --impl or --exec, not both")
     try:
         scenario = load_scenario(resolve(args.scenario))
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
-    factory = load_factory(args.impl, "--impl")
+    if args.exec_command is not None:
+        with open_exec(args.exec_command, args.call_timeout) as program:
+            try:
+                scheduler = program()
+            except SchedulerFault as exc:
+                raise UsageError(f"{exec_name(args.exec_command)}: {exc}") from None
+            try:
+                refuse_restart_without_reopen(scenario, scheduler, exec_name(args.exec_command))
+            except UsageError as exc:
+                raise UsageError(f"{args.scenario}: {exc}") from None
+            return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
+    impl = args.impl or DEFAULT_IMPL
+    factory = load_factory(impl, "--impl")
     try:
-        scheduler = factory()
+        replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}")
+    except UsageError as exc:
+        raise UsageError(f"{args.scenario}: {exc}") from None
+    except SchedulerFault as exc:  # the factory itself hung
+        raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:
-        raise UsageError(f"--impl {args.impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    restart = first_restart(scenario)
-    if restart is not None and not offers_restart(scheduler):
-        raise UsageError(f"{args.scenario}: step {restart} is a restart, but --impl {args.impl} "
-                         f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
-    replayed = replay(scenario, scheduler)
+        raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
+    return _report(args, scenario, impl, replayed)
+
+
+def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
     title = " ".join(scenario.title.split())
-    print(f"replay {args.scenario} against {args.impl}: {title} ({_count(len(replayed), 'step')})")
-    for line in suggestions(scenario.meta, {"impl": args.impl}):
+    print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
+    running = {"impl": args.impl or DEFAULT_IMPL, "exec": args.exec_command}
+    for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):
         print(line)
-    print(summary(replayed))
+    print(summary(replayed, len(scenario.steps)))
     return EXIT_VIOLATION if any(r.mismatch for r in replayed) else EXIT_OK

@@ -14,6 +14,7 @@ neither.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import hypothesis
@@ -90,17 +91,20 @@ def write_trace(trace: list[TraceStep], path: str | Path, title: str, descriptio
     return path
 
 
-def write_counterexample(result: object, path: str | Path, factory_spec: str) -> Path:
-    """Write a failed ``spec.checkers.check.CheckResult`` as a scenario file; return the path."""
+def write_counterexample(result: object, path: str | Path, factory_spec: str | None, exec_command: str | None = None) -> Path:
+    """Write a failed ``spec.checkers.check.CheckResult`` as a scenario file; return the path.
+
+    The scheduler is recorded in ``meta`` as ``impl`` (a factory) or ``exec``
+    (a command), for people to read: nothing fencepost runs is taken from a file.
+    """
+    checked = f"--exec {shlex.quote(exec_command)}" if exec_command else factory_spec
     last = result.trace[-1] if result.trace else None
     description = (
-        f"A counterexample found by `fencepost check {factory_spec}`: {len(result.trace)} steps, "
+        f"A counterexample found by `fencepost check {checked}`: {len(result.trace)} steps, "
         f"diverging at `{format_call(last.op, last.args)}` -- {result.failure}"
-        if last else f"A counterexample found by `fencepost check {factory_spec}`."
+        if last else f"A counterexample found by `fencepost check {checked}`."
     )
-    meta = {
-        "generated_by": "fencepost check",
-        "impl": factory_spec,
-        "seed": "derandomized" if result.seed is None else result.seed,
-    }
-    return write_trace(result.trace, path, title=f"Counterexample: {factory_spec}", description=description, meta=meta)
+    meta = {"generated_by": "fencepost check"}
+    meta.update({"exec": exec_command} if exec_command else {"impl": factory_spec})
+    meta["seed"] = "derandomized" if result.seed is None else result.seed
+    return write_trace(result.trace, path, title=f"Counterexample: {checked}", description=description, meta=meta)

@@ -12,6 +12,11 @@ operation                              JSON form of its result
                                        (``reason`` optional, a string or ``null``)
 ``submit``                             the task id, an int
 ``add_worker``, ``advance``            ``null``
+``task`` (``--exec`` only)             a TaskView as ``{"id", "status", "priority", "due_at",
+                                       "attempts", "worker", "token", "expires_at",
+                                       "cancel_requested"}``, ``status`` as its string
+``now`` (``--exec`` only)              the clock, an int
+``reset``, ``restart`` (``--exec``)    ``null``
 =====================================  ===========================================================
 
 Ints are JSON integers, never a bool or a float; ``accepted`` is a JSON bool.
@@ -19,12 +24,14 @@ Errors are not values: each format says how it carries them.
 
 ``to_json`` reads a value through attribute names only, so any scheduler's
 objects encode; ``from_json`` builds ``spec.protocol`` values and is strict, since
-its input is a file or another program. Both are O(1).
+its input is a file or another program: every field present and no other,
+ints within ``WIRE_INT_LIMIT``, strings within ``MAX_WIRE_STRING``. Both are
+O(1).
 """
 
 from __future__ import annotations
 
-from fencepost.spec.protocol import OPERATIONS, Lease, Outcome
+from fencepost.spec.protocol import OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
 LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
@@ -34,6 +41,21 @@ OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 
 #: Operations that answer with nothing (``None`` / ``null``).
 NONE_OPS = frozenset({"add_worker", "advance"})
+
+#: The reads and controls only the ``--exec`` adapter carries: ``task`` and
+#: ``now`` answer a view and the clock; ``reset`` and ``restart`` answer null.
+ADAPTER_OPS = ("task", "now", "reset", "restart")
+#: Every operation with a JSON form here.
+OPS = (*OPERATIONS, *ADAPTER_OPS)
+
+#: The nine TaskView fields, in the order the protocol declares them.
+VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
+STATUS_VALUES = tuple(status.value for status in Status)
+#: Largest magnitude an int read may have: a signed 64-bit integer, which is
+#: what most languages' JSON readers hold exactly.
+WIRE_INT_LIMIT = 2**63 - 1
+#: Longest string (a worker name, a reason) read.
+MAX_WIRE_STRING = 10_000
 
 
 class ValueFormError(ValueError):
@@ -45,8 +67,8 @@ def _is_int(value: object) -> bool:
 
 
 def _known(op: object) -> str:
-    if op not in OPERATIONS:
-        raise ValueFormError(f"op must be one of {', '.join(OPERATIONS)}, got {op!r}")
+    if op not in OPS:
+        raise ValueFormError(f"op must be one of {', '.join(OPS)}, got {op!r}")
     return op
 
 
@@ -59,6 +81,16 @@ def to_json(op: str, value: object) -> object:
             that is not a bool, an int field holding a bool or a float).
     """
     _known(op)
+    if op in ("reset", "restart"):
+        return None
+    if op == "now":
+        if not _is_int(value):
+            raise ValueFormError(f"now answers the clock (an int), got {value!r}")
+        return value
+    if op == "task":
+        form = {name: getattr(value, name, None) for name in VIEW_FIELDS}
+        form["status"] = getattr(form["status"], "value", form["status"])
+        return form
     if op in NONE_OPS:
         if value is not None:
             raise ValueFormError(f"{op} answers None, got {value!r}")
@@ -87,7 +119,8 @@ def to_json(op: str, value: object) -> object:
 def from_json(op: str, obj: object) -> object:
     """The protocol value whose JSON form is ``obj``, for a result of ``op``.
 
-    Returns ``None``, an int task id, a ``Lease`` or an ``Outcome``.
+    Returns ``None``, an int task id or clock, a ``Lease``, an ``Outcome``
+    or a ``TaskView`` (its ``status`` a ``Status``).
 
     Raises:
         ValueFormError: ``op`` is unknown or ``obj`` is not its JSON form (a
@@ -95,14 +128,18 @@ def from_json(op: str, obj: object) -> object:
             field and the rule.
     """
     _known(op)
-    if op in NONE_OPS:
+    if op in NONE_OPS or op in ("reset", "restart"):
         if obj is not None:
             raise ValueFormError(f"{op} answers null, got {_show(obj)}")
         return None
-    if op == "submit":
+    if op in ("submit", "now"):
         if not _is_int(obj):
-            raise ValueFormError(f"submit answers a task id (an int), got {_show(obj)}")
+            what = "a task id" if op == "submit" else "the clock"
+            raise ValueFormError(f"{op} answers {what} (an int), got {_show(obj)}")
+        _check_size(op, "result", obj)
         return obj
+    if op == "task":
+        return _view_from_json(obj)
     if op == "dispatch":
         if obj is None:
             return None
@@ -112,6 +149,7 @@ def from_json(op: str, obj: object) -> object:
             if not (isinstance(obj[name], str) if name == "worker" else _is_int(obj[name])):
                 kind = "a string" if name == "worker" else "an int"
                 raise ValueFormError(f"dispatch result field {name!r} must be {kind}, got {_show(obj[name])}")
+            _check_size("dispatch", name, obj[name])
         return Lease(**obj)
     if not isinstance(obj, dict) or "accepted" not in obj or not set(obj) <= {"accepted", "reason"}:
         raise ValueFormError(f'{op} answers an object with "accepted" (and optionally "reason"), got {_show(obj)}')
@@ -120,7 +158,34 @@ def from_json(op: str, obj: object) -> object:
     reason = obj.get("reason")
     if not (reason is None or isinstance(reason, str)):
         raise ValueFormError(f"{op} result field 'reason' must be a string or null, got {_show(reason)}")
+    _check_size(op, "reason", reason)
     return Outcome(obj["accepted"], reason)
+
+
+def _view_from_json(obj: object) -> TaskView:
+    if not isinstance(obj, dict) or set(obj) != set(VIEW_FIELDS):
+        raise ValueFormError(f"task answers an object with exactly {', '.join(VIEW_FIELDS)}, got {_show(obj)}")
+    if obj["status"] not in STATUS_VALUES:
+        raise ValueFormError(f"task result field 'status' must be one of {', '.join(STATUS_VALUES)}, got {_show(obj['status'])}")
+    for name in ("id", "priority", "due_at", "attempts", "token", "expires_at"):
+        if not (_is_int(obj[name]) or (obj[name] is None and name in ("token", "expires_at"))):
+            rule = "an int or null" if name in ("token", "expires_at") else "an int"
+            raise ValueFormError(f"task result field {name!r} must be {rule}, got {_show(obj[name])}")
+        _check_size("task", name, obj[name])
+    if not (obj["worker"] is None or isinstance(obj["worker"], str)):
+        raise ValueFormError(f"task result field 'worker' must be a string or null, got {_show(obj['worker'])}")
+    _check_size("task", "worker", obj["worker"])
+    if type(obj["cancel_requested"]) is not bool:
+        raise ValueFormError(f"task result field 'cancel_requested' must be a bool, got {_show(obj['cancel_requested'])}")
+    return TaskView(**{**obj, "status": Status(obj["status"])})
+
+
+def _check_size(op: str, name: str, value: object) -> None:
+    """Refuse an int past ``WIRE_INT_LIMIT`` or a string past ``MAX_WIRE_STRING``."""
+    if _is_int(value) and abs(value) > WIRE_INT_LIMIT:
+        raise ValueFormError(f"{op} result field {name!r} must fit a signed 64-bit integer, got one of about {int(value.bit_length() * 0.30103) + 1} digits")
+    if isinstance(value, str) and len(value) > MAX_WIRE_STRING:
+        raise ValueFormError(f"{op} result field {name!r} is longer than {MAX_WIRE_STRING} characters ({len(value)})")
 
 
 def same_result(op: str, have: object, want: object) -> bool:

@@ -6,6 +6,8 @@ seeds' worked examples are checked against the spec itself too.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from fencepost.impl.indexed import IndexedScheduler
@@ -59,3 +61,21 @@ class ModelScheduler:
 SCHEDULERS = [ModelScheduler, SimpleScheduler, IndexedScheduler]
 
 every_scheduler = pytest.mark.parametrize("make", SCHEDULERS, ids=lambda c: c.__name__)
+
+
+class DeadlocksOnCancel(SimpleScheduler):
+    """A scheduler that hangs: cancelling a running task takes a lock it already holds.
+
+    The shortest way to the hang is add_worker, submit, dispatch, cancel. Its
+    thread blocks forever (no CPU spent), as a real deadlock would.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def cancel(self, task_id, now):
+        if type(task_id) is int and 1 <= task_id <= len(self._tasks) and self.task(task_id).status == "running":
+            with self._lock:
+                self._lock.acquire()  # the bug: never released, never acquirable
+        return super().cancel(task_id, now)

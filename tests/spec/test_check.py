@@ -43,7 +43,7 @@ def test_bad_factories_are_one_line_and_exit_2(capsys, argv, words):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv", [["check", "impl:Scheduler", "--max-examples", "0"], ["check", "impl:Scheduler", "--seed", "x"], ["check"]])
+@pytest.mark.parametrize("argv", [["check", "impl:Scheduler", "--max-examples", "0"], ["check", "impl:Scheduler", "--seed", "x"]])
 def test_bad_options_exit_2(capsys, argv):
     with pytest.raises(SystemExit) as exited:
         main(argv)

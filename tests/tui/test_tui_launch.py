@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import pytest
@@ -90,7 +91,8 @@ async def test_opening_a_file_never_imports_its_meta_impl_and_the_screen_says_ho
     (app,) = started
     assert not (downloaded / "imported.marker").exists() and SIDE_EFFECT_MODULE not in sys.modules
     assert sys.path == path_before  # nothing imported later (Textual included) can come from this folder
-    assert app.impl_name is None and app.timeline.factory is launch.load_factory(launch.DEFAULT_IMPL)
+    # (inspect.unwrap: the TUI runs the factory under the call deadline's watch)
+    assert app.impl_name is None and inspect.unwrap(app.timeline.factory) is launch.load_factory(launch.DEFAULT_IMPL)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert [n.message for n in app._notifications] == [
@@ -105,3 +107,39 @@ def test_impl_on_the_command_line_is_the_only_code_that_runs():
     assert (name, factory.__name__) == (launch.DEFAULT_IMPL, "IndexedScheduler")
     assert notice == "recorded against `impl.simple:SimpleScheduler`; open it with `--impl impl.simple:SimpleScheduler` to run it there"
     assert launch.choose_factory(Scenario("t", (), meta={"impl": "os:abort"}), None)[0].__name__ == "IndexedScheduler"
+
+
+def _hang_scenario() -> Scenario:
+    from fencepost.spec.formats.scenario import Step
+
+    steps = (
+        Step("add_worker", {"worker": "w1", "capacity": 1}),
+        Step("submit", {}),
+        Step("dispatch", {"worker": "w1", "now": 0, "duration": 5}),
+        Step("cancel", {"task_id": 1, "now": 1}),
+    )
+    return Scenario("A cancel that hangs", steps, None, {})
+
+
+def test_a_scheduler_that_hangs_while_the_screen_is_prepared_is_one_line_and_exit_2(capsys, monkeypatch):
+    monkeypatch.setattr(FencepostApp, "run", lambda self: pytest.fail("the app must not start"))
+    monkeypatch.setattr(launch, "load_scenario", lambda path: _hang_scenario())
+    argv = ["tui", "onboarding", "--impl", "tests.spec.schedulers:DeadlocksOnCancel", "--call-timeout", "0.3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cancel(task_id=1, now=1) did not return within 0.3 s" in err
+
+
+def test_exec_runs_the_steps_in_the_program(capsys, monkeypatch):
+    import shlex
+    import sys
+    from pathlib import Path
+
+    shown = {}
+    monkeypatch.setattr(FencepostApp, "run", lambda self: shown.setdefault("app", self))
+    adapter = Path(__file__).resolve().parents[1] / "adapters" / "python_adapter.py"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))}"
+    assert main(["tui", "onboarding", "--exec", command]) == 0
+    app = shown["app"]
+    assert app.impl_name == f"--exec {command!r}"
+    assert app.timeline.last > 10 and not app.timeline.mismatches  # every expectation held in the program

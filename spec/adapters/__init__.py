@@ -1,0 +1,1 @@
+"""Schedulers that live outside this Python process, reached through an adapter protocol."""

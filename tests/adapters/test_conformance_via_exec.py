@@ -1,0 +1,78 @@
+"""Schedulers in other languages, checked through ``fencepost check --exec``.
+
+* ``scheduler.js``: the whole protocol in JavaScript (Node, no npm packages);
+  skipped, with the reason, where ``node`` is not installed.
+* ``python_adapter.py``: fencepost's own scheduler behind the same lines.
+* ``broken_closed_interval.js``: the JavaScript one with a closed lease
+  interval; the check must reject it with a short counterexample that
+  ``fencepost replay --exec`` replays, failing at its diverging step.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from fencepost.spec.cli import main
+from fencepost.spec.formats.scenario import load_scenario
+
+HERE = Path(__file__).resolve().parent
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed: the JavaScript adapters need it")
+JS = f"{shlex.quote(NODE or 'node')} {shlex.quote(str(HERE / 'scheduler.js'))}"
+BROKEN_JS = f"{shlex.quote(NODE or 'node')} {shlex.quote(str(HERE / 'broken_closed_interval.js'))}"
+PYTHON = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'python_adapter.py'))}"
+
+
+@needs_node
+def test_the_javascript_scheduler_conforms(capsys):
+    assert main(["check", "--exec", JS]) == 0, capsys.readouterr().out
+    assert "conforms to the fencepost spec" in capsys.readouterr().out
+
+
+def test_the_python_adapter_conforms(capsys):
+    assert main(["check", "--exec", PYTHON]) == 0, capsys.readouterr().out
+    assert "conforms to the fencepost spec" in capsys.readouterr().out
+
+
+@needs_node
+def test_a_closed_lease_interval_is_caught_and_its_counterexample_replays_through_exec(tmp_path, capsys):
+    cx = tmp_path / "closed.toml"
+    assert main(["check", "--exec", BROKEN_JS, "--trace-out", str(cx)]) == 1
+    out = capsys.readouterr().out
+    assert "does NOT conform" in out and "<-- diverges" in out
+    scenario = load_scenario(cx)
+    diverging = scenario.meta["diverging_step"]
+    assert len(scenario.steps) <= 6 and diverging == len(scenario.steps)
+
+    assert main(["replay", str(cx), "--exec", BROKEN_JS]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith(f"FAILED: 1 of {len(scenario.steps)} steps")
+    assert f"the first is step {diverging}:" in lines[-1]
+
+    assert main(["replay", str(cx), "--exec", JS]) == 0  # the correct JavaScript scheduler replays it clean
+    assert main(["replay", str(cx)]) == 0  # and so does fencepost's own
+
+
+@needs_node
+def test_the_javascript_scheduler_agrees_with_the_model_in_a_bounded_exploration(capsys):
+    assert main(["explore", "--exec", JS, "--tasks", "1", "--max-attempts", "1", "--durations", "1"]) == 0
+    assert "agreed with the model on every transition" in capsys.readouterr().out
+
+
+def test_capabilities_listed_in_hello_are_checked_through_exec():
+    from fencepost.spec.adapters.exec import ExecProgram
+    from fencepost.spec.checkers.capabilities import detect
+    from fencepost.spec.checkers.check import check_factory
+
+    with ExecProgram(f"{PYTHON} --restart") as program:
+        program.start()
+        found = detect(program)
+        assert found.keys and found.restart  # from hello: "key", "restart"
+        result = check_factory(program, max_examples=10)
+    assert result.passed, result.failure  # keys and restarts through the program agree with the model
+    assert result.coverage.outcomes[("restart", "ok")] > 0
