@@ -1,0 +1,387 @@
+"""``PostgresScheduler``: the whole protocol over PostgreSQL, shared by many processes.
+
+Any number of ``PostgresScheduler`` objects, in any number of processes on any
+number of machines, may open the same ``schema`` of one database: together
+they are one scheduler. Every call is one transaction (one ``SELECT`` of a
+PL/pgSQL function in ``impl/postgres_sql.py``, in autocommit mode), so a call
+that returned has committed and a call that raised changed nothing.
+
+Guarantees under concurrency (``tests/implementations/test_postgres_concurrency.py``
+and the stress test show them):
+
+* The calls of all clients take effect in one total order that is consistent
+  with real time (each call locks the ``meta`` row, which holds the clock, the
+  last token and the last id, until it commits), and each call's result is
+  the model's result in that order: the history is linearizable.
+* A completion, failure or renewal is one ``UPDATE`` fenced by the token and
+  the expiry in its ``WHERE`` clause, so at most one completion is accepted
+  per task and a task never has two current leases, whatever the
+  interleaving of workers, zombies and reclaimers.
+* Time is the caller's, as the contract says, and never goes backwards for the
+  scheduler as a whole: a call whose ``now`` is behind the clock any client
+  has already moved to raises ``ValueError`` ("time can't go backwards") and
+  changes nothing. ``DatabaseClock`` reads one clock for every client from
+  the database server; a client that read it just before another client's
+  call moved the clock on gets that ``ValueError`` and re-reads (see the
+  README, "Time across clients").
+
+Limits: times, priorities, durations and the other int arguments are stored
+as 64-bit integers; a value outside that range is refused with ``ValueError``.
+A connection that drops in the middle of a call leaves its outcome unknown to
+the caller (committed or not); the call raises ``psycopg.OperationalError``.
+
+Requires the optional dependency ``psycopg`` (``pip install 'fencepost[postgres]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import threading
+import weakref
+
+import psycopg
+from psycopg import sql
+
+from fencepost.impl import _validate as v
+from fencepost.impl.postgres_sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
+from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
+
+#: The environment variable naming the server that ``temporary()`` and the tests use.
+DSN_VARIABLE = "FENCEPOST_PG_DSN"
+
+#: A schema name: lower-case letters, digits and underscores, starting with a
+#: letter or underscore, at most 63 bytes (PostgreSQL's identifier limit).
+SCHEMA_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+#: The range a value must lie in to be stored (PostgreSQL ``bigint``).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+#: SQLSTATE of PostgreSQL's "bigint out of range" (e.g. ``now + duration`` overflowing).
+_OUT_OF_RANGE_STATE = "22003"
+
+
+def check_schema(schema: object) -> str:
+    """Return ``schema`` if it is a usable schema name, else raise ValueError."""
+    if not isinstance(schema, str) or not SCHEMA_PATTERN.fullmatch(schema):
+        raise ValueError(
+            f"schema must be lower-case letters, digits and underscores, starting with a letter "
+            f"or underscore, at most 63 characters: {schema!r}"
+        )
+    return schema
+
+
+def _fits(name: str, value: int) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{name} must fit in a signed 64-bit integer (PostgreSQL bigint): {value!r}")
+    return value
+
+
+def _token_arg(token: int) -> int:
+    """A token outside bigint can never have been issued: pass one that matches nothing (0)."""
+    return token if INT64_MIN <= token <= INT64_MAX else 0
+
+
+def check_key(key: object) -> str | None:
+    """``submit``'s ``key``: ``None`` or a non-empty ``str``."""
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ValueError(f"key must be None or a non-empty str: {key!r}")
+    return key
+
+
+def _connect(dsn: str) -> psycopg.Connection:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
+    """Create ``schema``'s tables and functions unless they exist (safe to race: one advisory lock).
+
+    Raises:
+        RuntimeError: the schema holds fencepost tables of another version.
+    """
+    quoted = sql.Identifier(schema).as_string(conn)
+    lock_key = int.from_bytes(hashlib.sha256(f"fencepost:{schema}".encode()).digest()[:8], "big", signed=True)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+        row = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL, to_regprocedure(%s) IS NOT NULL",
+            (f"{quoted}.meta", f"{quoted}.fp_advance(bigint)"),
+        ).fetchone()
+        if row[0] and row[1]:
+            version = conn.execute(sql.SQL("SELECT version FROM {}.meta").format(sql.Identifier(schema))).fetchone()
+            if version and version[0] == SCHEMA_VERSION:
+                return
+            raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        conn.execute(schema_ddl(quoted).encode())
+
+
+class PostgresScheduler:
+    """The fencepost protocol over one PostgreSQL schema, safe to share between processes.
+
+    Args:
+        dsn: a libpq connection string or URL (``postgresql://user@host:5432/db``).
+        schema: where the scheduler's tables live; created on first use.
+            Every scheduler opened on the same ``dsn`` and ``schema`` sees and
+            changes the same tasks.
+
+    Raises:
+        ValueError: ``dsn`` is not a str, or ``schema`` is not a plain lower-case name.
+        psycopg.OperationalError: the server cannot be reached.
+
+    Every protocol method raises ``ValueError`` for an invalid argument and
+    then changes nothing. Each call is one round trip and one transaction;
+    mutating calls are serialised by one row lock (``meta``), held only for
+    the call's own transaction. Costs inside the server: ``submit`` and
+    ``add_worker`` O(log T); ``dispatch`` O(log T) plus the leases it
+    expires; ``complete``/``fail``/``renew``/``cancel`` O(log T) plus expired
+    leases; ``task`` and ``now`` O(log T), T the number of tasks. One object
+    may be used from several threads (psycopg serialises its connection).
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "fencepost", _owner: object = None) -> None:
+        if not isinstance(dsn, str):
+            raise ValueError(f"dsn must be a str: {dsn!r}")
+        self.dsn = dsn
+        self.schema = check_schema(schema)
+        self._conn = _connect(dsn)
+        ensure_schema(self._conn, schema)
+        self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
+        name = sql.Identifier(schema)
+        self._q = {op: sql.SQL(text).format(name).as_string(self._conn) for op, text in _QUERIES.items()}
+
+    # -------------------------------------------------------------- lifecycle
+
+    def reopen(self) -> PostgresScheduler:
+        """A new scheduler over the same schema on a new connection, as another process would see it."""
+        return PostgresScheduler(self.dsn, schema=self.schema, _owner=self._owner)
+
+    def close(self) -> None:
+        """Close this object's connection (the tasks stay in the database). Idempotent."""
+        self._conn.close()
+
+    def __enter__(self) -> PostgresScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresScheduler(schema={self.schema!r})"
+
+    # -------------------------------------------------------------- reading
+
+    @property
+    def now(self) -> int:
+        """The scheduler's clock: the latest ``now`` any client's valid timed call brought."""
+        return self._conn.execute(self._q["now"]).fetchone()[0]
+
+    def task(self, task_id: int) -> TaskView:
+        """A detached view of one task; an unknown id raises ValueError."""
+        v.check_int("task_id", task_id)
+        if not INT64_MIN <= task_id <= INT64_MAX:
+            task_id = 0  # no such id: reported as unknown below
+        row = self._conn.execute(self._q["task"], (task_id,)).fetchone()
+        issued, found = row[0], row[1]
+        if found is None:
+            v.check_task_id(task_id, issued)  # raises, naming what ids exist
+        return TaskView(found, Status(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+
+    # -------------------------------------------------------------- untimed
+
+    def add_worker(self, worker: str, capacity: int) -> None:
+        """Register ``worker`` with ``capacity`` >= 1 slots; a duplicate name raises."""
+        v.check_new_worker(worker, capacity, ())
+        self._call("add_worker", (worker, _fits("capacity", capacity)))
+
+    def submit(self, priority: int = 0, due_at: int | None = None, max_attempts: int | None = None,
+               retry_delay: int = 1, key: str | None = None) -> int:
+        """Add a pending task and return its id (1, 2, 3... across all clients). Expires nothing.
+
+        With a ``key`` already used by an earlier submit with the same other
+        arguments as given (``due_at=None`` is not the same as an int), return
+        that task's id and change nothing; with other arguments, raise
+        ``ValueError`` naming the key. Keys are remembered for the schema's life.
+        """
+        v.check_submit(priority, due_at, max_attempts, retry_delay)
+        check_key(key)
+        _fits("priority", priority)
+        if due_at is not None:
+            _fits("due_at", due_at)
+        if max_attempts is not None:
+            _fits("max_attempts", max_attempts)
+        _fits("retry_delay", retry_delay)
+        return self._call("submit", (priority, due_at, max_attempts, retry_delay, key))[0]
+
+    # -------------------------------------------------------------- timed
+
+    def advance(self, now: int) -> None:
+        """Move time to ``now``, expiring every lease with ``expires_at <= now``."""
+        self._call("advance", (self._time(now),))
+
+    def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
+        """Lease the best eligible task (priority desc, due_at asc, id asc) to ``worker``.
+
+        Returns None when the worker is full or nothing is due; that issues no token.
+        """
+        v.check_worker_name(worker)
+        self._time(now)
+        _fits("duration", v.check_min("duration", duration, 1))
+        task_id, token = self._call("dispatch", (worker, now, duration))
+        if task_id is None:
+            return None
+        return Lease(task_id, worker, token, now, now + duration)
+
+    def complete(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept completion from the current lease only: the task succeeds, its slot frees."""
+        return self._outcome("complete", (self._task_id(task_id), self._token(token), self._time(now)))
+
+    def fail(self, task_id: int, token: int, now: int) -> Outcome:
+        """Accept an explicit failure from the current lease: retry with backoff, or end."""
+        return self._outcome("fail", (self._task_id(task_id), self._token(token), self._time(now)))
+
+    def cancel(self, task_id: int, now: int) -> Outcome:
+        """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one."""
+        return self._outcome("cancel", (self._task_id(task_id), self._time(now)))
+
+    def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
+        """Set the current lease's end to ``now + duration``; refused after a cancel request."""
+        args = (self._task_id(task_id), self._token(token), self._time(now))
+        _fits("duration", v.check_min("duration", duration, 1))
+        return self._outcome("renew", (*args, duration))
+
+    # -------------------------------------------------------------- internals
+
+    @staticmethod
+    def _time(now: object) -> int:
+        v.check_int("now", now)
+        if now < 0:
+            raise ValueError(f"now must be >= 0: {now!r}")
+        return _fits("now", now)
+
+    @staticmethod
+    def _task_id(task_id: object) -> int:
+        v.check_int("task_id", task_id)
+        if not INT64_MIN <= task_id <= INT64_MAX:
+            return 0  # never issued: the server reports it as unknown
+        return task_id
+
+    @staticmethod
+    def _token(token: object) -> int:
+        return _token_arg(v.check_int("token", token))
+
+    def _outcome(self, op: str, args: tuple) -> Outcome:
+        accepted, reason = self._call(op, args)
+        return Outcome(accepted, reason)
+
+    def _call(self, op: str, args: tuple) -> tuple:
+        """Run one protocol function: one statement, one transaction. Invalid input -> ValueError."""
+        try:
+            return self._conn.execute(self._q[op], args).fetchone()
+        except psycopg.Error as exc:
+            if exc.sqlstate == INVALID_ARGUMENT_STATE:
+                raise ValueError(exc.diag.message_primary) from None
+            if exc.sqlstate == _OUT_OF_RANGE_STATE:
+                raise ValueError(f"{op}: a value would leave the signed 64-bit range the scheduler stores: {args!r}") from None
+            raise
+
+
+#: One statement per protocol call; ``{}`` is the schema.
+_QUERIES = {
+    "now": "SELECT now FROM {}.meta",
+    "task": "SELECT m.last_task, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
+            " t.expires_at, t.cancel_requested FROM {0}.meta m LEFT JOIN {0}.tasks t ON t.id = %s",
+    "add_worker": "SELECT {}.fp_add_worker(%s, %s)",
+    "submit": "SELECT {}.fp_submit(%s, %s, %s, %s, %s)",
+    "dispatch": "SELECT * FROM {}.fp_dispatch(%s, %s, %s)",
+    "complete": "SELECT * FROM {}.fp_complete(%s, %s, %s)",
+    "fail": "SELECT * FROM {}.fp_fail(%s, %s, %s)",
+    "cancel": "SELECT * FROM {}.fp_cancel(%s, %s)",
+    "renew": "SELECT * FROM {}.fp_renew(%s, %s, %s, %s)",
+    "advance": "SELECT {}.fp_advance(%s)",
+}
+
+
+# ---------------------------------------------------------------- the shared clock
+
+
+class DatabaseClock:
+    """One clock for every client of a schema, read from the database server.
+
+    ``now`` is the number of ``tick_ns`` ticks since the schema was created,
+    by the server's ``clock_timestamp()``, and never less than the
+    scheduler's own clock, so it never goes backwards and never lags the
+    scheduler. Every client reading it reads the same server clock, so
+    clients on machines whose own clocks disagree still agree on time.
+
+    What it cannot do: a value read is already old when it is used. If
+    another client's call moves the scheduler's clock past it in between, the
+    call made with it raises ``ValueError`` ("time can't go backwards") and
+    changes nothing; read ``now`` again and retry.
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "fencepost", tick_ns: int = 1_000_000) -> None:
+        v.check_min("tick_ns", tick_ns, 1)
+        self.schema = check_schema(schema)
+        self.tick_ns = tick_ns
+        self._conn = _connect(dsn)
+        ensure_schema(self._conn, schema)
+        self._query = sql.SQL(
+            "SELECT greatest(now, floor(extract(epoch FROM clock_timestamp() - epoch) * 1e9 / %s)::bigint)"
+            " FROM {}.meta"
+        ).format(sql.Identifier(schema)).as_string(self._conn)
+        self._lock = threading.Lock()
+
+    @property
+    def now(self) -> int:
+        """The current tick (an int >= 0), one round trip to the server."""
+        with self._lock:
+            return self._conn.execute(self._query, (self.tick_ns,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+# ---------------------------------------------------------------- temporary schemas
+
+
+class _TemporarySchema:
+    """Owns a throw-away schema: dropped when the last scheduler over it is gone, or at exit."""
+
+    def __init__(self, dsn: str, schema: str) -> None:
+        self._finalizer = weakref.finalize(self, drop_schema, dsn, schema)
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drop ``schema`` and everything in it; quiet if the server is gone (a temporary schema at exit)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(check_schema(schema))))
+    except psycopg.OperationalError:
+        pass
+
+
+def dsn_from_environment() -> str:
+    """The DSN in ``FENCEPOST_PG_DSN``; RuntimeError naming the variable if it is unset."""
+    dsn = os.environ.get(DSN_VARIABLE)
+    if not dsn:
+        raise RuntimeError(f"{DSN_VARIABLE} is not set: name a PostgreSQL server, e.g. postgresql://root@127.0.0.1:5432/test")
+    return dsn
+
+
+def temporary_schema_name(prefix: str = "fp_tmp") -> str:
+    """A schema name no other client is using: prefix, process id and random hex."""
+    return f"{prefix}_{os.getpid()}_{secrets.token_hex(6)}"
+
+
+def temporary() -> PostgresScheduler:
+    """A scheduler over a fresh schema on ``$FENCEPOST_PG_DSN``, dropped once unused or at exit.
+
+    A zero-argument factory, so ``fencepost check impl.postgres:temporary`` works.
+    Schedulers made by ``reopen()`` share the schema and keep it alive.
+    """
+    dsn = dsn_from_environment()
+    schema = temporary_schema_name()
+    return PostgresScheduler(dsn, schema=schema, _owner=_TemporarySchema(dsn, schema))
