@@ -181,7 +181,10 @@ class PostgresScheduler:
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task; an unknown id raises ValueError."""
         v.check_int("task_id", task_id)
-        if not INT64_MIN <= task_id <= INT64_MAX:
+        if task_id < 1:
+            # ids start at 1: unknown without asking the server
+            raise ValueError(f"task_id {task_id!r} is unknown: ids start at 1")
+        if task_id > INT64_MAX:
             task_id = 0  # no such id: reported as unknown below
         row = self._conn.execute(self._q["task"], (task_id,)).fetchone()
         issued, found = row[0], row[1]
