@@ -35,6 +35,7 @@ Requires the optional dependency ``psycopg`` (``pip install 'fencepost[postgres]
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -92,7 +93,15 @@ def check_key(key: object) -> str | None:
 
 
 def _connect(dsn: str) -> psycopg.Connection:
-    return psycopg.connect(dsn, autocommit=True)
+    """An autocommit connection (one statement, one transaction) with JIT compilation off.
+
+    The planner's row estimates for small or fresh tables can pass
+    ``jit_above_cost``; compiling then costs milliseconds on statements that
+    run in microseconds.
+    """
+    conn = psycopg.connect(dsn, autocommit=True)
+    conn.execute("SET jit = off")
+    return conn
 
 
 def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
@@ -126,6 +135,11 @@ class PostgresScheduler:
         schema: where the scheduler's tables live; created on first use.
             Every scheduler opened on the same ``dsn`` and ``schema`` sees and
             changes the same tasks.
+        synchronous_commit: True (default): a call returns only once its
+            commit is flushed to disk, so it survives a server crash. False:
+            it returns once the commit is logged in memory; a server (not
+            client) crash may then lose the last few returned calls, always
+            a suffix of the order they took effect in, never half a call.
 
     Raises:
         ValueError: ``dsn`` is not a str, or ``schema`` is not a plain lower-case name.
@@ -141,13 +155,24 @@ class PostgresScheduler:
     may be used from several threads (psycopg serialises its connection).
     """
 
-    def __init__(self, dsn: str, *, schema: str = "fencepost", _owner: object = None) -> None:
+    def __init__(self, dsn: str, *, schema: str = "fencepost", synchronous_commit: bool = True,
+                 _owner: object = None, _connection: psycopg.Connection | None = None) -> None:
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a str: {dsn!r}")
+        if not isinstance(synchronous_commit, bool):
+            raise ValueError(f"synchronous_commit must be a bool: {synchronous_commit!r}")
         self.dsn = dsn
         self.schema = check_schema(schema)
-        self._conn = _connect(dsn)
-        ensure_schema(self._conn, schema)
+        self.synchronous_commit = synchronous_commit
+        self._conn = _connection or _connect(dsn)
+        if not synchronous_commit:
+            # A call returns once its commit is in the server's WAL buffers, before the flush to
+            # disk: a server crash may lose the last few returned calls (a suffix of the commit
+            # order, never part of one), a client crash loses nothing. Saves one flush per call
+            # held under the scheduler's one lock; see the README's figures.
+            self._conn.execute("SET synchronous_commit = off")
+        if _connection is None:
+            ensure_schema(self._conn, schema)
         self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
         name = sql.Identifier(schema)
         self._q = {op: sql.SQL(text).format(name).as_string(self._conn) for op, text in _QUERIES.items()}
@@ -156,7 +181,8 @@ class PostgresScheduler:
 
     def reopen(self) -> PostgresScheduler:
         """A new scheduler over the same schema on a new connection, as another process would see it."""
-        return PostgresScheduler(self.dsn, schema=self.schema, _owner=self._owner)
+        return PostgresScheduler(self.dsn, schema=self.schema, synchronous_commit=self.synchronous_commit,
+                                 _owner=self._owner)
 
     def close(self) -> None:
         """Close this object's connection (the tasks stay in the database). Idempotent."""
@@ -191,6 +217,13 @@ class PostgresScheduler:
         if found is None:
             v.check_task_id(task_id, issued)  # raises, naming what ids exist
         return TaskView(found, Status(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+
+    def snapshot(self) -> tuple[int, list[TaskView]]:
+        """The clock and every task's view, from one statement (so one consistent moment). O(T)."""
+        rows = self._conn.execute(self._q["snapshot"]).fetchall()
+        now = rows[0][0]
+        views = [TaskView(r[1], Status(r[2]), *r[3:]) for r in rows if r[1] is not None]
+        return now, views
 
     # -------------------------------------------------------------- untimed
 
@@ -296,6 +329,8 @@ _QUERIES = {
     "now": "SELECT now FROM {}.meta",
     "task": "SELECT m.last_task, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
             " t.expires_at, t.cancel_requested FROM {0}.meta m LEFT JOIN {0}.tasks t ON t.id = %s",
+    "snapshot": "SELECT m.now, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
+                " t.expires_at, t.cancel_requested FROM {0}.meta m LEFT JOIN {0}.tasks t ON true ORDER BY t.id",
     "add_worker": "SELECT {}.fp_add_worker(%s, %s)",
     "submit": "SELECT {}.fp_submit(%s, %s, %s, %s, %s)",
     "dispatch": "SELECT * FROM {}.fp_dispatch(%s, %s, %s)",
@@ -348,13 +383,52 @@ class DatabaseClock:
 
 
 # ---------------------------------------------------------------- temporary schemas
+#
+# A conformance check makes a fresh scheduler for every run, hundreds per
+# check. A fresh schema on a fresh connection starts cold: the server compiles
+# every PL/pgSQL function and plans every statement again for new tables, which
+# costs more than the run itself. So a temporary schema whose schedulers are
+# all gone goes back to a pool with its warm connection, emptied when it is
+# next handed out; every pooled schema is dropped at exit.
+
+#: dsn -> [(schema, its warm connection)] free for the next ``temporary()``.
+_POOL: dict[str, list[tuple[str, psycopg.Connection]]] = {}
+_POOL_LOCK = threading.Lock()
+
+#: Empties a pooled schema: what a fresh one holds (time 0, no worker, task, token or key).
+_RESET = (
+    "DELETE FROM {0}.keys; DELETE FROM {0}.tasks; DELETE FROM {0}.workers;"
+    " UPDATE {0}.meta SET now = 0, last_token = 0, last_task = 0, epoch = clock_timestamp()"
+)
 
 
 class _TemporarySchema:
-    """Owns a throw-away schema: dropped when the last scheduler over it is gone, or at exit."""
+    """Owns a throw-away schema: back to the pool when the last scheduler over it is gone."""
 
-    def __init__(self, dsn: str, schema: str) -> None:
-        self._finalizer = weakref.finalize(self, drop_schema, dsn, schema)
+    def __init__(self, dsn: str, schema: str, conn: psycopg.Connection) -> None:
+        weakref.finalize(self, _give_back, dsn, schema, conn)
+
+
+def _give_back(dsn: str, schema: str, conn: psycopg.Connection) -> None:
+    with _POOL_LOCK:
+        _POOL.setdefault(dsn, []).append((schema, conn))
+
+
+def _take(dsn: str) -> tuple[str, psycopg.Connection] | None:
+    with _POOL_LOCK:
+        free = _POOL.get(dsn)
+        return free.pop() if free else None
+
+
+@atexit.register  # registered at import, so it runs after weakref's finalizers have given schemas back
+def _drop_pool() -> None:
+    with _POOL_LOCK:
+        pooled = [(dsn, schema, conn) for dsn, free in _POOL.items() for schema, conn in free]
+        _POOL.clear()
+    for dsn, schema, conn in pooled:
+        if not conn.closed:
+            conn.close()
+        drop_schema(dsn, schema)
 
 
 def drop_schema(dsn: str, schema: str) -> None:
@@ -379,12 +453,26 @@ def temporary_schema_name(prefix: str = "fp_tmp") -> str:
     return f"{prefix}_{os.getpid()}_{secrets.token_hex(6)}"
 
 
+def temporary_scheduler(cls: type[PostgresScheduler] = PostgresScheduler, prefix: str = "fp_tmp") -> PostgresScheduler:
+    """A ``cls`` over an empty temporary schema on ``$FENCEPOST_PG_DSN`` (pooled; dropped at exit)."""
+    dsn = dsn_from_environment()
+    taken = _take(dsn) if cls is PostgresScheduler else None
+    if taken is not None:
+        schema, conn = taken
+        if conn.closed:
+            conn = _connect(dsn)
+        conn.execute(sql.SQL(_RESET).format(sql.Identifier(schema)).as_string(conn).encode())
+    else:
+        schema, conn = temporary_schema_name(prefix), _connect(dsn)
+        ensure_schema(conn, schema)
+    return cls(dsn, schema=schema, _owner=_TemporarySchema(dsn, schema, conn), _connection=conn)
+
+
 def temporary() -> PostgresScheduler:
-    """A scheduler over a fresh schema on ``$FENCEPOST_PG_DSN``, dropped once unused or at exit.
+    """A scheduler over an empty schema of its own on ``$FENCEPOST_PG_DSN``, dropped at exit.
 
     A zero-argument factory, so ``fencepost check impl.postgres:temporary`` works.
-    Schedulers made by ``reopen()`` share the schema and keep it alive.
+    Schedulers made by ``reopen()`` share the schema; once none is left, the
+    schema may be emptied and handed to a later ``temporary()``.
     """
-    dsn = dsn_from_environment()
-    schema = temporary_schema_name()
-    return PostgresScheduler(dsn, schema=schema, _owner=_TemporarySchema(dsn, schema))
+    return temporary_scheduler()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from psycopg import sql
 
 from fencepost.impl import _validate as v
-from fencepost.impl.postgres import PostgresScheduler, _TemporarySchema, dsn_from_environment, temporary_schema_name
+from fencepost.impl.postgres import PostgresScheduler, temporary_scheduler
 from fencepost.spec.protocol import Lease, Outcome
 
 
@@ -36,7 +36,7 @@ class StatusFencedScheduler(PostgresScheduler):
         args = (self._task_id(task_id), self._token(token), self._time(now))
         schema = sql.Identifier(self.schema)
         with self._conn.transaction():
-            self._conn.execute(sql.SQL("SELECT {}.fp_begin_task(%s, %s)").format(schema), (args[0], args[2]))
+            self._conn.execute(sql.SQL("SELECT {}.fp_advance_task(%s, %s)").format(schema), (args[0], args[2]))
             done = self._conn.execute(
                 sql.SQL(
                     "UPDATE {}.tasks SET status = 'succeeded', worker = NULL, token = NULL, started_at = NULL,"
@@ -54,9 +54,9 @@ class StatusFencedScheduler(PostgresScheduler):
 class UnlockedClaimScheduler(PostgresScheduler):
     """``dispatch`` reads the best task, then writes it by id: a read-then-write with no lock."""
 
-    def __init__(self, dsn: str, *, schema: str = "fencepost", _owner: object = None,
-                 between: Callable[[], None] | None = None) -> None:
-        super().__init__(dsn, schema=schema, _owner=_owner)
+    def __init__(self, dsn: str, *, schema: str = "fencepost", between: Callable[[], None] | None = None,
+                 **private: object) -> None:
+        super().__init__(dsn, schema=schema, **private)
         self.between = between
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
@@ -75,7 +75,7 @@ class UnlockedClaimScheduler(PostgresScheduler):
             ).fetchone()
             if self.between is not None:
                 self.between()
-            self._conn.execute(sql.SQL("SELECT {}.fp_begin(%s)").format(schema), (now,))
+            self._conn.execute(sql.SQL("SELECT {}.fp_advance(%s)").format(schema), (now,))
             capacity = self._conn.execute(
                 sql.SQL("SELECT capacity FROM {}.workers WHERE name = %s").format(schema), (worker,)
             ).fetchone()
@@ -104,17 +104,11 @@ class UnlockedClaimScheduler(PostgresScheduler):
         return UnlockedClaimScheduler(self.dsn, schema=self.schema, _owner=self._owner, between=self.between)
 
 
-def _temporary(cls: type[PostgresScheduler]) -> PostgresScheduler:
-    dsn = dsn_from_environment()
-    schema = temporary_schema_name("fp_broken")
-    return cls(dsn, schema=schema, _owner=_TemporarySchema(dsn, schema))
-
-
 def status_fenced() -> StatusFencedScheduler:
     """A ``StatusFencedScheduler`` over a fresh temporary schema on ``$FENCEPOST_PG_DSN``."""
-    return _temporary(StatusFencedScheduler)
+    return temporary_scheduler(StatusFencedScheduler, "fp_broken")
 
 
 def unlocked_claim() -> UnlockedClaimScheduler:
     """An ``UnlockedClaimScheduler`` over a fresh temporary schema on ``$FENCEPOST_PG_DSN``."""
-    return _temporary(UnlockedClaimScheduler)
+    return temporary_scheduler(UnlockedClaimScheduler, "fp_broken")

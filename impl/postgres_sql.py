@@ -81,15 +81,17 @@ CREATE TABLE IF NOT EXISTS {s}.keys (
 INSERT INTO {s}.meta (version) VALUES ({version}) ON CONFLICT DO NOTHING;
 """
 
-_FUNCTIONS = r"""
--- Lock the clock row, check p_now, end every lease with expires_at <= p_now, move the clock.
-CREATE OR REPLACE FUNCTION {s}.fp_begin(p_now bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE v_now bigint;
-BEGIN
-    SELECT now INTO v_now FROM {s}.meta FOR UPDATE;
-    IF p_now < v_now THEN
-        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_now
+#: The start of every timed call, inlined into each function (a nested call
+#: costs a statement of its own): lock the clock row and move it to ``p_now``
+#: in one statement that also checks time never goes backwards (under READ
+#: COMMITTED the WHERE is re-checked against the newest row once the lock is
+#: ours), then end every lease with ``expires_at <= p_now``. Every later
+#: statement of the call takes a fresh snapshot, so it sees every call that
+#: committed before this one got the lock.
+_BEGIN = """
+    UPDATE {s}.meta SET now = p_now WHERE now <= p_now RETURNING last_token, last_task INTO v_token, v_last;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, (SELECT now FROM {s}.meta)
             USING ERRCODE = '{err}';
     END IF;
     UPDATE {s}.tasks SET
@@ -99,26 +101,19 @@ BEGIN
         expired_token = token,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE status = 'running' AND expires_at <= p_now;
-    IF p_now > v_now THEN
-        UPDATE {s}.meta SET now = p_now;
-    END IF;
-END $$;
+"""
 
--- fp_begin for a call about one task: the id must have been issued.
-CREATE OR REPLACE FUNCTION {s}.fp_begin_task(p_id bigint, p_now bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE v_last bigint;
-BEGIN
-    SELECT last_task INTO v_last FROM {s}.meta FOR UPDATE;
+#: ``_BEGIN`` for a call about one task: the id must have been issued.
+_BEGIN_TASK = _BEGIN + """
     IF p_id < 1 OR p_id > v_last THEN
         IF v_last = 0 THEN
             RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
         END IF;
         RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
     END IF;
-    PERFORM {s}.fp_begin(p_now);
-END $$;
+"""
 
+_FUNCTIONS = r"""
 -- Why p_token may not act on task p_id now (NULL: it holds the current lease).
 CREATE OR REPLACE FUNCTION {s}.fp_rejection(p_id bigint, p_token bigint) RETURNS text
 LANGUAGE sql STABLE AS $$
@@ -130,24 +125,25 @@ LANGUAGE sql STABLE AS $$
     FROM {s}.tasks WHERE id = p_id
 $$;
 
+-- Untimed; needs no lock of its own: the name's primary key decides a race between two adds.
 CREATE OR REPLACE FUNCTION {s}.fp_add_worker(p_worker text, p_capacity bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM 1 FROM {s}.meta FOR UPDATE;
     INSERT INTO {s}.workers (name, capacity) VALUES (p_worker, p_capacity) ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'worker % already exists', quote_literal(p_worker) USING ERRCODE = '{err}';
     END IF;
 END $$;
 
+-- Untimed: takes the clock row's lock for the id counter (and to read the key table after it).
 CREATE OR REPLACE FUNCTION {s}.fp_submit(
     p_priority bigint, p_due_at bigint, p_max_attempts bigint, p_retry_delay bigint, p_key text
 ) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE v_now bigint; v_id bigint; k record;
 BEGIN
-    SELECT now INTO v_now FROM {s}.meta FOR UPDATE;
     IF p_key IS NOT NULL THEN
+        PERFORM 1 FROM {s}.meta FOR UPDATE;
         SELECT * INTO k FROM {s}.keys WHERE key = p_key;
         IF FOUND THEN
             IF k.priority = p_priority AND k.due_at IS NOT DISTINCT FROM p_due_at
@@ -161,7 +157,7 @@ BEGIN
                 USING ERRCODE = '{err}';
         END IF;
     END IF;
-    UPDATE {s}.meta SET last_task = last_task + 1 RETURNING last_task INTO v_id;
+    UPDATE {s}.meta SET last_task = last_task + 1 RETURNING last_task, now INTO v_id, v_now;
     INSERT INTO {s}.tasks (id, priority, due_at, max_attempts, retry_delay)
         VALUES (v_id, p_priority, coalesce(p_due_at, v_now), p_max_attempts, p_retry_delay);
     IF p_key IS NOT NULL THEN
@@ -174,22 +170,20 @@ END $$;
 CREATE OR REPLACE FUNCTION {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
                                            OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
-DECLARE v_capacity bigint; v_load bigint;
+DECLARE v_token bigint; v_last bigint; v_capacity bigint; v_load bigint;
 BEGIN
-    PERFORM 1 FROM {s}.meta FOR UPDATE;
-    SELECT capacity INTO v_capacity FROM {s}.workers WHERE name = p_worker;
+{begin}
+    SELECT capacity, (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
+        INTO v_capacity, v_load FROM {s}.workers WHERE name = p_worker;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
             USING ERRCODE = '{err}';
     END IF;
-    PERFORM {s}.fp_begin(p_now);
-    SELECT count(*) INTO v_load FROM {s}.tasks WHERE status = 'running' AND worker = p_worker;
     IF v_load >= v_capacity THEN
         RETURN;  -- full: no id, no token, nothing assigned
     END IF;
     UPDATE {s}.tasks t SET
-        status = 'running', attempts = t.attempts + 1, worker = p_worker,
-        token = (SELECT last_token + 1 FROM {s}.meta),
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = v_token + 1,
         started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
     WHERE t.id = (SELECT id FROM {s}.tasks
                   WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
@@ -207,8 +201,9 @@ END $$;
 CREATE OR REPLACE FUNCTION {s}.fp_complete(p_id bigint, p_token bigint, p_now bigint,
                                            OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
 BEGIN
-    PERFORM {s}.fp_begin_task(p_id, p_now);
+{begin_task}
     UPDATE {s}.tasks SET status = 'succeeded',
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now;
@@ -219,8 +214,9 @@ END $$;
 CREATE OR REPLACE FUNCTION {s}.fp_fail(p_id bigint, p_token bigint, p_now bigint,
                                        OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
 BEGIN
-    PERFORM {s}.fp_begin_task(p_id, p_now);
+{begin_task}
     UPDATE {s}.tasks SET
         status = CASE WHEN cancel_requested THEN 'cancelled'
                       WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
@@ -236,8 +232,9 @@ END $$;
 CREATE OR REPLACE FUNCTION {s}.fp_renew(p_id bigint, p_token bigint, p_now bigint, p_duration bigint,
                                         OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
 BEGIN
-    PERFORM {s}.fp_begin_task(p_id, p_now);
+{begin_task}
     UPDATE {s}.tasks SET expires_at = p_now + p_duration
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now
       AND NOT cancel_requested;
@@ -250,8 +247,9 @@ END $$;
 -- cancel: one UPDATE; a waiting task ends cancelled, a running one is asked to stop.
 CREATE OR REPLACE FUNCTION {s}.fp_cancel(p_id bigint, p_now bigint, OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
 BEGIN
-    PERFORM {s}.fp_begin_task(p_id, p_now);
+{begin_task}
     UPDATE {s}.tasks SET
         cancel_requested = (status = 'running'),
         status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END
@@ -260,10 +258,19 @@ BEGIN
     IF NOT accepted THEN reason := 'already_final'; END IF;
 END $$;
 
+-- advance, and the start of a timed call for the broken schedulers in impl/postgres_broken.py.
 CREATE OR REPLACE FUNCTION {s}.fp_advance(p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
 BEGIN
-    PERFORM {s}.fp_begin(p_now);
+{begin}
+END $$;
+
+CREATE OR REPLACE FUNCTION {s}.fp_advance_task(p_id bigint, p_now bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE v_token bigint; v_last bigint;
+BEGIN
+{begin_task}
 END $$;
 """
 
@@ -274,5 +281,6 @@ def schema_ddl(schema: str) -> str:
     ``schema`` must already be a validated, double-quoted identifier.
     """
     tables = _TABLES.format(s=schema, version=SCHEMA_VERSION)
-    functions = _FUNCTIONS.replace("{s}", schema).replace("{err}", INVALID_ARGUMENT_STATE)
+    functions = _FUNCTIONS.replace("{begin_task}", _BEGIN_TASK).replace("{begin}", _BEGIN)
+    functions = functions.replace("{s}", schema).replace("{err}", INVALID_ARGUMENT_STATE)
     return tables + functions

@@ -1,30 +1,32 @@
 """PostgresScheduler against the spec, and what only a shared database adds.
 
-The conformance check drives it in lockstep with the model (fewer runs than
-the in-memory schedulers get: every call and every task view is a round trip
-to the server; see ``PG_CHECK_EXAMPLES``). The other tests show what the
-machine cannot: two clients on one schema are one scheduler, ``reopen()``
-sees everything, a temporary schema goes away, out-of-range values are
-refused, and the database clock never lags the scheduler.
+The conformance check drives it in lockstep with the model under the ``ci``
+profile. The machine reads every task's view twice after every step; against
+a server each read is a round trip, so the check reads them through
+``pg_reads.OneReadPerStep`` (one ``snapshot()`` statement per step instead of
+2T + 4 statements; every protocol call still goes to the database unchanged),
+and ``test_snapshot_agrees_with_task_and_now`` shows that read says what
+``task()`` and ``now`` say. The other tests show what the machine cannot: two
+clients on one schema are one scheduler, ``reopen()`` sees everything, a
+temporary schema goes away, out-of-range values are refused, and the
+database clock never lags the scheduler.
 Skipped, with the reason, when no server is named by ``FENCEPOST_PG_DSN``.
 """
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import psycopg
 import pytest
 
+import pg_server as pg
 from fencepost.impl.postgres import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
 from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import Status
-import pg_server as pg
-
-#: Runs of the conformance machine (the in-memory schedulers get the ci
-#: profile's 200). Measured on the 2-core CI machine: about 0.3 s a run, and
-#: with this many the derandomized batches reach every declared outcome.
-PG_CHECK_EXAMPLES = 200
+from pg_reads import one_read_per_step
 
 
 @pytest.fixture
@@ -51,9 +53,25 @@ def views(s: PostgresScheduler) -> list:
 
 
 def test_conforms_to_the_fencepost_spec(dsn: str) -> None:
-    result = check_factory(temporary, max_examples=PG_CHECK_EXAMPLES)
+    result = check_factory(one_read_per_step)
     assert result.passed, report_failure(result)
     assert not result.missing, "the check never reached: " + "; ".join(result.missing)
+
+
+def test_snapshot_agrees_with_task_and_now(sched: PostgresScheduler) -> None:
+    assert sched.snapshot() == (0, [])
+    sched.add_worker("w1", 2)
+    for priority in (0, 2, 1, 0):
+        sched.submit(priority=priority, max_attempts=2)
+    first = sched.dispatch("w1", 3, 4)
+    sched.dispatch("w1", 3, 9)
+    sched.fail(first.task_id, first.token, 5)
+    sched.cancel(4, 6)
+    sched.advance(12)
+    now, views_ = sched.snapshot()
+    assert now == sched.now == 12
+    assert views_ == views(sched) and len(views_) == 4
+    assert {v.status for v in views_} == {Status.RETRY_WAIT, Status.PENDING, Status.CANCELLED}
 
 
 def test_the_seeds_boundary_holds_in_the_database(sched: PostgresScheduler) -> None:
@@ -165,17 +183,36 @@ def schema_exists(dsn: str, schema: str) -> bool:
         return conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()[0] == 1
 
 
-def test_a_temporary_schema_is_dropped_once_no_scheduler_uses_it(dsn: str) -> None:
+def test_a_temporary_schema_is_reused_empty_once_no_scheduler_uses_it(dsn: str) -> None:
     s = temporary()
     schema = s.schema
+    s.add_worker("w1", 1)
+    s.submit(key="k")
+    s.dispatch("w1", 7, 3)
     again = s.reopen()
     del s
     gc.collect()
-    assert schema_exists(dsn, schema)  # the reopened scheduler still uses it
+    assert temporary().schema != schema  # the reopened scheduler still uses it
     again.close()
     del again
     gc.collect()
-    assert not schema_exists(dsn, schema)
+    fresh = temporary()
+    assert fresh.schema == schema
+    assert fresh.snapshot() == (0, [])  # emptied: time 0, no task
+    fresh.add_worker("w1", 1)  # no worker left over
+    assert fresh.submit(key="k") == 1  # no key left over
+    assert fresh.dispatch("w1", 0, 1).token == 1  # tokens start again
+
+
+def test_temporary_schemas_are_dropped_at_exit(dsn: str) -> None:
+    code = (
+        "from fencepost.impl.postgres import temporary\n"
+        "kept = temporary(); gone = temporary(); print(kept.schema, gone.schema); del gone\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    schemas = out.stdout.split()
+    assert len(schemas) == 2 and out.stderr == ""
+    assert not any(schema_exists(dsn, schema) for schema in schemas)
 
 
 def test_a_named_schema_is_kept_and_shared(dsn: str) -> None:
