@@ -378,6 +378,16 @@ class DatabaseClock:
         with self._lock:
             return self._conn.execute(self._query, (self.tick_ns,)).fetchone()[0]
 
+    def subscribe(self, listener: object) -> None:
+        """Nothing to do: no one moves this clock by hand (the runner's clock interface)."""
+
+    def unsubscribe(self, listener: object) -> None:
+        """Nothing to do (see ``subscribe``)."""
+
+    def seconds_until(self, t: int) -> float:
+        """Real seconds until ``now`` reaches ``t`` on its own (0.0 if it has). One round trip."""
+        return max(0, t - self.now) * self.tick_ns / 1e9
+
     def close(self) -> None:
         self._conn.close()
 
