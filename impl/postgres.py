@@ -165,6 +165,8 @@ class PostgresScheduler:
         self.schema = check_schema(schema)
         self.synchronous_commit = synchronous_commit
         self._conn = _connection or _connect(dsn)
+        if _connection is None:  # ours: closed when this object goes, without psycopg's ResourceWarning
+            weakref.finalize(self, self._conn.close)
         if not synchronous_commit:
             # A call returns once its commit is in the server's WAL buffers, before the flush to
             # disk: a server crash may lose the last few returned calls (a suffix of the commit
@@ -486,3 +488,61 @@ def temporary() -> PostgresScheduler:
     schema may be emptied and handed to a later ``temporary()``.
     """
     return temporary_scheduler()
+
+
+# ---------------------------------------------------------------- storage at a path, for ``fencepost crash``
+
+#: Schemas made by ``opener`` start with this; each carries its path as the schema's comment.
+OPENER_PREFIX = "fp_path_"
+
+
+def opener(path: str) -> PostgresScheduler:
+    """A scheduler over the schema that stands for ``path`` on ``$FENCEPOST_PG_DSN``.
+
+    For ``fencepost crash impl.postgres:opener``, which names storage by
+    filesystem paths: the same path always opens the same schema (named from
+    a hash of the absolute path), in any process. The path itself is not
+    written; the schema is dropped, by the next ``opener`` call or at exit of
+    a process that called it, once the path's folder no longer exists.
+    """
+    dsn = dsn_from_environment()
+    where = os.path.abspath(path)
+    schema = OPENER_PREFIX + hashlib.sha256(where.encode()).hexdigest()[:32]
+    conn = _connect(dsn)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (schema,))
+        known = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    if known is None:
+        ensure_schema(conn, schema)
+        conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(sql.Identifier(schema), sql.Literal(where)))
+        _forget_gone_paths(conn, keep=schema)
+        _register_path_cleanup(dsn)
+    return PostgresScheduler(dsn, schema=schema, _owner=None, _connection=conn)
+
+
+def _forget_gone_paths(conn: psycopg.Connection, keep: str = "") -> None:
+    """Drop every ``opener`` schema but ``keep`` whose path's folder is gone (on this machine)."""
+    rows = conn.execute(
+        "SELECT nspname, obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname LIKE %s",
+        (OPENER_PREFIX + "%",),
+    ).fetchall()
+    for schema, where in rows:
+        if schema != keep and where and not os.path.isdir(os.path.dirname(where)):
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+_PATH_CLEANUP: set[str] = set()
+
+
+def _register_path_cleanup(dsn: str) -> None:
+    if dsn not in _PATH_CLEANUP:
+        _PATH_CLEANUP.add(dsn)
+        atexit.register(_cleanup_paths, dsn)
+
+
+def _cleanup_paths(dsn: str) -> None:
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            _forget_gone_paths(conn)
+    except psycopg.Error:
+        pass

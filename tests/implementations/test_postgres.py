@@ -262,3 +262,23 @@ def test_without_a_server_the_tests_skip_and_say_why(monkeypatch: pytest.MonkeyP
             pg.require_server()
     finally:
         pg._server.cache_clear()
+
+
+def test_opener_maps_one_path_to_one_schema_and_forgets_it_once_gone(dsn: str, tmp_path) -> None:
+    from fencepost.impl.postgres import opener
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    first = opener(str(folder / "run-1"))
+    first.submit(key="x")
+    again = opener(str(folder / "run-1"))
+    assert again.schema == first.schema and again.submit(key="x") == 1 and again.task(1).status is Status.PENDING
+    other = opener(str(folder / "run-2"))
+    assert other.schema != first.schema and other.snapshot() == (0, [])
+    for s in (first, again, other):
+        s.close()
+    folder.rmdir()  # the crash checker removes its folder of runs
+    elsewhere = opener(str(tmp_path / "elsewhere" / "run-1"))  # a new path sweeps the gone ones, not itself
+    assert not schema_exists(dsn, first.schema) and not schema_exists(dsn, other.schema)
+    assert elsewhere.submit() == 1
+    elsewhere.close()
