@@ -31,9 +31,16 @@ def _server() -> None:
     pg_server.require_server()
 
 
-def clients(first: PostgresScheduler, count: int) -> list[PostgresScheduler]:
-    """``count`` schedulers on their own connections over ``first``'s schema (``first`` included)."""
-    return [first] + [first.reopen() for _ in range(count - 1)]
+def as_is(scheduler: PostgresScheduler, name: str) -> PostgresScheduler:
+    return scheduler
+
+
+def clients(first: PostgresScheduler, count: int, wrap: Callable = as_is) -> list:
+    """``count`` clients on their own connections over ``first``'s schema (``first`` included as ``c0``).
+
+    ``wrap(scheduler, name)`` may put each in a history recorder.
+    """
+    return [wrap(first, "c0")] + [wrap(first.reopen(), f"c{i}") for i in range(1, count)]
 
 
 def race(calls: list[Callable[[], object]]) -> list[object]:
@@ -52,12 +59,13 @@ def race(calls: list[Callable[[], object]]) -> list[object]:
         return [f.result(timeout=BOUND) for f in futures]
 
 
-def zombie_race(first: PostgresScheduler) -> list[str]:
+def zombie_race(scheduler: PostgresScheduler, wrap: Callable = as_is) -> list[str]:
     """Per round: a zombie (expired token) and the current holder race to end one task.
 
     Returns the problems seen: more than one accepted completion or failure, or any accepted from the zombie.
     """
-    cs = clients(first, 8)
+    cs = clients(scheduler, 8, wrap)
+    first = cs[0]
     problems: list[str] = []
     try:
         first.add_worker("a", 1)
@@ -94,10 +102,12 @@ def zombie_race(first: PostgresScheduler) -> list[str]:
     return problems
 
 
-def claim_race(first: PostgresScheduler, hook: Callable[[threading.Barrier], None] | None = None) -> list[str]:
+def claim_race(scheduler: PostgresScheduler, hook: Callable[[threading.Barrier], None] | None = None,
+               wrap: Callable = as_is) -> list[str]:
     """Per round: more clients than due tasks dispatch at once; each task must be leased at most once."""
     size, tasks = 6, 3
-    cs = clients(first, size)
+    cs = clients(scheduler, size, wrap)
+    first = cs[0]
     problems: list[str] = []
     try:
         for i in range(size):
@@ -147,18 +157,21 @@ def test_the_zombie_race_catches_a_completion_fenced_by_status() -> None:
     assert any("zombie" in p for p in problems), problems
 
 
-def test_the_claim_race_catches_a_claim_without_a_lock() -> None:
-    s = unlocked_claim()
-    assert isinstance(s, UnlockedClaimScheduler)
+def forced_claim_race(s: UnlockedClaimScheduler, wrap: Callable = as_is) -> list[str]:
+    """``claim_race`` with every client reading the best task before any of them writes (the bug's interleaving)."""
     holder: dict[str, threading.Barrier | None] = {"barrier": None}
 
     def between() -> None:
-        # every client has read the best task before any of them writes: the interleaving the bug allows
         if holder["barrier"] is not None:
             holder["barrier"].wait()
 
-    s.between = between
-    # every client made by reopen() shares the hook; set the barrier per round
-    problems = claim_race(s, hook=lambda barrier: holder.__setitem__("barrier", barrier))
+    s.between = between  # clients made by reopen() share the hook; the barrier is set per round
+    return claim_race(s, hook=lambda barrier: holder.__setitem__("barrier", barrier), wrap=wrap)
+
+
+def test_the_claim_race_catches_a_claim_without_a_lock() -> None:
+    s = unlocked_claim()
+    assert isinstance(s, UnlockedClaimScheduler)
+    problems = forced_claim_race(s)
     s.close()
     assert any("leased twice" in p for p in problems), problems

@@ -19,6 +19,7 @@ Skipped, saying why, without a server.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import pytest
@@ -149,3 +150,15 @@ def test_every_end_state_is_explained_by_the_history(stress_run) -> None:
             assert "fail" in ended_by and leases, view
         elif view.status is Status.PENDING:
             assert not leases or leases[-1]["end"] <= now, view
+
+
+def test_the_whole_history_is_linearizable(stress_run, tmp_path) -> None:
+    histories = pytest.importorskip("fencepost.spec.formats.history", reason="the history format is not in this tree yet")
+    linearize = pytest.importorskip("fencepost.spec.checkers.linearize", reason="fencepost linearize is not in this tree yet")
+    events = stress_run[0]
+    path = tmp_path / "stress.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    history = histories.load_history(path)
+    verdict = linearize.check_history(history)
+    assert verdict.linearizable is True, linearize.report(history, verdict)
+    assert verdict.windows >= ROUNDS  # cut at the barrier between rounds
