@@ -65,5 +65,34 @@ def check_submit(priority: object, due_at: object, max_attempts: object, retry_d
     check_min("retry_delay", retry_delay, 1)
 
 
+def check_key(key: object) -> str | None:
+    """An idempotency key: None or a non-empty ``str``."""
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
+    return key
+
+
+#: The ``submit`` arguments a key is bound to, in the order ``keyed_task`` compares them.
+KEYED_ARGUMENTS = ("priority", "due_at", "max_attempts", "retry_delay")
+
+
+def keyed_task(keys: dict[str, tuple[int, tuple]], key: str | None, arguments: tuple) -> int | None:
+    """The id a known ``key`` already names, None for a new key (or None); raise on a conflict.
+
+    ``keys`` maps each key to ``(task id, arguments as passed)``. Arguments are
+    compared by type and value, so ``due_at=None`` differs from an int.
+    Complexity: O(1).
+    """
+    if key is None or key not in keys:
+        return None
+    task_id, first = keys[key]
+    diffs = [f"{name} {old!r} then {new!r}" for name, old, new in zip(KEYED_ARGUMENTS, first, arguments)
+             if type(old) is not type(new) or old != new]
+    if diffs:
+        raise ValueError(f"key {key!r} was already submitted as task {task_id} with other arguments: "
+                         + ", ".join(diffs))
+    return task_id
+
+
 def unknown_worker(worker: str) -> ValueError:
     return ValueError(f"worker {worker!r} is unknown: add it with add_worker first")

@@ -143,6 +143,7 @@ class IndexedScheduler:
         self._capacity: dict[str, int] = {}  # worker -> slots
         self._load: dict[str, int] = {}  # worker -> running tasks; equals a recount
         self._last_token = 0  # tokens issued so far
+        self._keys: dict[str, tuple[int, tuple]] = {}  # idempotency key -> (task id, submit arguments as passed)
         # Each heap holds the live entry of every task in its state, once,
         # plus exactly ``*_stale`` entries that no task's ``entry`` is.
         self._ready: list[tuple] = []  # (-priority, due_at, id[, max_attempts, retry_delay]), due_at <= now
@@ -174,7 +175,7 @@ class IndexedScheduler:
         self._load[worker] = 0
 
     def submit(self, priority: int = 0, due_at: int | None = None,
-               max_attempts: int | None = None, retry_delay: int = 1) -> int:
+               max_attempts: int | None = None, retry_delay: int = 1, key: str | None = None) -> int:
         """Add a pending task and return its id (1, 2, 3... in submit order). Untimed.
 
         Args:
@@ -183,12 +184,26 @@ class IndexedScheduler:
                 is eligible at once.
             max_attempts: an int >= 1, or None for unlimited dispatches.
             retry_delay: an int >= 1, the base of the backoff after ``fail``.
+            key: None, or a non-empty str: an idempotency key. A key submitted
+                before with the same other arguments (as passed) returns that
+                task's id and changes nothing.
 
         Raises:
-            ValueError: any argument of the wrong type or out of range.
+            ValueError: any argument of the wrong type or out of range, or a
+                known key with different arguments.
 
         Complexity: O(log n), n the entries of the heap it joins.
         """
+        if key is not None:
+            v.check_submit(priority, due_at, max_attempts, retry_delay)
+            v.check_key(key)
+            arguments = (priority, due_at, max_attempts, retry_delay)
+            known = v.keyed_task(self._keys, key, arguments)
+            if known is not None:
+                return known
+            task_id = self._submit_record(priority, self._now if due_at is None else due_at, max_attempts, retry_delay)
+            self._keys[key] = (task_id, arguments)
+            return task_id
         tasks = self._tasks
         now = self._now
         if due_at is None:

@@ -70,6 +70,7 @@ class SimpleScheduler:
         self._tasks: list[_Task] = []  # index id - 1
         self._capacity: dict[str, int] = {}
         self._last_token = 0
+        self._keys: dict[str, tuple[int, tuple]] = {}  # idempotency key -> (task id, submit arguments as passed)
 
     @property
     def now(self) -> int:
@@ -84,12 +85,23 @@ class SimpleScheduler:
         self._capacity[worker] = capacity
 
     def submit(self, priority: int = 0, due_at: int | None = None,
-               max_attempts: int | None = None, retry_delay: int = 1) -> int:
-        """Add a pending task and return its id (1, 2, 3...). Expires nothing."""
+               max_attempts: int | None = None, retry_delay: int = 1, key: str | None = None) -> int:
+        """Add a pending task and return its id (1, 2, 3...). Expires nothing.
+
+        A ``key`` submitted before with the same other arguments returns that
+        task's id and changes nothing; with different arguments it raises.
+        """
         v.check_submit(priority, due_at, max_attempts, retry_delay)
+        v.check_key(key)
+        arguments = (priority, due_at, max_attempts, retry_delay)
+        known = v.keyed_task(self._keys, key, arguments)
+        if known is not None:
+            return known
         task_id = len(self._tasks) + 1
         due = self._now if due_at is None else due_at
         self._tasks.append(_Task(task_id, priority, due, max_attempts, retry_delay))
+        if key is not None:
+            self._keys[key] = (task_id, arguments)
         return task_id
 
     def task(self, task_id: int) -> TaskView:

@@ -4,8 +4,9 @@ What this specifies: the safety contract of an in-memory, lease-based task
 scheduler driven by caller-supplied logical time -- which calls are invalid,
 which task a dispatch picks, when a lease expires, which completion is
 accepted, and how failure, retry and cancellation end. What it leaves out:
-liveness (nothing forces anyone to call ``advance``), durability (a restart
-loses everything), wall-clock time, and anything outside this object (a
+liveness (nothing forces anyone to call ``advance``), how a durable
+scheduler stores its state (a ``restart`` step changes nothing here: see
+``apply``), wall-clock time, and anything outside this object (a
 token checked here cannot fence an external side effect).
 
 Every operation is a pure function ``op(state, **arguments)`` that returns
@@ -33,6 +34,11 @@ Decisions the issue left open, taken here and documented in the README:
   ``cancel_requested``.
 * A task view shows ``worker``, ``token`` and ``expires_at`` only while the
   task is running.
+* An idempotency key (``submit(..., key=...)``) is remembered for the
+  scheduler's whole life, whatever its task's status. A known key with the
+  same other arguments *as passed* (``due_at=None`` differs from any int)
+  returns the first task's id and changes nothing; with different ones it is
+  an invalid call. Keys are not part of the task view.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from dataclasses import dataclass, replace
 
 from fencepost.spec.protocol import (
     ACCEPTED,
+    RESTART,
     DISPATCHABLE_STATUSES,
     FINAL_STATUSES,
     Lease,
@@ -70,6 +77,20 @@ class Task:
     expired_token: int | None = None  # the token whose lease expired last, for the rejection reason
 
 
+#: The ``submit`` arguments an idempotency key is bound to, in this order and
+#: exactly as passed (``due_at=None`` is not the time it stood for).
+KEYED_ARGUMENTS = ("priority", "due_at", "max_attempts", "retry_delay")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """One idempotency key: the task it made and the arguments it was bound to."""
+
+    key: str
+    task_id: int
+    arguments: tuple[int | None, ...]  # KEYED_ARGUMENTS' values as passed
+
+
 @dataclass(frozen=True, slots=True)
 class State:
     """The whole scheduler. Every field is immutable; transitions build a new State."""
@@ -78,6 +99,7 @@ class State:
     tasks: tuple[Task, ...] = ()  # indexed by id - 1; ids are 1, 2, 3... in submit order
     workers: tuple[tuple[str, int], ...] = ()  # (name, capacity) in the order added
     last_token: int = 0  # tokens issued so far; the next one is last_token + 1
+    keys: tuple[KeyRecord, ...] = ()  # every idempotency key ever submitted, in submit order
 
 
 # ---------------------------------------------------------------- guards
@@ -112,6 +134,13 @@ def require_task(state: State, task_id: object) -> Task:
         known = f"ids issued so far are 1..{len(state.tasks)}" if len(state.tasks) else "no task has been submitted yet"
         raise ValueError(f"task_id {task_id!r} is unknown: {known}")
     return state.tasks[task_id - 1]
+
+
+def require_key(key: object) -> str | None:
+    """Return ``key`` if it is None or a non-empty ``str``, else raise ValueError."""
+    if key is not None and (not isinstance(key, str) or not key):
+        raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
+    return key
 
 
 def capacity_of(state: State, worker: object) -> int:
@@ -154,6 +183,38 @@ def view(task: Task) -> TaskView:
         expires_at=task.expires_at,
         cancel_requested=task.cancel_requested,
     )
+
+
+def key_record(state: State, key: str | None) -> KeyRecord | None:
+    """The record of idempotency key ``key``, or None if it was never submitted (or is None)."""
+    for record in state.keys:
+        if record.key == key:
+            return record
+    return None
+
+
+def key_of(state: State, task_id: int) -> str | None:
+    """The idempotency key task ``task_id`` was submitted with, or None."""
+    for record in state.keys:
+        if record.task_id == task_id:
+            return record.key
+    return None
+
+
+def key_conflict(record: KeyRecord, arguments: tuple[int | None, ...]) -> str | None:
+    """Why ``arguments`` may not reuse ``record``'s key (what differs), or None if they match.
+
+    Compared by type as well as value, so ``due_at=None`` differs from ``due_at=0``.
+    """
+    diffs = [
+        f"{name} {old!r} then {new!r}"
+        for name, old, new in zip(KEYED_ARGUMENTS, record.arguments, arguments)
+        if type(old) is not type(new) or old != new
+    ]
+    if not diffs:
+        return None
+    return (f"key {record.key!r} was already submitted as task {record.task_id} with other arguments: "
+            + ", ".join(diffs))
 
 
 def task(state: State, task_id: int) -> TaskView:
@@ -245,10 +306,14 @@ def submit(
     due_at: int | None = None,
     max_attempts: int | None = None,
     retry_delay: int = 1,
+    key: str | None = None,
 ) -> tuple[State, int]:
     """Add a pending task; return its id (1, 2, 3... in submit order). Untimed.
 
     ``due_at=None`` means the current time; an earlier ``due_at`` is eligible at once.
+    ``key``, when given, makes the call idempotent: a key submitted before,
+    with the same other arguments as passed, returns that task's id and
+    changes nothing; with different arguments the call is invalid.
     """
     require_int("priority", priority)
     if due_at is not None:
@@ -256,6 +321,14 @@ def submit(
     if max_attempts is not None:
         require_at_least("max_attempts", max_attempts, 1)
     require_at_least("retry_delay", retry_delay, 1)
+    require_key(key)
+    arguments = (priority, due_at, max_attempts, retry_delay)
+    known = key_record(state, key)
+    if known is not None:
+        conflict = key_conflict(known, arguments)
+        if conflict:
+            raise ValueError(conflict)
+        return state, known.task_id  # unchanged: everything (no id consumed)
     task_id = len(state.tasks) + 1
     new = Task(
         id=task_id,
@@ -264,8 +337,9 @@ def submit(
         max_attempts=max_attempts,
         retry_delay=retry_delay,
     )
+    keys = state.keys if key is None else state.keys + (KeyRecord(key, task_id, arguments),)
     # unchanged: now (untimed: no expiry), workers, last_token, every other task
-    return replace(state, tasks=state.tasks + (new,)), task_id
+    return replace(state, tasks=state.tasks + (new,), keys=keys), task_id
 
 
 def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State, Lease | None]:
@@ -399,10 +473,18 @@ TRANSITIONS = {
 def apply(state: State, op: str, args: dict[str, object]) -> tuple[State, object]:
     """Apply the operation named ``op`` with keyword ``args``; see ``TRANSITIONS``.
 
+    ``op`` may also be ``RESTART`` (no arguments): a durable scheduler
+    reopened from its storage. It returns ``state`` itself, since nothing
+    acknowledged may be lost or changed by a restart.
+
     Raises:
         ValueError: ``op`` is not a protocol operation, or the call is invalid
             (then nothing changes: the caller keeps the old state).
     """
+    if op == RESTART:
+        if args:
+            raise ValueError(f"restart takes no arguments: {sorted(args)}")
+        return state, None  # unchanged: everything
     try:
         transition = TRANSITIONS[op]
     except KeyError:

@@ -106,10 +106,22 @@ class TaskView:
 #: The protocol's operations, in the order the README's contract table lists them.
 OPERATIONS = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance")
 
+#: Not an operation but a step of checks and scenarios: the scheduler is
+#: replaced by its ``reopen()`` (as a new process would see its storage) and
+#: must then agree on everything. The contract's state does not change.
+RESTART = "restart"
+
 
 @runtime_checkable
 class SchedulerProtocol(Protocol):
-    """What ``fencepost check`` drives. Every invalid argument raises ``ValueError``."""
+    """What ``fencepost check`` drives. Every invalid argument raises ``ValueError``.
+
+    ``submit``'s ``key`` (an idempotency key, None or a non-empty str) is an
+    optional capability: a scheduler whose ``submit`` takes no ``key`` is
+    still checked, without keys. So is ``reopen()`` (not listed here): a
+    scheduler whose objects have it is checked across restarts too (see
+    ``spec.checkers.capabilities``).
+    """
 
     @property
     def now(self) -> int: ...
@@ -122,6 +134,7 @@ class SchedulerProtocol(Protocol):
         due_at: int | None = None,
         max_attempts: int | None = None,
         retry_delay: int = 1,
+        key: str | None = None,
     ) -> int: ...
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None: ...

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from fencepost.spec import model
+from fencepost.spec.protocol import RESTART
 from fencepost.tui.commands import expect_from
 from fencepost.spec.formats.scenario import (
     Scenario,
@@ -50,6 +51,7 @@ from fencepost.spec.formats.scenario import (
     describe_call,
     describe_result,
     int_field,
+    offers_restart,
 )
 
 #: A full copy of one side's task rows is kept every this many frames.
@@ -78,6 +80,7 @@ EVENT_KINDS = (
     "cancel",  # a cancellation accepted (or requested, for running work)
     "renew",  # a lease extended
     "time",  # time moved and nothing else happened
+    "restart",  # the scheduler was reopened from its storage, with what it recovered
     "error",  # the call was invalid and raised
     "mismatch",  # the step's expect did not hold
 )
@@ -207,6 +210,16 @@ class Board:
     done: list[Row]  # most recently finished first
     workers: tuple[WorkerLoad, ...]
     changed: frozenset[int]
+    keys: dict[int, str] = field(default_factory=dict)  # task id -> idempotency key, for tasks submitted with one
+
+
+#: Longest idempotency key a task column shows; a longer one is cut with an ellipsis.
+KEY_SHOWN = 10
+
+
+def short_key(key: str) -> str:
+    """``key`` cut to ``KEY_SHOWN`` characters for a task column."""
+    return key if len(key) <= KEY_SHOWN else key[: KEY_SHOWN - 1] + "…"
 
 
 Change = tuple[int, "Row | None", Row]
@@ -407,6 +420,8 @@ class _Side:
     running: set[int] = field(default_factory=set)
     capacity: dict[str, int] = field(default_factory=dict)  # from add_worker calls that did not raise
     track: _Track = field(default_factory=_Track)
+    keys: dict[int, str] = field(default_factory=dict)  # task id -> the idempotency key it was submitted with
+    duplicate: bool = False  # the last submit returned a task submitted before (by its key)
 
     def loads(self) -> tuple[WorkerLoad, ...]:
         used = dict.fromkeys(self.capacity, 0)
@@ -416,16 +431,22 @@ class _Side:
         return tuple(WorkerLoad(str(name), n, self.capacity.get(name, 0)) for name, n in used.items())
 
     def note_result(self, step: Step, result: StepResult) -> None:
+        self.duplicate = False
         if result.error is not None:
             return
         if step.op == "submit" and isinstance(result.value, int) and not isinstance(result.value, bool):
+            if self.ids and result.value <= self.ids[-1]:  # ids rise with every new task: a duplicate by key
+                self.duplicate = True
+                return
             self.ids.append(result.value)
+            if isinstance(step.args.get("key"), str):
+                self.keys[result.value] = step.args["key"]
         elif step.op == "add_worker":
             self.capacity[step.args["worker"]] = step.args["capacity"]
 
     def touched(self, step: Step, result: StepResult, also: Iterable[int] = ()) -> Iterable[int]:
-        """The task ids to re-read after ``step``: all of them while there are few."""
-        if len(self.ids) <= FULL_SCAN_LIMIT:
+        """The task ids to re-read after ``step``: all of them while there are few, or after a restart."""
+        if len(self.ids) <= FULL_SCAN_LIMIT or step.op == RESTART:
             return self.ids
         ids = set(also)
         if step.op not in UNTIMED:  # an untimed call expires nothing
@@ -628,7 +649,7 @@ class Timeline:
             check = self.checks[index]
             now, workers, changed = check.now, check.workers, check.changed
         pending, running, done = self._columns[side].at(index, now)
-        return Board(side, now, pending, running, done, workers, changed)
+        return Board(side, now, pending, running, done, workers, changed, self._impl.keys)
 
     # ------------------------------------------------------------ building: the implementation
 
@@ -656,6 +677,9 @@ class Timeline:
     def _apply_impl(self, step: Step) -> tuple[StepResult, str | None]:
         """The step's result, and how the implementation broke the protocol if it raised
         something other than ``ValueError`` (then the result is that error)."""
+        if step.op == RESTART and not offers_restart(self._scheduler):
+            problem = f"{type(self._scheduler).__name__} has no reopen(), so it cannot restart"
+            return StepResult(error=problem), problem
         try:
             return apply_step(self._scheduler, step), None
         except Exception as exc:  # a broken implementation must not take the viewer down
@@ -678,6 +702,8 @@ class Timeline:
     def _run_impl(self, step: Step, result: StepResult, crash: str | None) -> None:
         index = len(self.frames)
         impl = self._impl
+        if step.op == RESTART and result.error is None:
+            self._scheduler = result.value  # every later step goes to the reopened scheduler
         try:
             now = int(self._scheduler.now)
         except Exception:  # a broken implementation: keep the last clock seen
@@ -699,7 +725,8 @@ class Timeline:
             changed=frozenset(task_id for task_id, _, _ in changes),
             workers=impl.loads() if self._loads_may_change(step, changes) else self.frames[-1].workers,
         )
-        self._results.append(_result_key(result))
+        # A restart's value is the reopened scheduler; what must agree with the model is only that it did not raise.
+        self._results.append(None if step.op == RESTART and result.error is None else _result_key(result))
         self.log.append((index, _CALL))
         self.log.extend((index, event) for event in events)
         self.log_end.append(len(self.log))
@@ -802,7 +829,23 @@ class Timeline:
             events.append(self._cancel_event(step, result))
         elif op == "advance" and not events:
             events.append(Event("time", f"time advances to t={now}; no lease ends"))
+        elif op == RESTART:
+            events.append(self._restart_event(changes, now))
         return events
+
+    def _restart_event(self, changes: tuple[Change, ...], now: int) -> Event:
+        """What the reopened scheduler recovered, by status; and what it shows differently, if anything."""
+        rows = self._impl.rows
+        counts: dict[str, int] = {}
+        for row in rows.values():
+            counts[row.status] = counts.get(row.status, 0) + 1
+        held = ", ".join(f"{n} {status}" for status, n in counts.items())
+        text = f"restart: the scheduler was reopened at t={now}; {len(rows)} task{'s' if len(rows) != 1 else ''} recovered"
+        if held:
+            text += f" ({held})"
+        if changes:
+            text += f"; {len(changes)} changed on reopening: {', '.join(f'#{task_id}' for task_id, _, _ in changes)}"
+        return Event("restart", text)
 
     def _expiries(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
         """Leases that ended at this step other than by their own accepted complete or fail."""
@@ -831,9 +874,13 @@ class Timeline:
 
     def _submit_event(self, step: Step, result: StepResult, now: int) -> Event:
         task_id, args = result.value, step.args
+        if self._impl.duplicate:
+            return Event("submit", f"submit with key {args.get('key')!r} returned task {task_id}: already submitted", task_id)
         row = self._impl.rows.get(task_id)
         due = row.due_at if row else args.get("due_at", now)
         parts = [f"task {task_id} submitted: priority {args.get('priority', 0)}"]
+        if isinstance(args.get("key"), str):
+            parts[0] = f"task {task_id} submitted with key {args['key']!r}: priority {args.get('priority', 0)}"
         parts.append(f"due t={due}" + (" (not yet due)" if due > now else ""))
         if args.get("max_attempts") is not None:
             parts.append(f"at most {args['max_attempts']} attempts")

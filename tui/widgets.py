@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text
+from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text, short_key
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
 Line = tuple[str | None, tuple[tuple[str, str | None], ...]]
@@ -158,6 +158,11 @@ class TaskColumn(LineList):
     def _id_part(self, row: Row) -> tuple[str, str]:
         return (f"#{row.id:<{self._id_width}}", "id")
 
+    def _key_part(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+        """The task's idempotency key, short, when it was submitted with one."""
+        key = board.keys.get(row.id)
+        return [(f" k:{short_key(key)}", "dim")] if key is not None else []
+
     def _format_pending(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
         due = row.due_at <= board.now
         nxt = due and board.pending and board.pending[0] is row
@@ -170,7 +175,7 @@ class TaskColumn(LineList):
             parts.append((" retry", "retry"))
         if row.attempts:
             parts.append((f" a{row.attempts}", "dim"))
-        return parts
+        return parts + self._key_part(row, board)
 
     def _format_running(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
         start, end = row.started_at, row.expires_at
@@ -189,7 +194,7 @@ class TaskColumn(LineList):
         ]
         if row.cancel_requested:
             parts.append((" cancel asked", "cancel-requested"))
-        return parts
+        return parts + self._key_part(row, board)
 
     def _format_done(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
         return [
@@ -197,6 +202,7 @@ class TaskColumn(LineList):
             self._id_part(row),
             (f" {row.status:<9}", row.status),
             (f" a{row.attempts}", "dim"),
+            *self._key_part(row, board),
         ]
 
 

@@ -24,6 +24,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, minimize
 
@@ -47,6 +48,7 @@ class CheckResult:
     seconds: float = 0.0
     seed: int | None = None
     batches: int = 1  # batches run; more than one when coverage needed them
+    capabilities: Capabilities = field(default_factory=Capabilities)  # optional parts found and checked
 
     @property
     def missing(self) -> list[str]:
@@ -61,6 +63,7 @@ def check_factory(
     seed: int | None = None,
     steps: int | None = None,
     base: settings | None = None,
+    capabilities: Capabilities | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
 
@@ -77,33 +80,40 @@ def check_factory(
             of the first batch; later batches use the following seeds.
         steps: steps per run; default the base settings'.
         base: Hypothesis settings to start from; default the ``ci`` profile.
+        capabilities: the optional parts to check (keys, restart); default
+            what ``spec.checkers.capabilities.detect`` finds. Their outcomes
+            join the ones the run must reach.
 
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
         in ``trace`` when the implementation diverged or broke an invariant.
     """
     base = base or settings.get_profile("ci")
-    coverage = Coverage()
+    capabilities = detect(factory) if capabilities is None else capabilities
+    coverage = Coverage(capabilities=capabilities)
     started = time.perf_counter()
     runs = 0
     for batch in range(COVERAGE_BATCHES):
         batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
-        passed, trace, failure, batch_runs = _run_batch(factory, coverage, base, max_examples, steps, batch_seed)
+        passed, trace, failure, batch_runs = _run_batch(
+            factory, coverage, capabilities, base, max_examples, steps, batch_seed,
+        )
         runs += batch_runs
         if not passed or not coverage.missing():
             break
     return CheckResult(
         passed=passed, trace=trace, failure=failure, coverage=coverage,
         examples=runs, seconds=time.perf_counter() - started, seed=seed, batches=batch + 1,
+        capabilities=capabilities,
     )
 
 
 def _run_batch(
-    factory: Callable[[], object], coverage: Coverage, base: settings,
+    factory: Callable[[], object], coverage: Coverage, capabilities: Capabilities, base: settings,
     max_examples: int | None, steps: int | None, seed: int | None,
 ) -> tuple[bool, list[TraceStep], str | None, int]:
     """One Hypothesis run of the machine: (passed, minimized trace, failure, runs made)."""
-    machine = conformance_machine(factory, coverage=coverage)
+    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities)
     runs = 0
     original_init = machine.__init__
 
@@ -183,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())
+    print(result.capabilities.summary())
     if not result.passed:
         print(f"{args.factory} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
         print(report_failure(result))

@@ -17,7 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fencepost.spec import model
-from fencepost.spec.protocol import Lease, Outcome, Reason, Status
+from fencepost.spec.checkers.capabilities import NONE, Capabilities
+from fencepost.spec.protocol import RESTART, Lease, Outcome, Reason, Status
 
 #: Outcome keys per operation that every run of ``fencepost check`` and every
 #: default-scope ``fencepost explore`` must reach.
@@ -31,6 +32,26 @@ REQUIRED_OUTCOMES: dict[str, tuple[str, ...]] = {
     "renew": ("accepted", Reason.CANCEL_REQUESTED, Reason.STALE_TOKEN, Reason.LEASE_EXPIRED, "raised"),
     "advance": ("ok", "raised"),
 }
+
+#: Outcomes a run must also reach when the scheduler offers idempotency keys,
+#: with what each means.
+KEY_OUTCOMES: dict[str, str] = {
+    "duplicate": "duplicate submit by key returned the first id",
+    "key_reused": "key reused with different arguments raised",
+}
+#: Outcomes a run must also reach when the scheduler offers ``reopen()``.
+RESTART_OUTCOMES: dict[str, str] = {"ok": "the scheduler was reopened and agreed on everything"}
+
+
+def required_outcomes(capabilities: Capabilities = NONE) -> dict[str, tuple[str, ...]]:
+    """``REQUIRED_OUTCOMES`` plus those of the optional capabilities offered."""
+    required = dict(REQUIRED_OUTCOMES)
+    if capabilities.keys:
+        required["submit"] = (*required["submit"], *KEY_OUTCOMES)
+    if capabilities.restart:
+        required[RESTART] = tuple(RESTART_OUTCOMES)
+    return required
+
 
 #: Boundaries every run must hit, with what each means.
 REQUIRED_BOUNDARIES: dict[str, str] = {
@@ -74,9 +95,14 @@ def classify(
         for t in running:
             if t.expires_at <= now:
                 boundaries.add(_EXPIRY_BOUNDARY[expired.tasks[t.id - 1].status])
+    if op == "submit" and isinstance(args.get("key"), str) and model.key_record(before, args["key"]):
+        if not raised:
+            return "duplicate", boundaries
+        if _valid_without_key(before, args):
+            return "key_reused", boundaries
     if raised:
         return "raised", boundaries
-    if op in ("add_worker", "submit", "advance"):
+    if op in ("add_worker", "submit", "advance", RESTART):
         return "ok", boundaries
     if op == "dispatch":
         return _classify_dispatch(args, before, after, result, boundaries), boundaries
@@ -93,6 +119,15 @@ def classify(
             return "accepted:cancel_requested", boundaries
         return f"accepted:{status.status.value}", boundaries
     return "accepted", boundaries
+
+
+def _valid_without_key(state: model.State, args: dict) -> bool:
+    """True when a submit that raised would have been valid without its key: the key was the fault."""
+    try:
+        model.submit(state, **{name: value for name, value in args.items() if name != "key"})
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def _classify_dispatch(args: dict, before: model.State, after: model.State, result: object, boundaries: set[str]) -> str:
@@ -123,6 +158,7 @@ class Coverage:
 
     outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
     boundaries: Counter = field(default_factory=Counter)  # boundary -> count
+    capabilities: Capabilities = NONE  # optional capabilities whose outcomes are required too
 
     def record(self, op: str, outcome: str, boundaries: set[str]) -> None:
         self.outcomes[(op, outcome)] += 1
@@ -135,14 +171,15 @@ class Coverage:
 
     def missing(self) -> list[str]:
         """Every declared outcome or boundary this coverage never reached."""
-        gaps = [f"{op} -> {key}" for op, keys in REQUIRED_OUTCOMES.items() for key in keys if not self.outcomes[(op, key)]]
+        gaps = [f"{op} -> {key}" for op, keys in required_outcomes(self.capabilities).items()
+                for key in keys if not self.outcomes[(op, key)]]
         gaps += [f"boundary {name} ({REQUIRED_BOUNDARIES[name]})" for name in REQUIRED_BOUNDARIES if not self.boundaries[name]]
         return gaps
 
     def report(self) -> str:
         """A table: per operation, each outcome's count; then each boundary's count."""
         lines = ["outcomes:"]
-        for op, keys in REQUIRED_OUTCOMES.items():
+        for op, keys in required_outcomes(self.capabilities).items():
             extra = sorted(k for (o, k) in self.outcomes if o == op and k not in keys)
             cells = ", ".join(f"{k}={self.outcomes[(op, k)]}" for k in (*keys, *extra))
             lines.append(f"  {op:<10} {cells}")

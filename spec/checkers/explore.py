@@ -57,6 +57,14 @@ model state, the first in breadth-first order: a bug that needs the
 implementation's own internals to differ between two paths to the same model
 state can hide from this (``fencepost check``'s random paths complement it).
 
+An implementation whose objects have ``reopen()`` (see
+``spec.checkers.capabilities``) is checked across restarts too: every
+transition is also taken after a restart at its parent state (the path
+replayed, then ``reopen()``, then the call), and after every transition the
+implementation is reopened and must still show the model's clock and views.
+A restart leaves the model's state as it was, so it adds no states, only
+checks (about twice the implementation's work).
+
 Large levels are split over ``--jobs`` forked processes; the result is the
 same for any number of jobs.
 
@@ -78,11 +86,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fencepost.spec import invariants, model
+from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.check import probe_factory
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
 from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.checkers.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
-from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS
+from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
 from fencepost.spec.formats.trace import write_trace
 
 Call = tuple[str, dict]
@@ -314,6 +323,9 @@ def _replay(factory: Callable[[], object], path: list[Call]) -> object:
     """A fresh implementation that has made the calls of ``path`` (each already checked)."""
     impl = factory()
     for op, args in path:
+        if op == RESTART:
+            impl = impl.reopen()
+            continue
         try:
             getattr(impl, op)(**args)
         except ValueError:
@@ -336,6 +348,7 @@ class ImplementationCheck:
     def __init__(self, factory: Callable[[], object]) -> None:
         self.factory = factory
         self._views: dict[model.Task, tuple] = {}  # the model's view of a task, as view_tuple gives it
+        self.restarts = detect(factory).restart  # objects have reopen(): check across restarts too
 
     def expected_view(self, task: model.Task) -> tuple:
         view = self._views.get(task)
@@ -343,24 +356,46 @@ class ImplementationCheck:
             view = self._views[task] = view_tuple(model.view(task))
         return view
 
-    def agrees(self, path: list[Call], op: str, args: dict, expected: object, after: model.State) -> bool:
-        """True when one call at the end of ``path`` matches the model's result, clock and views."""
-        try:
-            impl = _replay(self.factory, path)
+    def disagreement(self, path: list[Call], op: str, args: dict, expected: object, after: model.State) -> list[Call] | None:
+        """None when one call at the end of ``path`` matches the model's result, clock and views;
+        else the calls (restarts included) on which the implementation disagreed.
+
+        With restarts, the call is also made on an implementation reopened
+        after ``path``, and each implementation is reopened after the call
+        and compared again.
+        """
+        ways = [[*path, (op, args)]]
+        if self.restarts:
+            ways.append([*path, (RESTART, {}), (op, args)])
+        for calls_ in ways:
             try:
-                got = normalize(getattr(impl, op)(**args))
-            except ValueError as exc:
-                got = ("error", str(exc))
-            if comparable(got) != comparable(expected) or impl.now != after.now:
-                return False
-            for task in after.tasks:
-                if view_tuple(impl.task(task.id)) != self.expected_view(task):
-                    return False
-            check = getattr(impl, "check_invariants", None)
-            if check is not None:
-                check()
-        except Exception:  # any other exception, or an invariant of its own, is a disagreement
+                impl = _replay(self.factory, calls_[:-1])
+                try:
+                    got = normalize(getattr(impl, op)(**args))
+                except ValueError as exc:
+                    got = ("error", str(exc))
+                if comparable(got) != comparable(expected) or not self._shows(impl, after):
+                    return calls_
+                if self.restarts and not self._shows(impl.reopen(), after):
+                    return [*calls_, (RESTART, {})]
+            except Exception:  # any other exception, or an invariant of its own, is a disagreement
+                return calls_
+        return None
+
+    def _shows(self, impl: object, after: model.State) -> bool:
+        """True when ``impl``'s clock and views are the model's, and its own invariants hold.
+
+        Raises:
+            Exception: whatever the implementation raises (a disagreement to the caller).
+        """
+        if impl.now != after.now:
             return False
+        for task in after.tasks:
+            if view_tuple(impl.task(task.id)) != self.expected_view(task):
+                return False
+        check = getattr(impl, "check_invariants", None)
+        if check is not None:
+            check()
         return True
 
     def counterexample(self, calls_: list[Call]) -> Violation | None:
@@ -461,8 +496,8 @@ def _expand(
                 invariants.check_all(observation(after), _copy_history(history))
             except invariants.InvariantViolation as exc:
                 return _model_trace([*_path(parents, key), (op, args)], str(exc))
-        if impl is not None and not impl.agrees(path, op, args, expected, after):
-            failing = [*path, (op, args)]
+        failing = impl.disagreement(path, op, args, expected, after) if impl is not None else None
+        if failing is not None:
             return impl.counterexample(failing) or _model_trace(
                 failing, "the implementation disagreed once, but not when replayed again: is it deterministic?"
             )

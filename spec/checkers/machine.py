@@ -14,6 +14,13 @@ Time choices land on the boundaries on purpose: exactly a running lease's
 ``expires_at``, one before it, a waiting task's due time, equal due times for
 many tasks, and enough submits to pass id 9.
 
+Optional capabilities (``spec.checkers.capabilities``) add rules: with
+idempotency keys, most submits carry a key from a small pool, so keys repeat
+often, with the same arguments and with different ones; with ``reopen()``, a
+``restart`` rule replaces the implementation with its reopened self (the
+model does not change) and everything must still agree. A scheduler that
+offers neither is driven exactly as before.
+
 Only the public protocol is used, so any object with the protocol's methods
 can be checked.
 """
@@ -28,8 +35,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from fencepost.spec import invariants, model
+from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage, classify
-from fencepost.spec.protocol import Status
+from fencepost.spec.protocol import RESTART, Status
 from fencepost.spec.formats.scenario import bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
@@ -79,6 +87,15 @@ NON_INT_FORMS = ("str", "float", "fraction", "bool", "list")
 #: Values a worker name must refuse; a list is unhashable, so no dict lookup may see it.
 NON_STRS = (1, ["w1"], 1.5, True)
 TIMED_OPS = ("dispatch", "complete", "fail", "cancel", "renew", "advance")
+#: The idempotency keys a run draws from: few, so that keys repeat often.
+KEY_POOL = ("a", "b", "c")
+#: How a submit chooses its key when the scheduler offers keys. Repeated
+#: entries weight the draw: ``pool`` reuses a pooled key with freshly drawn
+#: arguments (new, a conflict, or by chance a duplicate), ``repeat`` repeats a
+#: known key with exactly its first arguments (a duplicate).
+KEY_KINDS = ("none", "none", "pool", "pool", "repeat")
+#: Keys ``invalid_key`` offers: wrong types and the empty string.
+BAD_KEYS = ("", 1, ["a"], True)
 
 
 def disguise(value: int, form: str) -> object:
@@ -213,7 +230,12 @@ class Lockstep:
         self.observed: invariants.Observation | None = None
 
     def step(self, op: str, args: dict) -> TraceStep:
-        """Apply one call to both sides and compare; raise Divergence on any difference."""
+        """Apply one call to both sides and compare; raise Divergence on any difference.
+
+        ``op`` may be ``RESTART`` (see ``restart``).
+        """
+        if op == RESTART:
+            return self.restart()
         before = self.state
         self.observed = None
         try:
@@ -240,11 +262,32 @@ class Lockstep:
         if comparable(expected) != comparable(got):
             self.diverge(record, f"the result differs: expected {describe(expected)}, got {describe(got)}")
         self.state = after
-        if op == "submit" and not raised:
+        if op == "submit" and not raised and result not in self.max_attempts:
             self.max_attempts[result] = args.get("max_attempts")
         if op == "dispatch" and result is not None:
             self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
             self.worker_of_token[result.token] = result.worker
+        self.compare_views(record)
+        return record
+
+    def restart(self) -> TraceStep:
+        """Replace the implementation with its ``reopen()``; the model does not change.
+
+        The reopened scheduler must then agree on the clock and every view.
+
+        Raises:
+            Divergence: ``reopen()`` raised, or the reopened scheduler disagrees.
+        """
+        self.observed = None
+        record = TraceStep(RESTART, {}, None, None)
+        self.trace.append(record)
+        if self.coverage is not None:
+            self.coverage.record(RESTART, "ok", set())
+        try:
+            self.impl = self.impl.reopen()
+        except Exception as exc:
+            record.got = ("error", f"{type(exc).__name__}: {exc}")
+            self.diverge(record, f"reopen() raised {type(exc).__name__}: {exc}")
         self.compare_views(record)
         return record
 
@@ -339,8 +382,10 @@ def _without(calls: list[tuple[str, dict, object]], start: int, count: int) -> l
     """
     gone_ids: list[int] = []
     gone_tokens: list[int] = []
+    issued = max((e for op, _, e in calls[:start] if op == "submit" and _is_int(e)), default=0)
     for op, _, expected in calls[start : start + count]:
-        if op == "submit" and isinstance(expected, int):
+        if op == "submit" and _is_int(expected) and expected > issued:  # a duplicate by key issues no id
+            issued = expected
             gone_ids.append(expected)
         elif op == "dispatch" and isinstance(expected, tuple) and expected[0] == "lease":
             gone_tokens.append(expected[3])
@@ -394,7 +439,7 @@ def _is_int(value: object) -> bool:
 #: Small values ``minimize`` tries in place of larger ones, per argument.
 _SIMPLER_VALUES = {"priority": (0, 1), "duration": (1,), "capacity": (1,), "retry_delay": (1,)}
 #: Optional ``submit`` arguments ``minimize`` tries to drop.
-_OPTIONAL_ARGS = ("priority", "due_at", "max_attempts", "retry_delay")
+_OPTIONAL_ARGS = ("priority", "due_at", "max_attempts", "retry_delay", "key")
 
 
 def _simpler(op: str, args: dict) -> list[dict]:
@@ -485,7 +530,8 @@ def _minimize_pass(factory: Callable[[], object], best: list[TraceStep]) -> list
 
 
 def conformance_machine(
-    factory: Callable[[], object], *, coverage: Coverage | None = None, name: str | None = None
+    factory: Callable[[], object], *, coverage: Coverage | None = None, name: str | None = None,
+    capabilities: Capabilities | None = None,
 ) -> type[RuleBasedStateMachine]:
     """Build the conformance machine for schedulers made by ``factory``.
 
@@ -495,15 +541,20 @@ def conformance_machine(
         coverage: when given, every step's outcome and boundaries are counted
             into it (see ``spec.checkers.coverage``).
         name: the class name Hypothesis prints; defaults to the factory's.
+        capabilities: the optional parts of the protocol to drive (keys,
+            restart); default: what ``spec.checkers.capabilities.detect``
+            finds on one instance from ``factory``.
 
     Returns:
         A ``RuleBasedStateMachine`` subclass. Its ``last_trace`` class
         attribute holds the steps of the most recent run, which after a
         failed ``run_state_machine_as_test`` is the shrunk counterexample.
     """
+    offered = detect(factory) if capabilities is None else capabilities
 
     class ConformanceMachine(RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
+        capabilities = offered
 
         def __init__(self) -> None:
             super().__init__()
@@ -599,8 +650,18 @@ def conformance_machine(
             offset=offsets,
             max_attempts=st.none() | st.integers(min_value=1, max_value=3),
             retry_delay=st.integers(min_value=1, max_value=3),
+            keyed=st.sampled_from(KEY_KINDS if offered.keys else ("none",)),
         )
-        def submit(self, priority: int, due: str, offset: int, max_attempts: int | None, retry_delay: int) -> None:
+        def submit(self, priority: int, due: str, offset: int, max_attempts: int | None, retry_delay: int,
+                   keyed: str) -> None:
+            known = self.state.keys
+            if keyed == "repeat" and known:
+                # A duplicate: a known key with exactly the arguments it was first submitted with.
+                record = known[offset % len(known)]
+                first = dict(zip(model.KEYED_ARGUMENTS, record.arguments))
+                args = {name: value for name, value in first.items() if value is not None}
+                self.step("submit", **args, key=record.key)
+                return
             args: dict[str, object] = {"priority": priority}
             now = self.state.now
             dues = [t.due_at for t in self.state.tasks]
@@ -616,7 +677,25 @@ def conformance_machine(
                 args["max_attempts"] = max_attempts
             if retry_delay != 1:
                 args["retry_delay"] = retry_delay
+            if keyed != "none":
+                args["key"] = KEY_POOL[offset % len(KEY_POOL)]
             self.step("submit", **args)
+
+        @precondition(lambda self: offered.keys)
+        @rule(pick=picks, fault=st.sampled_from(("bad_key", "bad_argument_known_key")))
+        def invalid_key(self, pick: int, fault: str) -> None:
+            """A key that is no key, or a known key with an invalid argument: both raise, nothing changes."""
+            if fault == "bad_key" or not self.state.keys:
+                self.step("submit", key=BAD_KEYS[pick % len(BAD_KEYS)])
+            else:
+                record = self.state.keys[pick % len(self.state.keys)]
+                self.step("submit", priority=str(record.arguments[0]), key=record.key)
+
+        @precondition(lambda self: offered.restart)
+        @rule()
+        def restart(self) -> None:
+            """The scheduler is reopened from its storage; the contract's state must survive it."""
+            self.step(RESTART)
 
         @precondition(lambda self: len(self.state.tasks) + 2 <= MAX_TASKS)
         @rule(

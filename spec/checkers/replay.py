@@ -17,6 +17,7 @@ import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
@@ -27,7 +28,9 @@ from fencepost.spec.formats.scenario import (
     check_state,
     describe_call,
     describe_result,
+    first_restart,
     load_scenario,
+    offers_restart,
     resolve,
 )
 
@@ -50,14 +53,18 @@ def replay(scenario: Scenario, scheduler: object) -> list[ReplayedStep]:
 
     An exception other than ``ValueError`` is caught and reported as a
     mismatch, since the protocol allows only ``ValueError``; the replay goes on.
+    A ``restart`` step replaces ``scheduler`` with its ``reopen()`` for every
+    later step (the caller checks up front that it has one).
     """
     replayed = []
     submitted = 0
     for number, step in enumerate(scenario.steps, start=1):
         try:
             result = apply_step(scheduler, step)
-            if step.op == "submit" and result.error is None:
-                submitted += 1  # the ids task() must know from here on
+            if step.op == RESTART:
+                scheduler = result.value
+            if step.op == "submit" and result.error is None and result.value == submitted + 1:
+                submitted += 1  # the ids task() must know from here on (a duplicate by key issues none)
             mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
         except Exception as exc:  # a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
@@ -125,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
         scheduler = factory()
     except Exception as exc:
         raise UsageError(f"--impl {args.impl}: the factory raised {type(exc).__name__}: {exc}") from None
+    restart = first_restart(scenario)
+    if restart is not None and not offers_restart(scheduler):
+        raise UsageError(f"{args.scenario}: step {restart} is a restart, but --impl {args.impl} "
+                         f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
     replayed = replay(scenario, scheduler)
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {args.impl}: {title} ({_count(len(replayed), 'step')})")

@@ -24,6 +24,11 @@ table of any subset of the Lease fields; for ``complete``, ``fail``,
 (only with ``accepted = false``); for ``submit`` a table with ``task_id``;
 for any operation the string ``"error"``: the call must raise ``ValueError``.
 
+``submit`` takes an optional ``key`` (an idempotency key, a non-empty
+string). ``op = "restart"`` is a step with no arguments and no ``expect``:
+the scheduler is replaced by its ``reopen()`` and every later step, and the
+step's own ``expect_state``, is checked against the reopened one.
+
 Loading validates everything before anything runs. Every problem is a
 ``ScenarioError`` whose message is one line naming the file, the step
 (1-based), the field and the offending value. Argument names and required
@@ -52,7 +57,7 @@ import importlib.util
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from fencepost.spec.protocol import OPERATIONS, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
 
 
 class ScenarioError(ValueError):
@@ -77,13 +82,18 @@ def _signature(op: str) -> tuple[Param, ...]:
     params = []
     for p in list(inspect.signature(method).parameters.values())[1:]:  # skip self
         hint = hints[p.name]
-        assert hint in (int, str, int | None), f"scenario format has no type for {op}({p.name}: {hint})"
-        params.append(Param(p.name, str if hint is str else int, p.default is inspect.Parameter.empty, p.default))
+        assert hint in (int, str, int | None, str | None), f"scenario format has no type for {op}({p.name}: {hint})"
+        kind = str if hint in (str, str | None) else int
+        params.append(Param(p.name, kind, p.default is inspect.Parameter.empty, p.default))
     return tuple(params)
 
 
 #: Every operation's keyword arguments, in protocol order.
 SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in OPERATIONS}
+SIGNATURES[RESTART] = ()  # a restart step takes no arguments
+
+#: What a step's ``op`` may be: the protocol's operations and ``restart``.
+STEP_OPS = (*OPERATIONS, RESTART)
 
 #: Lease fields a dispatch ``expect`` table may name, with their types.
 LEASE_FIELDS: dict[str, type] = {
@@ -237,10 +247,10 @@ def _step_from_data(raw: dict, fail) -> Step:
     if "op" not in raw:
         raise fail("op", "missing")
     op = raw["op"]
-    if op not in OPERATIONS:
-        raise fail("op", f"expected one of {', '.join(OPERATIONS)}, got {_show(op)}")
+    if op not in STEP_OPS:
+        raise fail("op", f"expected one of {', '.join(STEP_OPS)}, got {_show(op)}")
     params = SIGNATURES[op]
-    takes = ", ".join(p.name for p in params)
+    takes = ", ".join(p.name for p in params) or "no arguments"
     for key in raw:
         if key not in _STEP_KEYS and key not in {p.name for p in params}:
             raise fail(key, f"not an argument of {op} (it takes {takes}; a step also has {', '.join(_STEP_KEYS)})")
@@ -285,7 +295,7 @@ def _expect_state_from_data(value: object, fail) -> dict:
 
 
 def _expect_from_data(op: str, expect: object, fail) -> object:
-    if expect == "error":
+    if expect == "error" and op != RESTART:
         return "error"
     if op == "dispatch":
         if expect == "none":
@@ -300,6 +310,8 @@ def _expect_from_data(op: str, expect: object, fail) -> object:
         return table
     if op == "submit":
         return _expect_table(expect, {"task_id": int}, ("task_id",), '"error" or a table with task_id', fail)
+    if op == RESTART:
+        raise fail("expect", f"a restart step has no expect (use expect_state), got {_show(expect)}")
     raise fail("expect", f'{op} can only expect "error", got {_show(expect)}')
 
 
@@ -533,8 +545,12 @@ class StepResult:
 def apply_step(scheduler: object, step: Step) -> StepResult:
     """Call ``step.op`` on ``scheduler`` with ``step.args``; a ``ValueError`` becomes ``error``.
 
-    Any other exception propagates: the protocol allows only ``ValueError``.
+    For a ``restart`` step the value is ``scheduler.reopen()``'s result, the
+    scheduler every later step must use. Any other exception propagates: the
+    protocol allows only ``ValueError``.
     """
+    if step.op == RESTART:
+        return StepResult(value=scheduler.reopen())
     try:
         value = getattr(scheduler, step.op)(**step.args)
     except ValueError as exc:
@@ -554,6 +570,8 @@ def describe_result(step: Step, result: StepResult) -> str:
     if result.error is not None:
         return f"error: {result.error}"
     value = result.value
+    if step.op == RESTART:
+        return "reopened"
     if step.op == "dispatch":
         if value is None:
             return "none"
@@ -702,6 +720,16 @@ BUILTIN_DIR = Path(importlib.util.find_spec("fencepost.tui").submodule_search_lo
 
 #: The walkthrough plain ``fencepost`` opens.
 DEFAULT_WALKTHROUGH = "onboarding"
+
+
+def offers_restart(scheduler: object) -> bool:
+    """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
+    return callable(getattr(scheduler, "reopen", None))
+
+
+def first_restart(scenario: Scenario) -> int | None:
+    """The 1-based number of the scenario's first ``restart`` step, or None."""
+    return next((n for n, step in enumerate(scenario.steps, 1) if step.op == RESTART), None)
 
 
 def builtin_names() -> list[str]:

@@ -33,8 +33,9 @@ class ModelScheduler:
     def add_worker(self, worker, capacity):
         return self._do("add_worker", worker=worker, capacity=capacity)
 
-    def submit(self, priority=0, due_at=None, max_attempts=None, retry_delay=1):
-        return self._do("submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay)
+    def submit(self, priority=0, due_at=None, max_attempts=None, retry_delay=1, key=None):
+        return self._do("submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay,
+                        key=key)
 
     def dispatch(self, worker, now, duration):
         return self._do("dispatch", worker=worker, now=now, duration=duration)

@@ -63,15 +63,15 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'worker': expected a string, got 7"),
         ('op = "submit"\npriority = [1]\n', "walk.toml: step 1: field 'priority': expected an int, got [1]"),
         ('op = "launch"\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                            "complete, fail, cancel, renew, advance, got \"launch\""),
+                            "complete, fail, cancel, renew, advance, restart, got \"launch\""),
         ('op = 3\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                     "complete, fail, cancel, renew, advance, got 3"),
+                     "complete, fail, cancel, renew, advance, restart, got 3"),
         ('worker = "w1"\n', "walk.toml: step 1: field 'op': missing"),
         ('op = "dispatch"\nworker = "w1"\nnow = 1\n',
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),
         ('op = "submit"\ntask = 1\n',
          "walk.toml: step 1: field 'task': not an argument of submit "
-         "(it takes priority, due_at, max_attempts, retry_delay; a step also has op, note, expect, expect_state)"),
+         "(it takes priority, due_at, max_attempts, retry_delay, key; a step also has op, note, expect, expect_state)"),
         ('op = "advance"\nnow = 1\nnotes = "x"\n',
          "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state)"),
         ('op = "advance"\nnow = 1\nnote = 5\n', "walk.toml: step 1: field 'note': expected a string, got 5"),
@@ -214,7 +214,8 @@ def test_json_null_for_a_none_default_means_the_default() -> None:
 def test_the_argument_vocabulary_is_the_protocols() -> None:
     names = {op: [(p.name, p.required) for p in params] for op, params in SIGNATURES.items()}
     assert names["dispatch"] == [("worker", True), ("now", True), ("duration", True)]
-    assert names["submit"] == [("priority", False), ("due_at", False), ("max_attempts", False), ("retry_delay", False)]
+    assert names["submit"] == [("priority", False), ("due_at", False), ("max_attempts", False), ("retry_delay", False), ("key", False)]
+    assert names["restart"] == []
     assert names["renew"] == [("task_id", True), ("token", True), ("now", True), ("duration", True)]
 
 

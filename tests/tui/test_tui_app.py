@@ -351,8 +351,8 @@ async def test_g_says_so_when_the_step_typed_is_not_one():
 @pytest.mark.parametrize(
     "line, message",
     [
-        ("submit priority=1 priority=2", "priority given twice: submit [priority] [due_at] [max_attempts] [retry_delay]"),
-        ("submit 1 2 3 4 5", "too many values for submit: submit [priority] [due_at] [max_attempts] [retry_delay]"),
+        ("submit priority=1 priority=2", "priority given twice: submit [priority] [due_at] [max_attempts] [retry_delay] [key]"),
+        ("submit 1 2 3 4 k 6", "too many values for submit: submit [priority] [due_at] [max_attempts] [retry_delay] [key]"),
     ],
 )
 async def test_a_refused_line_shows_the_verbs_whole_signature(line: str, message: str):

@@ -48,7 +48,7 @@ def test_a_line_that_is_not_a_call_says_what_is_wrong(line, message):
 
 
 def test_usage_marks_the_optional_arguments():
-    assert usage("submit") == "submit [priority] [due_at] [max_attempts] [retry_delay]"
+    assert usage("submit") == "submit [priority] [due_at] [max_attempts] [retry_delay] [key]"
 
 
 def test_a_result_becomes_the_expect_that_replays_it():

@@ -1,0 +1,123 @@
+"""Which optional parts of the protocol a scheduler offers, so the checks cover them.
+
+Two parts of the contract are optional, so that schedulers written before
+them can still be checked:
+
+* **idempotency keys**: ``submit(..., key=...)``. Offered when ``submit``
+  takes a ``key`` keyword: read from its signature, or, when the signature
+  cannot say (a builtin, or ``**kwargs``), by a probe on a throwaway
+  instance.
+* **restart**: ``reopen()`` returning a scheduler over the same storage, as
+  a new process would see it. Offered when the scheduler has a callable
+  ``reopen``.
+
+A check drives only what is offered and says which parts it skipped.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fencepost.spec.formats.scenario import offers_restart
+
+#: The names the capabilities go by in summaries, in the order they are printed.
+KEYS = "idempotency keys"
+RESTART = "restart"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The optional parts of the protocol one scheduler factory offers."""
+
+    keys: bool = False  # submit takes key=
+    restart: bool = False  # objects have a callable reopen()
+
+    @property
+    def found(self) -> tuple[str, ...]:
+        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if offered)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if not offered)
+
+    def summary(self) -> str:
+        """One clause for a check's summary, e.g. ``optional capabilities checked: restart; skipped: ...``."""
+        checked = ", ".join(self.found) or "none"
+        text = f"optional capabilities checked: {checked}"
+        if self.skipped:
+            text += f"; skipped (not offered): {', '.join(self.skipped)}"
+        return text
+
+
+#: What ``detect`` assumes of a scheduler it cannot inspect: nothing optional.
+NONE = Capabilities()
+#: Everything optional, as the shipped in-memory schedulers plus a reopen() would offer.
+ALL = Capabilities(keys=True, restart=True)
+
+
+def takes_key(scheduler: object, factory: Callable[[], object] | None = None) -> bool:
+    """True when ``scheduler.submit`` accepts a ``key`` keyword.
+
+    Reads the signature; when it has ``**kwargs`` or cannot be read, calls
+    ``submit(key=...)`` on a throwaway instance from ``factory`` (a
+    ``TypeError`` means no). Never touches ``scheduler``'s state.
+    """
+    submit = getattr(scheduler, "submit", None)
+    if not callable(submit):
+        return False
+    try:
+        parameters = inspect.signature(submit).parameters
+    except (TypeError, ValueError):
+        parameters = None
+    if parameters is not None:
+        if "key" in parameters and parameters["key"].kind in (
+            inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            return True
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            return False
+    if factory is None:
+        return False
+    return _probe_key(factory)
+
+
+def _probe_key(factory: Callable[[], object]) -> bool:
+    """Submit with a key on a fresh instance; it offers keys unless that raises TypeError."""
+    try:
+        throwaway = factory()
+    except Exception:
+        return False
+    try:
+        throwaway.submit(key="capability-probe")
+    except TypeError:
+        return False
+    except Exception:  # it took the keyword and refused something else: still offered
+        return True
+    finally:
+        _close(throwaway)
+    return True
+
+
+def _close(scheduler: object) -> None:
+    """Release a throwaway scheduler's storage, if it has any (a durable one's file)."""
+    close = getattr(scheduler, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # a sample's trouble closing is not the check's verdict
+            pass
+
+
+def detect(factory: Callable[[], object]) -> Capabilities:
+    """The optional capabilities of the schedulers ``factory`` makes (one sample instance).
+
+    Raises:
+        Exception: whatever ``factory()`` raises (callers probe it first).
+    """
+    sample = factory()
+    try:
+        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample))
+    finally:
+        _close(sample)
