@@ -85,13 +85,6 @@ def _token_arg(token: int) -> int:
     return token if INT64_MIN <= token <= INT64_MAX else 0
 
 
-def check_key(key: object) -> str | None:
-    """``submit``'s ``key``: ``None`` or a non-empty ``str``."""
-    if key is not None and (not isinstance(key, str) or not key):
-        raise ValueError(f"key must be None or a non-empty str: {key!r}")
-    return key
-
-
 def _connect(dsn: str) -> psycopg.Connection:
     """An autocommit connection (one statement, one transaction) with JIT compilation off.
 
@@ -244,7 +237,7 @@ class PostgresScheduler:
         ``ValueError`` naming the key. Keys are remembered for the schema's life.
         """
         v.check_submit(priority, due_at, max_attempts, retry_delay)
-        check_key(key)
+        v.check_key(key)
         _fits("priority", priority)
         if due_at is not None:
             _fits("due_at", due_at)
