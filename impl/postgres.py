@@ -461,6 +461,14 @@ def temporary_schema_name(prefix: str = "fp_tmp") -> str:
 def temporary_scheduler(cls: type[PostgresScheduler] = PostgresScheduler, prefix: str = "fp_tmp") -> PostgresScheduler:
     """A ``cls`` over an empty temporary schema on ``$FENCEPOST_PG_DSN`` (pooled; dropped at exit)."""
     dsn = dsn_from_environment()
+    try:
+        return _temporary(cls, prefix, dsn)
+    except psycopg.OperationalError as exc:
+        first_line = str(exc).strip().splitlines()[0]
+        raise RuntimeError(f"no PostgreSQL server answers at {DSN_VARIABLE}={dsn!r}: {first_line}") from None
+
+
+def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresScheduler:
     taken = _take(dsn) if cls is PostgresScheduler else None
     if taken is not None:
         schema, conn = taken

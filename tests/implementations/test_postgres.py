@@ -282,3 +282,15 @@ def test_opener_maps_one_path_to_one_schema_and_forgets_it_once_gone(dsn: str, t
     assert not schema_exists(dsn, first.schema) and not schema_exists(dsn, other.schema)
     assert elsewhere.submit() == 1
     elsewhere.close()
+
+
+def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from fencepost.spec.cli import main
+
+    monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
+    assert main(["check", "impl.postgres:temporary"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no PostgreSQL server answers at FENCEPOST_PG_DSN=" in err
+    monkeypatch.delenv("FENCEPOST_PG_DSN")
+    assert main(["check", "impl.postgres:temporary"]) == 2
+    assert "FENCEPOST_PG_DSN is not set" in capsys.readouterr().err
