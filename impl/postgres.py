@@ -36,12 +36,14 @@ Requires the optional dependency ``psycopg`` (``pip install 'fencepost[postgres]
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import re
 import secrets
 import threading
 import weakref
+from collections.abc import Iterator
 
 import psycopg
 from psycopg import sql
@@ -309,8 +311,14 @@ class PostgresScheduler:
 
     def _call(self, op: str, args: tuple) -> tuple:
         """Run one protocol function: one statement, one transaction. Invalid input -> ValueError."""
-        try:
+        with self._invalid_as_value_error(op, args):
             return self._conn.execute(self._q[op], args).fetchone()
+
+    @contextlib.contextmanager
+    def _invalid_as_value_error(self, op: str, args: tuple) -> Iterator[None]:
+        """Turn the functions' invalid-argument errors (and bigint overflow) into the protocol's ValueError."""
+        try:
+            yield
         except psycopg.Error as exc:
             if exc.sqlstate == INVALID_ARGUMENT_STATE:
                 raise ValueError(exc.diag.message_primary) from None
@@ -414,9 +422,19 @@ class _TemporarySchema:
         weakref.finalize(self, _give_back, dsn, schema, conn)
 
 
+#: Free schemas kept per server; one more is dropped instead (its connection closed), so a
+#: program that makes many at once does not keep that many connections open.
+POOL_MAX = 4
+
+
 def _give_back(dsn: str, schema: str, conn: psycopg.Connection) -> None:
     with _POOL_LOCK:
-        _POOL.setdefault(dsn, []).append((schema, conn))
+        free = _POOL.setdefault(dsn, [])
+        if len(free) < POOL_MAX:
+            free.append((schema, conn))
+            return
+    conn.close()
+    drop_schema(dsn, schema)
 
 
 def _take(dsn: str) -> tuple[str, psycopg.Connection] | None:
@@ -469,7 +487,7 @@ def temporary_scheduler(cls: type[PostgresScheduler] = PostgresScheduler, prefix
 
 
 def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresScheduler:
-    taken = _take(dsn) if cls is PostgresScheduler else None
+    taken = _take(dsn)
     if taken is not None:
         schema, conn = taken
         if conn.closed:

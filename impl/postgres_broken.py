@@ -35,7 +35,7 @@ class StatusFencedScheduler(PostgresScheduler):
     def complete(self, task_id: int, token: int, now: int) -> Outcome:
         args = (self._task_id(task_id), self._token(token), self._time(now))
         schema = sql.Identifier(self.schema)
-        with self._conn.transaction():
+        with self._invalid_as_value_error("complete", args), self._conn.transaction():
             self._conn.execute(sql.SQL("SELECT {}.fp_advance_task(%s, %s)").format(schema), (args[0], args[2]))
             done = self._conn.execute(
                 sql.SQL(
@@ -64,7 +64,7 @@ class UnlockedClaimScheduler(PostgresScheduler):
         self._time(now)
         v.check_min("duration", duration, 1)
         schema = sql.Identifier(self.schema)
-        with self._conn.transaction():
+        with self._invalid_as_value_error("dispatch", (worker, now, duration)), self._conn.transaction():
             # the bug: a plain SELECT (no FOR UPDATE, no SKIP LOCKED, before any lock is taken) ...
             row = self._conn.execute(
                 sql.SQL(
