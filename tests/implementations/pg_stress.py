@@ -27,6 +27,7 @@ import multiprocessing
 import random
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 
 from fencepost.impl.postgres import PostgresScheduler
@@ -118,6 +119,15 @@ def _client_thread(client: Client, rounds: int, barrier) -> None:
 
 
 def _process(dsn: str, schema: str, index: int, threads: int, rounds: int, tasks: int, seed: int, barrier, out) -> None:
+    try:
+        _clients(dsn, schema, index, threads, rounds, tasks, seed, barrier, out)
+    except BaseException:  # reported to the parent at once, so it never waits out its bound on a dead child
+        barrier.abort()
+        out.put(json.dumps({"error": traceback.format_exc()}))
+        raise
+
+
+def _clients(dsn: str, schema: str, index: int, threads: int, rounds: int, tasks: int, seed: int, barrier, out) -> None:
     clients = []
     for t in range(threads):
         name = f"p{index}t{t}"
@@ -158,6 +168,9 @@ def run_stress(dsn: str, schema: str, *, processes: int = 4, threads: int = 3, r
     for p in procs:
         p.start()
     recorded = [json.loads(out.get(timeout=BOUND * (rounds + 1))) for _ in procs]
+    failed = [r["error"] for r in recorded if isinstance(r, dict)]
+    if failed:
+        raise RuntimeError("a stress client process failed:\n" + failed[0])
     for p in procs:
         p.join(BOUND)
         if p.exitcode != 0:

@@ -103,29 +103,21 @@ def test_the_stress_run_does_what_it_says(stress_run) -> None:
     assert stale, "no zombie completion happened"
 
 
-def test_tokens_are_unique_and_each_task_completes_at_most_once(stress_run) -> None:
-    calls = pair_calls(stress_run[0])
+def check_history_properties(events: list[dict], final: tuple) -> None:
+    """Tokens unique, at most one accepted completion per task, no overlapping leases, end states explained."""
+    now, views = final
+    calls = pair_calls(events)
     tokens = [c["result"]["token"] for c in calls if c["op"] == "dispatch" and not c["error"] and c["result"]]
-    assert len(tokens) == len(set(tokens)) > 500
+    assert len(tokens) == len(set(tokens)) > 0, "a token was issued twice"
     completions = defaultdict(int)
     for c in calls:
         if c["op"] == "complete" and not c["error"] and c["result"]["accepted"]:
             completions[c["args"]["task_id"]] += 1
-    assert completions and max(completions.values()) == 1
-
-
-def test_no_two_leases_of_one_task_overlap(stress_run) -> None:
-    per_task = leases_by_task(pair_calls(stress_run[0]))
-    assert any(len(ls) > 1 for ls in per_task.values())  # re-leases did happen
+    assert completions and max(completions.values()) == 1, "a task has two accepted completions"
+    per_task = leases_by_task(calls)
     for task_id, ls in per_task.items():
         for earlier, later in zip(ls, ls[1:]):
-            assert later["started_at"] >= earlier["end"], (task_id, earlier, later)
-
-
-def test_every_end_state_is_explained_by_the_history(stress_run) -> None:
-    events, (now, views) = stress_run
-    calls = pair_calls(events)
-    per_task = leases_by_task(calls)
+            assert later["started_at"] >= earlier["end"], ("two leases overlap", task_id, earlier, later)
     budget: dict[int, int | None] = {}
     for c in calls:
         if c["op"] == "submit" and not c["error"]:
@@ -150,6 +142,13 @@ def test_every_end_state_is_explained_by_the_history(stress_run) -> None:
             assert "fail" in ended_by and leases, view
         elif view.status is Status.PENDING:
             assert not leases or leases[-1]["end"] <= now, view
+
+
+def test_tokens_completions_leases_and_end_states_hold(stress_run) -> None:
+    events, final = stress_run
+    check_history_properties(events, final)
+    per_task = leases_by_task(pair_calls(events))
+    assert any(len(ls) > 1 for ls in per_task.values())  # re-leases did happen
 
 
 def test_the_whole_history_is_linearizable(stress_run, tmp_path) -> None:
