@@ -23,11 +23,31 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario, resolve
+from fencepost.spec.formats.scenario import (
+    Scenario,
+    ScenarioError,
+    builtin_names,
+    builtin_summary,
+    curriculum,
+    dump_scenario,
+    load_scenario,
+    resolve,
+)
 from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.tui.timeline import Timeline, build_timeline
-from fencepost.tui.widgets import Differences, EventLog, Narration, SidePanel, StatusBar, StepSummary, TaskColumn, WorkerStrip
+from fencepost.tui.widgets import (
+    Differences,
+    EventLog,
+    Narration,
+    QuestionPanel,
+    SidePanel,
+    StatusBar,
+    StepSummary,
+    TaskColumn,
+    WorkerStrip,
+)
 
 #: Autoplay speeds, in steps per second.
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -60,6 +80,11 @@ SPEED_KEYS = Binding.Group("Speed", compact=True)
 NOTABLE_KEYS = Binding.Group("Expiry/rejection", compact=True)
 PROBLEM_KEYS = Binding.Group("Problem", compact=True)
 
+#: The keys that answer a question: 1 to 9, one per choice (the footer shows the first as "1-9").
+ANSWER_BINDINGS = [
+    Binding(str(n), f"answer({n})", "Answer", key_display="1-9", show=n == 1) for n in range(1, 10)
+]
+
 
 def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline:
     """Build the timeline, with the model's checks too if the scenario is small
@@ -76,6 +101,7 @@ class FencepostApp(App[None]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     BINDINGS = [
+        *ANSWER_BINDINGS,
         Binding("left,h", "previous", "Step back", key_display="←", group=STEP_KEYS),
         Binding("right,l", "next", "Step", key_display="→", group=STEP_KEYS),
         Binding("home", "first", "First", show=False),
@@ -92,6 +118,7 @@ class FencepostApp(App[None]):
         Binding("d", "next_problem", "Next problem", group=PROBLEM_KEYS),
         Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
         Binding("m", "toggle_side", "Model"),
+        Binding("o", "open_next", "Next walkthrough"),
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
@@ -121,8 +148,12 @@ class FencepostApp(App[None]):
         impl_name: str | None = None,
         notice: str | None = None,
         save_path: str | None = None,
+        walkthrough: str | None = None,
     ) -> None:
+        """``walkthrough``: the built-in's name when the scenario is one, so its last step
+        can point to the next in the curriculum."""
         super().__init__()
+        self.walkthrough = walkthrough
         self.timeline = timeline
         self.impl_name = impl_name
         self.notice = notice
@@ -134,10 +165,11 @@ class FencepostApp(App[None]):
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
         self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
+        self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
 
     def watch_step(self, step: int) -> None:
-        if self.playing and step >= self.timeline.last:
-            self.playing = False
+        if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
+            self.playing = False  # autoplay stops at a question: the reader predicts first
         self.dismiss_problem_notices(step)
         self.show_step()
 
@@ -177,6 +209,7 @@ class FencepostApp(App[None]):
                 yield EventLog(id="log")
             with SidePanel(id="side"):
                 yield StepSummary(id="summary")
+                yield QuestionPanel(id="question")
                 yield Differences(id="differences")
                 yield Narration(id="note")
         with Vertical(id="command-bar"):
@@ -230,16 +263,19 @@ class FencepostApp(App[None]):
             return
         timeline, index = self.timeline, self.step
         frame, check = timeline.frames[index], timeline.check(index)
-        board = timeline.board(index, self.side) or timeline.board(index)
+        asking = self.quiz.open(index) is not None
+        shown = index - 1 if asking else index  # an open question hides what its step did
+        board = timeline.board(shown, self.side) or timeline.board(shown)
         for column in self.query(TaskColumn):
             column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
-        self.query_one(EventLog).show(timeline, index)
+        self.query_one(EventLog).show(timeline, shown)
         upcoming = timeline.frames[index + 1] if index < timeline.last else None
-        self.query_one(StepSummary).show(frame, timeline.last, upcoming)
+        self.query_one(StepSummary).show(frame, timeline.last, upcoming, hidden=asking)
+        self.show_question(index)
         differences = self.query_one(Differences)
         lines = timeline.differences(index)
-        differs = bool(lines) or bool(check and check.divergence)
+        differs = not asking and (bool(lines) or bool(check and check.divergence))
         differences.set_class(differs, "-shown")
         if differs:
             differences.show(frame, check, lines)
@@ -247,9 +283,64 @@ class FencepostApp(App[None]):
         if self._shown_at != (timeline, index):  # a new step is read from its top
             self._shown_at = (timeline, index)
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
-        self.show_note(frame.step.note if frame.step else self.opening_note())
+        if asking:
+            self.show_note(None)  # the narration tells the answer
+        elif index == timeline.last and frame.step is not None:
+            self.show_note((frame.step.note or "") + self.closing_note())
+        else:
+            self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    def next_walkthrough(self) -> str | None:
+        """The walkthrough after this one in the curriculum (None: not a curriculum walkthrough, or the last)."""
+        order = curriculum()
+        if self.walkthrough not in order:
+            return None
+        following = order[order.index(self.walkthrough) + 1 :]
+        return next((name for name in following if name in builtin_names()), None)
+
+    def closing_note(self) -> str:
+        """Appended to a walkthrough's last note: the score, and what to open next."""
+        if self.walkthrough not in curriculum():
+            return ""
+        quiz, order = self.quiz, curriculum()
+        words = []
+        if quiz.total:
+            unanswered = quiz.total - quiz.answered
+            skipped = f" ({unanswered} not answered)" if unanswered else ""
+            words.append(f"**Predictions:** {quiz.right} of {quiz.total} right{skipped}.")
+        following = self.next_walkthrough()
+        if following is None:
+            words.append("**That was the last walkthrough of the curriculum** (`fencepost tui --list`).")
+        else:
+            words.append(
+                f"**Next** ({order.index(following) + 1} of {len(order)}, press **o**): "
+                f"`fencepost tui {following}`, {builtin_summary(following)}."
+            )
+        return "\n\n" + " ".join(words)
+
+    @property
+    def quiz(self) -> Quiz:
+        """The answers given to this scenario's questions."""
+        scenario = self.timeline.scenario
+        quiz = self._quizzes.get(scenario.title)
+        if quiz is not None and quiz.scenario is not scenario and quiz.scenario == scenario:
+            quiz.scenario = scenario  # the same walkthrough loaded again: its answers stand
+        if quiz is None or quiz.scenario is not scenario:
+            quiz = self._quizzes[scenario.title] = Quiz(scenario)
+        return quiz
+
+    def score_text(self) -> str:
+        quiz = self.quiz
+        return f"Score {quiz.right}/{quiz.answered}, of {quiz.total} in all."
+
+    def show_question(self, index: int) -> None:
+        quiz, panel = self.quiz, self.query_one(QuestionPanel)
+        question = quiz.question(index)
+        panel.set_class(question is not None, "-shown")
+        if question is not None:
+            panel.show(question, quiz.answers.get(index), self.score_text())
 
     def refresh_keys(self) -> None:
         """Redraw the footer if any key's state (shown, greyed, hidden) changed."""
@@ -277,7 +368,7 @@ class FencepostApp(App[None]):
     def show_status(self) -> None:
         if not self.is_mounted:
             return
-        timeline = self.timeline
+        timeline, quiz = self.timeline, self.quiz
         self.query_one(StatusBar).show(
             timeline.scenario.title,
             timeline.frames[self.step],
@@ -288,6 +379,8 @@ class FencepostApp(App[None]):
             interactive=self.interactive,
             check=timeline.check(self.step),
             model_progress=self.model_progress,
+            clock=timeline.frames[self.step - 1].now if quiz.open(self.step) else None,
+            score=(quiz.right, quiz.answered) if quiz.answers else None,  # once a question was met
         )
 
     def announce_problems(self, mismatches: bool = True) -> None:
@@ -398,6 +491,7 @@ class FencepostApp(App[None]):
         except ScenarioError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
+        self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
         self.replace_timeline(open_timeline(scenario, self.timeline.factory))
 
     def replace_timeline(self, timeline: Timeline) -> None:
@@ -437,7 +531,13 @@ class FencepostApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that never apply here; grey out the ones that don't apply at this step."""
         timeline, step, last = self.timeline, self.step, self.timeline.last
-        if action in ("next", "last"):
+        if action.startswith("answer"):
+            question = self.quiz.open(step)
+            choice = parameters[0] if parameters else 1  # refresh_keys asks without parameters
+            return question is not None and choice <= len(question.choices)
+        if action == "next":
+            return step < last or bool(self.quiz.open(step)) or None
+        if action == "last":
             return step < last or None
         if action in ("previous", "first"):
             return step > 0 or None
@@ -461,6 +561,8 @@ class FencepostApp(App[None]):
             return bool(timeline.divergences) or self.side == "model"
         if action == "interact":  # also the way back to the command line after Esc
             return not (self.interactive and isinstance(self.focused, Input))
+        if action == "open_next":
+            return step == last and self.next_walkthrough() is not None
         if action == "write":
             return self.interactive
         if action == "leave_command":
@@ -472,8 +574,16 @@ class FencepostApp(App[None]):
         return sorted(set(self.timeline.mismatches) | set(self.timeline.divergences))
 
     def action_next(self) -> None:
-        if self.step < self.timeline.last:
+        if self.quiz.open(self.step):  # → at a question shows its result, unscored
+            self.quiz.reveal(self.step)
+            self.show_step()
+        elif self.step < self.timeline.last:
             self.step += 1
+
+    def action_answer(self, choice: int) -> None:
+        if self.quiz.open(self.step) is not None and choice <= len(self.quiz.open(self.step).choices):
+            self.quiz.answer(self.step, choice)
+            self.show_step()
 
     def action_previous(self) -> None:
         if self.step > 0:
@@ -567,6 +677,11 @@ class FencepostApp(App[None]):
 
     def action_load_prompt(self) -> None:
         self.push_screen(PromptScreen("Load a scenario: a built-in name or a file path", placeholder="onboarding"), self.load)
+
+    def action_open_next(self) -> None:
+        following = self.next_walkthrough()
+        if following is not None:
+            self.load(following)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -24,6 +24,7 @@ from fencepost.spec.formats.scenario import (
     ScenarioError,
     builtin_names,
     builtin_summary,
+    curriculum,
     load_scenario,
     resolve,
 )
@@ -48,10 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def list_builtins() -> list[str]:
-    """One line per built-in walkthrough: its name and title."""
-    names = builtin_names()
+    """One line per built-in walkthrough, in teaching order: its number in the curriculum
+    (``-`` for one the curriculum does not list), its name, and what it teaches."""
+    names, order = builtin_names(), curriculum()
     width = max((len(name) for name in names), default=0)
-    return [f"{name:<{width}}  {builtin_summary(name)}" for name in names]
+    lines = []
+    for name in names:
+        number = f"{order.index(name) + 1:>2}." if name in order else " -."
+        lines.append(f"{number} {name:<{width}}  {builtin_summary(name)}")
+    return lines
 
 
 def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, str | None]:
@@ -70,6 +76,13 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
             notice = f"running on {DEFAULT_IMPL}: the scenario's meta.impl could not be loaded ({exc})"
             return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, notice
     return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, None
+
+
+def builtin_name(args: argparse.Namespace) -> str | None:
+    """The built-in walkthrough the arguments open, or None (a file, or an empty session)."""
+    if args.scenario is None:
+        return None if args.new else DEFAULT_WALKTHROUGH
+    return args.scenario if args.scenario in builtin_names() else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,
+        walkthrough=builtin_name(args),
     )
     app.run()
     return EXIT_OK

@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from fencepost.tui import commands
+from fencepost.tui.glossary import glossary_markdown
 
 _USAGES = "\n".join(commands.usage(op) for op in commands.SIGNATURES)
 
@@ -39,7 +40,9 @@ run beside it.
 | `PgDn` / `PgUp` | scroll the step panel (also `shift+↓` / `shift+↑`, or `↓` / `↑` a line) |
 | `Esc` | leave the command line, so the keys above work again |
 | `ctrl+p` | command palette: load scenario, jump to step, save screenshot |
-| `?` | this page |
+| `1`-`9` | answer the step's question (`→` shows its result unscored) |
+| `o` | at a walkthrough's last step: open the next one in the curriculum |
+| `?` | this page (the glossary is at its end) |
 | `q` | quit |
 
 Clicking a line of the event log jumps to its step.
@@ -48,26 +51,38 @@ Clicking a line of the event log jumps to its step.
 
 * **Pending**: tasks waiting, in dispatch order: the **▸** task is the one
   the next dispatch picks (highest priority, then earliest due time, then
-  lowest id). Tasks not due yet come after, by due time. `retry` marks a
-  task waiting out its backoff after an explicit failure.
+  lowest id). Tasks not due yet come after, by due time, which they show
+  first. `retry` marks a task waiting out its backoff after an explicit
+  failure.
 * **Running**: worker, lease token and the lease `[start, expires)`, a
   half-open interval; the bar is the time left. At `t = expires` the lease
   has already ended.
 * **Done**: `✓ succeeded`, `✗ failed`, `⊘ cancelled`, most recent first.
 
-A row reads like `▸ #1 p2  due 0 a1`:
+A row reads like `▸ #1 p2 a1 due t=0`. What matters most comes first; a
+narrow column drops the least important parts (an idempotency key first;
+then the bar, the time left and the worker; or a past due time, attempts and
+priority), never the id, a future due time, `retry` or `cancel req`.
 
 | Badge | Means |
 |---|---|
 | `#1` | task id (ids come only from `submit`: 1, 2, 3, ...) |
 | `p2` | priority 2 (higher is dispatched first) |
-| `due 0` | due time: dispatchable from `t=0` on |
-| `not due until t=12` | not dispatchable before `t=12` |
+| `due t=0` | due time, passed: dispatchable now |
+| `due t=12` (first, in italics) | not due yet: not dispatchable before `t=12` |
+| `retry t=6` | waiting out its backoff after an explicit `fail`, due again at `t=6` |
 | `a1` | attempts (tries) so far: every dispatch of the task counts one |
-| `retry` | waiting out its backoff after an explicit `fail` |
+| `retry` | `retry_wait`, due again: dispatchable now |
 | `w1 tok 3` | running on worker `w1` under lease token 3 |
 | `[5, 10) ███░░░ 3` | the lease, and the bar and number of time units left |
-| `cancel asked` | a cancellation was requested; the lease runs on |
+| `cancel req` | a cancellation was requested; the lease runs on |
+| `k:order-7` | submitted with that idempotency key (a long one is cut short with `…`) |
+
+**Predict, then reveal.** A walkthrough step may ask what its call will
+do. The panel then shows the call and hides its result (the board stays as
+it was before the step) until you press the number of a choice; it says
+whether you were right and why, and the status line keeps your score for
+the walkthrough. `→` shows the result without an answer (not scored).
 
 The step panel (narration) scrolls when it is longer than the screen: its
 border says `more ↓ PgDn`.
@@ -93,6 +108,13 @@ OP [NAME=VALUE ...] [VALUE ...]
 Examples: `add_worker w1 1`, `submit priority=2 due_at=12`,
 `dispatch w1 5 5`, `complete 1 1 9`, `fail 1 1 9`, `cancel 2`,
 `renew 1 1 8 5`, `advance 10`.
+
+## Glossary
+
+Every term the walkthroughs use (`fencepost tui --list` shows them in
+teaching order).
+
+{glossary_markdown()}
 """
 
 

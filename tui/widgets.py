@@ -15,9 +15,11 @@ import bisect
 from collections.abc import Sequence
 
 from rich.cells import cell_len
+from rich.console import Group
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
@@ -28,6 +30,8 @@ from textual.strip import Strip
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fencepost.spec.formats.scenario import Question
+from fencepost.tui.quiz import SKIPPED
 from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text, short_key
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
@@ -153,57 +157,90 @@ class TaskColumn(LineList):
     def line(self, index: int) -> Line:
         row, board = self._rows[index], self._board
         row_class = "changed" if row.id in board.changed else None
-        return row_class, tuple(getattr(self, f"_format_{self.kind}")(row, board))
+        parts = getattr(self, f"_format_{self.kind}")(row, board)
+        return row_class, fit(parts, self.scrollable_content_region.width)
 
-    def _id_part(self, row: Row) -> tuple[str, str]:
-        return (f"#{row.id:<{self._id_width}}", "id")
+    def on_resize(self) -> None:
+        if self._board is not None:  # a new width may show more of a row, or need less of it
+            self.show(self._board)
 
-    def _key_part(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
-        """The task's idempotency key, short, when it was submitted with one."""
+    def _id_part(self, row: Row) -> Part:
+        return (f"#{row.id:<{self._id_width}}", "id", KEEP)
+
+    def _key_part(self, row: Row, board: Board) -> list[Part]:
+        """The task's idempotency key, short, when it was submitted with one: the first part to go."""
         key = board.keys.get(row.id)
-        return [(f" k:{short_key(key)}", "dim")] if key is not None else []
+        return [(f" k:{short_key(key)}", "dim", KEY_RANK)] if key is not None else []
 
-    def _format_pending(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+    def _format_pending(self, row: Row, board: Board) -> list[Part]:
         due = row.due_at <= board.now
         nxt = due and board.pending and board.pending[0] is row
-        parts = [("▸ " if nxt else "  ", "next"), self._id_part(row), (f" p{row.priority:<2}", None)]
-        if due:
-            parts.append((f" due {row.due_at}", "dim"))
-        else:
-            parts.append((f" not due until t={row.due_at}", "not-due"))
-        if row.status == "retry_wait":
-            parts.append((" retry", "retry"))
+        retry = row.status == "retry_wait"
+        parts = [("▸ " if nxt else "  ", "next", KEEP), self._id_part(row)]
+        if not due:  # when it may start is the first thing to know about it
+            parts.append((f" {'retry' if retry else 'due'} t={row.due_at}", "retry" if retry else "not-due", KEEP))
+        elif retry:
+            parts.append((" retry", "retry", KEEP))
+        parts.append((f" p{row.priority}", None, 2))
         if row.attempts:
-            parts.append((f" a{row.attempts}", "dim"))
+            parts.append((f" a{row.attempts}", "dim", 3))
+        if due:
+            parts.append((f" due t={row.due_at}", "dim", 4))
         return parts + self._key_part(row, board)
 
-    def _format_running(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+    def _format_running(self, row: Row, board: Board) -> list[Part]:
         start, end = row.started_at, row.expires_at
         span = max(1, (end or 0) - (start or 0))
         left = max(0, (end or 0) - board.now)
         filled = min(BAR_WIDTH, round(BAR_WIDTH * left / span))
-        parts = [
-            self._id_part(row),
-            (f" {row.worker}", "worker"),
-            (f" tok {row.token} ", None),
-            (lease_text(start, end), "dim"),
-            (" ", None),
-            ("█" * filled, "bar-left"),
-            ("░" * (BAR_WIDTH - filled), "bar-used"),
-            (f" {left}", "dim"),
+        parts = [self._id_part(row)]
+        if row.cancel_requested:  # right after the id: it changes what the lease's end will mean
+            parts.append((" cancel req", "cancel-requested", KEEP))
+        parts += [
+            (f" {row.worker}", "worker", 1),
+            (f" tok {row.token}", None, KEEP),
+            (" " + lease_text(start, end), "dim", KEEP),
+            (" ", None, 3),
+            ("█" * filled, "bar-left", 3),
+            ("░" * (BAR_WIDTH - filled), "bar-used", 3),
+            (f" {left}", "dim", 2),
         ]
-        if row.cancel_requested:
-            parts.append((" cancel asked", "cancel-requested"))
         return parts + self._key_part(row, board)
 
-    def _format_done(self, row: Row, board: Board) -> list[tuple[str, str | None]]:
+    def _format_done(self, row: Row, board: Board) -> list[Part]:
         return [
-            (f"{DONE_BADGES.get(row.status, '?')} ", row.status),
+            (f"{DONE_BADGES.get(row.status, '?')} ", row.status, KEEP),
             self._id_part(row),
-            (f" {row.status:<9}", row.status),
-            (f" a{row.attempts}", "dim"),
+            (f" {row.status:<9}", row.status, KEEP),
+            (f" a{row.attempts}", "dim", 1),
             *self._key_part(row, board),
         ]
+
+
+#: A row's part: its text, its class (or None), and when it is dropped for want of room:
+#: ``KEEP`` never; otherwise the highest number goes first.
+Part = tuple[str, str | None, int]
+
+#: The drop rank of a part a row is never shown without (its id, due time, retry, cancel request...).
+KEEP = 0
+
+#: The drop rank of an idempotency key: a detail (the help and the event log name it), dropped first.
+KEY_RANK = 9
+
+
+def fit(parts: Sequence[Part], width: int) -> tuple[tuple[str, str | None], ...]:
+    """The parts that fit in ``width`` cells, in their order: the droppable ones go,
+    highest rank first, until the rest fits (what is kept may still be cropped).
+
+    O(p log p) for p parts.
+    """
+    length = sum(cell_len(text) for text, _, _ in parts)
+    for rank in sorted({rank for _, _, rank in parts if rank != KEEP}, reverse=True):
+        if length <= width:
+            break
+        length -= sum(cell_len(text) for text, _, r in parts if r == rank)
+        parts = [part for part in parts if part[2] != rank]
+    return tuple((text, name) for text, name, _ in parts)
 
 
 class EventLog(LineList):
@@ -403,6 +440,7 @@ class StatusBar(Static):
         "status-bar--mismatch",
         "status-bar--divergence",
         "status-bar--quiet",
+        "status-bar--score",
     }
 
     def show(
@@ -417,11 +455,17 @@ class StatusBar(Static):
         interactive: bool,
         check: Check | None,
         model_progress: str,
+        clock: int | None = None,
+        score: tuple[int, int] | None = None,
     ) -> None:
+        """``clock``: the time to show instead of the frame's (an open question hides the step's);
+        ``score``: (right, answered) when the scenario asks questions."""
         s = self._style
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" step {frame.index}/{last} ", s("position"))
-        text.append(f" t={frame.now} ", s("clock"))
+        text.append(f" t={frame.now if clock is None else clock} ", s("clock"))
+        if score is not None:
+            text.append(f" score {score[0]}/{score[1]} ", s("score"))
         if playing:
             text.append(f" ▶ {speed:g}/s ", s("playing"))
         if interactive:
@@ -478,9 +522,16 @@ class StepSummary(Static):
         *(f"step-summary--{kind}" for kind in EVENT_KINDS),
     }
 
-    def show(self, frame: Frame, last: int, upcoming: Frame | None) -> None:
+    def show(self, frame: Frame, last: int, upcoming: Frame | None, hidden: bool = False) -> None:
+        """``hidden``: a question is open, so the call is shown but not what it did."""
         s = self._style
         text = Text()
+        if hidden:
+            text.append(f"Step {frame.index} of {last}\n", s("heading"))
+            text.append(frame.call + "\n", s("call"))
+            text.append("→ ? (your prediction first)", s("next"))
+            self.update(text)
+            return
         if frame.step is None:
             text.append("Before the first step", s("heading"))
             text.append(f"  ({last} steps)\n" if last else "\n")
@@ -523,3 +574,45 @@ class Differences(Static):
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"differences--{name}", partial=True)
+
+
+class QuestionPanel(Static):
+    """A step's question: its choices while open; then the verdict, the right choice and why."""
+
+    COMPONENT_CLASSES = {
+        "question-panel--ask",
+        "question-panel--choice",
+        "question-panel--right",  # the right choice, once revealed
+        "question-panel--wrong",  # the reader's choice, when it was not the right one
+        "question-panel--hint",
+    }
+
+    def show(self, question: Question, picked: int | None, score: str) -> None:
+        """``picked``: None while open, else the choice picked (1-based) or ``SKIPPED``."""
+        s = self._style
+        choices = Table.grid(padding=(0, 1))  # a long choice wraps under its own text, not under its number
+        choices.add_column(no_wrap=True)
+        choices.add_column()
+        for number, choice in enumerate(question.choices, start=1):
+            if picked is None:
+                choices.add_row(Text(f" {number}", s("choice")), Text(choice, s("choice")))
+            elif number == question.answer:  # once answered, only the right choice and the reader's stay
+                mine = "  ← yours" if number == picked else ""
+                choices.add_row(Text(f"✓ {number}", s("right")), Text(choice + mine, s("right")))
+            elif number == picked:
+                choices.add_row(Text(f"✗ {number}", s("wrong")), Text(choice + "  ← yours", s("wrong")))
+        if picked is None:
+            after = Text(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
+        else:
+            if picked == SKIPPED:
+                verdict = f"Skipped: the answer is {question.answer}."
+            elif picked == question.answer:
+                verdict = "Right."
+            else:
+                verdict = f"Not quite: the answer is {question.answer}."
+            after = Text(f"{verdict} {score}\n", s("right" if picked == question.answer else "wrong"))
+            after.append(question.why.strip())
+        self.update(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"question-panel--{name}", partial=True)

@@ -29,6 +29,14 @@ string). ``op = "restart"`` is a step with no arguments and no ``expect``:
 the scheduler is replaced by its ``reopen()`` and every later step, and the
 step's own ``expect_state``, is checked against the reopened one.
 
+A step may also ask the reader to predict its result before it is shown
+(the TUI hides the result until an answer is picked)::
+
+    ask = "What does this dispatch return?"   # the question; then all three of:
+    choices = ["task 1", "task 2", "none"]    # 2 to 9 distinct non-empty strings
+    answer = 2                                # the right choice, counted from 1
+    why = "Priority 5 beats 0."               # shown with the verdict, right or wrong
+
 Loading validates everything before anything runs. Every problem is a
 ``ScenarioError`` whose message is one line naming the file, the step
 (1-based), the field and the offending value. Argument names and required
@@ -103,11 +111,28 @@ LEASE_FIELDS: dict[str, type] = {
 #: Operations answering with an ``Outcome``.
 OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 
-_STEP_KEYS = ("op", "note", "expect", "expect_state")
+_STEP_KEYS = ("op", "note", "expect", "expect_state", "ask", "choices", "answer", "why")
 _TOP_KEYS = ("title", "description", "meta", "steps")
 
 
 # ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Question:
+    """A prediction asked of the reader before a step's result is shown.
+
+    ``answer`` counts from 1 (the key that picks it); ``why`` is shown with the
+    verdict, whichever choice was picked.
+    """
+
+    ask: str
+    choices: tuple[str, ...]
+    answer: int
+    why: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(self.choices))
 
 
 @dataclass(frozen=True)
@@ -124,6 +149,7 @@ class Step:
     note: str | None = None
     expect: object = None
     expect_state: dict | None = None  # {"now": int, "tasks": {"<id>": {view field: value}}}
+    question: Question | None = None  # predict, then reveal: asked before the result is shown
 
     def __post_init__(self) -> None:
         defaults_none = {p.name for p in SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
@@ -267,7 +293,44 @@ def _step_from_data(raw: dict, fail) -> Step:
         for p in params:
             if p.name in args and not (args[p.name] is None and p.default is None):
                 _expect_type(args[p.name], p.type, lambda problem, n=p.name: fail(n, problem))
-    return Step(op=op, args=args, note=note, expect=expect, expect_state=expect_state)
+    question = _question_from_data(raw, fail)
+    return Step(op=op, args=args, note=note, expect=expect, expect_state=expect_state, question=question)
+
+
+#: A question offers at least this many choices, and at most as many as there are keys 1-9.
+MIN_CHOICES, MAX_CHOICES = 2, 9
+
+_QUESTION_KEYS = ("ask", "choices", "answer", "why")
+
+
+def _question_from_data(raw: dict, fail) -> Question | None:
+    """``ask``, ``choices``, ``answer`` and ``why``: all four, or none of them."""
+    given = [key for key in _QUESTION_KEYS if key in raw]
+    if not given:
+        return None
+    for key in _QUESTION_KEYS:
+        if key not in raw:
+            raise fail(key, f"missing (a question has all of {', '.join(_QUESTION_KEYS)}; {given[0]} is given)")
+    ask = _non_empty_text(raw["ask"], lambda problem: fail("ask", problem))
+    why = _non_empty_text(raw["why"], lambda problem: fail("why", problem))
+    choices = raw["choices"]
+    if not isinstance(choices, list) or not MIN_CHOICES <= len(choices) <= MAX_CHOICES:
+        raise fail("choices", f"expected an array of {MIN_CHOICES} to {MAX_CHOICES} strings, got {_show(choices)}")
+    for number, choice in enumerate(choices, start=1):
+        _non_empty_text(choice, lambda problem, n=number: fail(f"choices.{n}", problem))
+        if choice in choices[: number - 1]:
+            raise fail(f"choices.{number}", f"the same as an earlier choice: {_show(choice)}")
+    answer = _expect_type(raw["answer"], int, lambda problem: fail("answer", problem))
+    if not 1 <= answer <= len(choices):
+        raise fail("answer", f"expected the number of a choice, 1 to {len(choices)}, got {answer}")
+    return Question(ask, tuple(choices), answer, why)
+
+
+def _non_empty_text(value: object, fail) -> str:
+    _expect_type(value, str, fail)
+    if not value.strip():
+        raise fail(f"expected text, got {_show(value)}")
+    return value
 
 
 #: The statuses ``expect_state`` may name, by their protocol strings.
@@ -417,6 +480,9 @@ def _to_data(scenario: Scenario, source: str) -> dict:
             raw["expect"] = step.expect
         if step.expect_state is not None:
             raw["expect_state"] = step.expect_state
+        if step.question is not None:
+            question = step.question
+            raw.update(ask=question.ask, choices=list(question.choices), answer=question.answer, why=question.why)
         if step.note is not None:
             raw["note"] = step.note
         steps.append(raw)
@@ -463,6 +529,9 @@ def _check_writable(data: dict, source: str, fmt: str) -> None:
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
+#: Step fields written as multi-line strings when they hold a newline: narration.
+_PROSE_KEYS = frozenset({"note", "why"})
+
 
 def _toml_document(data: dict) -> str:
     lines = [f"title = {_toml_string(data['title'])}"]
@@ -475,7 +544,7 @@ def _toml_document(data: dict) -> str:
     for raw in data["steps"]:
         lines += ["", "[[steps]]"]
         for key, value in raw.items():
-            text = _toml_string(value, multiline=True) if key == "note" else _toml_value(value)
+            text = _toml_string(value, multiline=True) if key in _PROSE_KEYS else _toml_value(value)
             lines.append(f"{_toml_key(key)} = {text}")
     return "\n".join(lines) + "\n"
 
@@ -718,8 +787,21 @@ def check_state(step: Step, scheduler: object, submitted: int | None = None) -> 
 # TUI package -- Textual -- is not needed to find it).
 BUILTIN_DIR = Path(importlib.util.find_spec("fencepost.tui").submodule_search_locations[0]) / "walkthroughs"
 
-#: The walkthrough plain ``fencepost`` opens.
+#: The walkthrough plain ``fencepost`` opens: the curriculum's first.
 DEFAULT_WALKTHROUGH = "onboarding"
+
+#: The curriculum: the built-in walkthroughs in teaching order, one name a line
+#: (``#`` starts a comment). Adding a walkthrough to it is one line there.
+CURRICULUM_FILE = BUILTIN_DIR / "curriculum.txt"
+
+
+def curriculum() -> list[str]:
+    """The walkthroughs in teaching order, as ``CURRICULUM_FILE`` lists them (missing file: none)."""
+    try:
+        text = CURRICULUM_FILE.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [name for line in text.splitlines() if (name := line.split("#", 1)[0].strip())]
 
 
 def offers_restart(scheduler: object) -> bool:
@@ -733,20 +815,24 @@ def first_restart(scenario: Scenario) -> int | None:
 
 
 def builtin_names() -> list[str]:
-    """The built-in walkthroughs' names: the default first, then alphabetical."""
+    """The built-in walkthroughs' names: the curriculum's, in its order, then any it
+    does not list, alphabetically. A name the curriculum lists without a file is left out."""
     names = sorted(path.stem for path in BUILTIN_DIR.glob("*.toml"))
-    return sorted(names, key=lambda name: name != DEFAULT_WALKTHROUGH)
+    order = {name: position for position, name in enumerate(curriculum())}
+    return sorted(names, key=lambda name: (order.get(name, len(order)), name))
 
 
 def builtin_summary(name: str) -> str:
-    """One line about a built-in walkthrough: its title.
+    """One line about a built-in walkthrough: "you will learn" and its ``meta.learn``, else its title.
 
     Raises:
         ScenarioError: no built-in has that name, or it does not load.
     """
     if name not in builtin_names():
         raise _unknown(name)
-    return _one_line(load_scenario(BUILTIN_DIR / f"{name}.toml").title)
+    scenario = load_scenario(BUILTIN_DIR / f"{name}.toml")
+    learn = scenario.meta.get("learn")
+    return _one_line(f"you will learn {learn}" if isinstance(learn, str) and learn.strip() else scenario.title)
 
 
 def resolve(name_or_path: str | Path) -> Path:

@@ -23,6 +23,7 @@ from fencepost.spec.formats.scenario import (
     apply_step,
     builtin_names,
     builtin_summary,
+    curriculum,
     check_expect,
     check_state,
     describe_call,
@@ -71,9 +72,9 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),
         ('op = "submit"\ntask = 1\n',
          "walk.toml: step 1: field 'task': not an argument of submit "
-         "(it takes priority, due_at, max_attempts, retry_delay, key; a step also has op, note, expect, expect_state)"),
+         "(it takes priority, due_at, max_attempts, retry_delay, key; a step also has op, note, expect, expect_state, ask, choices, answer, why)"),
         ('op = "advance"\nnow = 1\nnotes = "x"\n',
-         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state)"),
+         "walk.toml: step 1: field 'notes': not an argument of advance (it takes now; a step also has op, note, expect, expect_state, ask, choices, answer, why)"),
         ('op = "advance"\nnow = 1\nnote = 5\n', "walk.toml: step 1: field 'note': expected a string, got 5"),
         ('op = "advance"\nnow = 1\nexpect = "none"\n',
          "walk.toml: step 1: field 'expect': advance can only expect \"error\", got \"none\""),
@@ -558,11 +559,23 @@ def test_describe_expect_is_empty_without_an_expectation() -> None:
 # ---------------------------------------------------------------- built-in walkthroughs: lookup
 
 
-def test_builtin_names_start_with_the_default() -> None:
+def test_builtin_names_follow_the_curriculum_the_default_first() -> None:
     names = builtin_names()
     assert names[0] == DEFAULT_WALKTHROUGH == "onboarding"
-    assert names[1:] == sorted(names[1:])
+    assert names == [name for name in curriculum() if name in names]
     assert set(names) == {path.stem for path in BUILTIN_DIR.glob("*.toml")}
+
+
+def test_a_builtin_the_curriculum_does_not_list_comes_after_it_alphabetically(tmp_path, monkeypatch) -> None:
+    from fencepost.spec.formats import scenario as module
+
+    for name in ("zeta", "alpha", "first"):
+        (tmp_path / f"{name}.toml").write_text('title = "x"\nsteps = []\n')
+    (tmp_path / "curriculum.txt").write_text("# the order\nfirst  # a comment\n\nmissing\n")
+    monkeypatch.setattr(module, "BUILTIN_DIR", tmp_path)
+    monkeypatch.setattr(module, "CURRICULUM_FILE", tmp_path / "curriculum.txt")
+    assert module.curriculum() == ["first", "missing"]
+    assert module.builtin_names() == ["first", "alpha", "zeta"]
 
 
 def test_builtin_summary_is_one_line() -> None:

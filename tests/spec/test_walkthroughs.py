@@ -43,8 +43,8 @@ def test_a_walkthrough_is_narrated_for_a_newcomer(name: str) -> None:
 def test_every_step_with_an_answer_worth_checking_has_an_expect(name: str) -> None:
     scenario = load_scenario(resolve(name))
     unchecked = [n for n, step in enumerate(scenario.steps, 1)
-                 if step.op in OUTCOME_OPS | {"dispatch"} and step.expect is None]
-    assert unchecked == [], f"dispatch/complete/fail/cancel/renew steps without expect: {unchecked}"
+                 if step.op in OUTCOME_OPS | {"dispatch", "submit"} and step.expect is None]
+    assert unchecked == [], f"submit/dispatch/complete/fail/cancel/renew steps without expect: {unchecked}"
 
 
 @pytest.mark.parametrize("name", builtin_names())

@@ -10,11 +10,11 @@ from textual.geometry import Region
 from fencepost.spec.cli import main
 from fencepost.spec.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
-from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for, empty_session
+from tui_helpers import ROW_STEPS, SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 from fencepost.tui import app as app_module
 from fencepost.tui.app import DEFAULT_SPEED, SPEEDS, FencepostApp, open_timeline
 from fencepost.tui.screens import HelpScreen, PromptScreen
-from fencepost.tui.widgets import EventLog, SidePanel, StatusBar, TaskColumn, wrap
+from fencepost.tui.widgets import KEEP, EventLog, SidePanel, StatusBar, TaskColumn, fit, wrap
 
 #: The size a new user tried first.
 SMALL = (80, 24)
@@ -25,7 +25,7 @@ def titles(app: FencepostApp) -> list[str]:
 
 
 async def test_right_and_left_step_forward_and_back_exactly():
-    app = app_for("onboarding")
+    app = app_for("onboarding", questions=False)
     async with app.run_test(size=SIZE) as pilot:
         assert app.step == 0 and titles(app) == ["Pending 0", "Running 0", "Done 0"]
         await pilot.press("right", "right", "right")
@@ -86,7 +86,7 @@ def timer_never_fires(monkeypatch):
 
 
 async def test_autoplay_steps_through_the_same_next_action_and_stops_at_the_end(timer_never_fires):
-    app = app_for("capacity-one")
+    app = app_for("capacity-one", questions=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
         assert app.playing and app._timer._callback == app.action_next
@@ -307,7 +307,7 @@ async def test_a_renew_under_a_stale_token_is_shown_with_the_token_the_task_hold
 
 
 async def test_the_event_log_wraps_an_explanation_instead_of_cutting_it():
-    app = app_for("onboarding")
+    app = app_for("onboarding", questions=False)
     async with app.run_test(size=SIZE) as pilot:
         expiry = next(i for i in app.timeline.notable if app.timeline.frames[i].events[0].kind == "expiry")
         await pilot.press("g")
@@ -361,3 +361,23 @@ async def test_a_refused_line_shows_the_verbs_whole_signature(line: str, message
         await pilot.press(*line, "enter")
         error = app.query_one("#command-error")
         assert error.has_class("-shown") and str(error.render()) == message
+
+
+@pytest.mark.parametrize("size", [SIZE, SMALL], ids=["120x40", "80x24"])
+async def test_rows_show_due_time_retry_and_cancel_request_whatever_the_width(size):
+    app = app_for(Scenario("Rows", ROW_STEPS))
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("end")
+        lines = {column.kind: ["".join(text for text, _ in column.line(i)[1]) for i in range(column._count)]
+                 for column in app.query(TaskColumn)}
+        assert lines["pending"][0].startswith("  #2 retry t=2") and lines["pending"][1].startswith("  #1 due t=12")
+        assert lines["running"][0].startswith("#3 cancel req") and "tok 2 [1, 11)" in lines["running"][0]
+        widths = {column.kind: column.scrollable_content_region.width for column in app.query(TaskColumn)}
+        assert all(len(line) <= widths[kind] for kind, rows in lines.items() for line in rows)
+
+
+def test_fit_drops_the_highest_rank_first_and_never_a_kept_part():
+    parts = [("#1", "id", KEEP), (" a", None, 1), (" bb", None, 2), (" due t=12", None, KEEP)]
+    assert fit(parts, 100) == (("#1", "id"), (" a", None), (" bb", None), (" due t=12", None))
+    assert fit(parts, 13) == (("#1", "id"), (" a", None), (" due t=12", None))
+    assert fit(parts, 3) == (("#1", "id"), (" due t=12", None))  # kept parts stay, to be cropped

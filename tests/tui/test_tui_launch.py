@@ -6,16 +6,18 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.cli import main
-from fencepost.spec.formats.scenario import Scenario, builtin_names
+from fencepost.spec.formats.scenario import Scenario, builtin_names, curriculum
 from fencepost.tui import launch
 from fencepost.tui.app import FencepostApp
 
 
-def test_list_prints_every_builtin_on_one_line_the_default_first(capsys):
+def test_list_prints_the_curriculum_in_order_one_line_each_with_what_it_teaches(capsys):
     assert main(["tui", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == builtin_names()
-    assert lines[0].startswith("onboarding ") and all(len(line.split()) > 1 for line in lines)
+    assert [line.split()[1] for line in lines] == builtin_names() == curriculum()
+    assert [line.split()[0] for line in lines] == [f"{n}." for n in range(1, len(lines) + 1)]
+    assert lines[0].split()[1] == "onboarding"
+    assert all(" you will learn " in line for line in lines)
 
 
 @pytest.mark.parametrize(
