@@ -151,7 +151,8 @@ class PostgresScheduler:
     """
 
     def __init__(self, dsn: str, *, schema: str = "fencepost", synchronous_commit: bool = True,
-                 _owner: object = None, _connection: psycopg.Connection | None = None) -> None:
+                 _owner: object = None, _connection: psycopg.Connection | None = None,
+                 _schema_exists: bool = False) -> None:
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a str: {dsn!r}")
         if not isinstance(synchronous_commit, bool):
@@ -168,7 +169,7 @@ class PostgresScheduler:
             # order, never part of one), a client crash loses nothing. Saves one flush per call
             # held under the scheduler's one lock; see the README's figures.
             self._conn.execute("SET synchronous_commit = off")
-        if _connection is None:
+        if _connection is None and not _schema_exists:
             ensure_schema(self._conn, schema)
         self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
         name = sql.Identifier(schema)
@@ -179,7 +180,7 @@ class PostgresScheduler:
     def reopen(self) -> PostgresScheduler:
         """A new scheduler over the same schema on a new connection, as another process would see it."""
         return PostgresScheduler(self.dsn, schema=self.schema, synchronous_commit=self.synchronous_commit,
-                                 _owner=self._owner)
+                                 _owner=self._owner, _schema_exists=True)
 
     def close(self) -> None:
         """Close this object's connection (the tasks stay in the database). Idempotent."""
