@@ -23,6 +23,7 @@ import psycopg
 import pytest
 
 import pg_server as pg
+from fencepost.impl import postgres
 from fencepost.impl.postgres import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
 from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import Status
@@ -183,7 +184,15 @@ def schema_exists(dsn: str, schema: str) -> bool:
         return conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()[0] == 1
 
 
-def test_a_temporary_schema_is_reused_empty_once_no_scheduler_uses_it(dsn: str) -> None:
+def test_a_temporary_schema_is_reused_empty_once_no_scheduler_uses_it(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postgres, "_POOL", {})  # an empty pool, whatever earlier tests left in it
+    try:
+        reused_empty(dsn)
+    finally:
+        postgres._drop_pool()  # this test's pool: dropped now, the earlier one comes back
+
+
+def reused_empty(dsn: str) -> None:
     s = temporary()
     schema = s.schema
     s.add_worker("w1", 1)
