@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
     "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
     "bench": ("fencepost.impl.bench", "measure both implementations against the heapq floor"),
+    "linearize": ("fencepost.spec.checkers.linearize", "decide whether a concurrent history could come from the model"),
 }
 
 
@@ -128,6 +129,17 @@ def check_output_path(path: str, argument: str = "--trace-out") -> None:
         raise UsageError(f"{argument} {path!r}: is a folder; give a file name ending in .toml or .json")
     if not target.resolve().parent.is_dir():
         raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1, else a one-line error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -3,7 +3,9 @@
   fencepost tui [NAME | PATH] [--list] [--new] [--impl MODULE:FACTORY]
 
 NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
-(.toml or .json); the default is onboarding. --new starts an empty interactive
+(.toml or .json), or a concurrent history (.jsonl, or JSON lines with a
+"process"), shown lane by lane with the linearizability checker's verdict;
+the default is onboarding. --new starts an empty interactive
 session (with NAME or PATH: that scenario, then interactive mode after its
 last step). --impl runs the steps on another scheduler (default
 impl:Scheduler); without it, a scenario whose meta names an impl runs on that
@@ -16,6 +18,7 @@ is one line on stderr and exit status 2. Press ? in the app for the keys.
 from __future__ import annotations
 
 import argparse
+import json
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
 from fencepost.spec.formats.scenario import (
@@ -86,6 +89,8 @@ def builtin_name(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scenario and is_history(args.scenario):
+        return run_history(args.scenario)
     if args.list:
         for line in list_builtins():
             print(line)
@@ -110,4 +115,49 @@ def run(args: argparse.Namespace) -> int:
         walkthrough=builtin_name(args),
     )
     app.run()
+    return EXIT_OK
+
+
+def is_history(path: str) -> bool:
+    """Whether ``path`` names a concurrent history rather than a scenario: it ends in
+    ``.jsonl``, or its first non-blank line is a whole JSON object with ``process`` and ``type``."""
+    if path.lower().endswith(".jsonl"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(MAX_SNIFF_BYTES)
+    except OSError:
+        return False
+    for raw in head.splitlines():
+        if raw.strip():
+            try:
+                first = json.loads(raw)
+            except ValueError:  # not JSON, or a line longer than the sniff: a scenario
+                return False
+            return isinstance(first, dict) and "process" in first and "type" in first
+    return False
+
+
+#: How much of a file ``is_history`` reads to recognise a history by its first line.
+MAX_SNIFF_BYTES = 4096
+
+
+def run_history(path: str) -> int:
+    """Check the history at ``path`` and open it in the history view.
+
+    Raises:
+        UsageError: the file is not a valid history (one line, exit status 2).
+    """
+    from fencepost.spec.checkers.linearize import check_history
+    from fencepost.spec.formats.history import HistoryError, load_history
+
+    try:
+        history = load_history(path)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    verdict = check_history(history)
+
+    from fencepost.tui.history import HistoryApp  # Textual only once the input is good
+
+    HistoryApp(history, verdict).run()
     return EXIT_OK

@@ -5,4 +5,6 @@
   declares the outcomes a check must reach.
 * ``explore``: bounded exhaustive search of every call in a small scope.
 * ``replay``: runs a scenario file and checks its expectations (``fencepost replay``).
+* ``linearize``: whether a concurrent history could come from the model (``fencepost linearize``);
+  ``linearize_cost`` measures how its cost grows with concurrency.
 """

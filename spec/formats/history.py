@@ -1,0 +1,561 @@
+"""Concurrent histories: the pinned JSON-lines format, its reader and writer, and a recorder.
+
+A history is what several clients saw of one scheduler: one JSON object per
+line, in the real-time order the events happened::
+
+    {"process": "c1", "type": "invoke", "op": "dispatch", "args": {"worker": "w1", "now": 5, "duration": 5}}
+    {"process": "c2", "type": "invoke", "op": "submit", "args": {}}
+    {"process": "c1", "type": "ok", "result": {"task_id": 1, "worker": "w1", "token": 1, "started_at": 5, "expires_at": 10}}
+    {"process": "c2", "type": "ok", "error": "ValueError"}
+    {"process": "c1", "type": "info"}
+
+An ``invoke`` opens a call of ``process``; the next event of the same process
+completes it: ``ok`` with ``result`` (the JSON form of ``spec.formats.values``)
+or with ``error`` (the exception's class name; the protocol only raises
+``ValueError``), or ``info`` when the client died or timed out and the call may
+or may not have taken effect. A process has at most one call open at a time.
+Any event may carry ``"time"`` (monotonic nanoseconds, an int >= 0), which
+checkers ignore; ``merge_histories`` orders per-process recordings by it.
+
+Choices the format left open, taken here:
+
+* ``process`` is a non-empty string; no other keys are allowed on an event.
+* ``args`` are checked like a scenario step's: names and required arguments
+  from ``spec.protocol.SchedulerProtocol``, an int argument a JSON integer
+  (never a bool or a float), a str argument a string, ``null`` only where the
+  protocol's default is ``None``.
+* A call still open at the end of the file is treated like ``info``.
+* Blank lines are skipped.
+
+The reader treats its input as hostile: every problem -- a malformed line, an
+unknown op, bad args, a second invoke while a call is open, a completion
+without an invoke, an oversized int, deep nesting, invalid UTF-8, a huge file
+or line -- is one ``HistoryError`` line naming the file, the line number and the
+rule, found in time and memory linear in the file's size (capped by the limits
+below). The limits are named constants here; they are this reader's own, as no
+shared limits module existed when it was written.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from fencepost.spec.formats.scenario import SIGNATURES
+from fencepost.spec.formats.values import ValueFormError, from_json, to_json
+from fencepost.spec.protocol import OPERATIONS
+
+#: The largest history file read, in bytes: 256 MiB, about two million calls.
+MAX_HISTORY_BYTES = 256 * 1024 * 1024
+
+#: The longest line, in bytes; an event is about 150 bytes, so this is slack for long worker names.
+MAX_LINE_BYTES = 64 * 1024
+
+#: The deepest JSON nesting a line may have; the format needs 3 (event, result, nothing deeper).
+MAX_NESTING = 8
+
+#: The most digits an integer may have; 20 holds every 64-bit value and a nanosecond clock for centuries.
+MAX_INT_DIGITS = 20
+
+#: The longest ``process`` name or ``error`` class name, in characters.
+MAX_NAME_CHARS = 200
+
+#: The event types, in the order a call goes through them.
+EVENT_TYPES = ("invoke", "ok", "info")
+
+_EVENT_KEYS = {
+    "invoke": {"process", "type", "op", "args", "time"},
+    "ok": {"process", "type", "result", "error", "time"},
+    "info": {"process", "type", "time"},
+}
+
+
+class HistoryError(ValueError):
+    """A history that cannot be read or written; the message is one line naming file, line and rule."""
+
+
+# ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of a history; ``result`` is in its JSON form (``spec.formats.values``)."""
+
+    process: str
+    type: str  # one of EVENT_TYPES
+    op: str | None = None  # invoke only
+    args: dict | None = None  # invoke only
+    result: object = None  # ok only: the JSON form of the call's result
+    error: str | None = None  # ok only: the exception's class name when the call raised
+    time: int | None = None  # monotonic nanoseconds, if recorded
+    line: int = 0  # 1-based line in the file it was read from (0: not read from a file)
+
+
+#: How a call ended.
+OK, ERROR, INFO = "ok", "error", "info"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call: its invocation and completion events, by position in ``History.events``.
+
+    ``completed`` is None for an ``info`` call (or one still open at the end):
+    it may take effect at any point after ``invoked``, or never.
+    """
+
+    index: int  # 0-based, in invocation order
+    process: str
+    op: str
+    args: dict
+    kind: str  # OK, ERROR or INFO
+    result: object  # the protocol value for OK, else None
+    error: str | None  # the exception's class name for ERROR
+    invoked: int  # position of the invoke event
+    completed: int | None  # position of the ok event; None for INFO
+    ended: int | None  # position of the ok or info event; None if still open at the end
+
+    def precedes(self, other: Call) -> bool:
+        """Real-time order: this call completed before ``other`` was invoked."""
+        return self.completed is not None and self.completed < other.invoked
+
+
+@dataclass(frozen=True)
+class History:
+    """A whole history: its events in file order and the calls they make up."""
+
+    events: tuple[Event, ...]
+    calls: tuple[Call, ...]
+    source: str = "<history>"
+
+    @property
+    def processes(self) -> tuple[str, ...]:
+        """Process names in the order they first appear."""
+        return tuple(dict.fromkeys(e.process for e in self.events))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load_history(path: str | Path) -> History:
+    """Read and validate a history file. O(file size), at most ``MAX_HISTORY_BYTES``.
+
+    Raises:
+        HistoryError: the file is missing, too big or not a valid history.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise HistoryError(f"{source}: is a folder, not a history file")
+        if size > MAX_HISTORY_BYTES:
+            raise HistoryError(f"{source}: {size:,} bytes; a history may have at most {MAX_HISTORY_BYTES:,}")
+        with path.open("rb") as handle:
+            return read_history(handle, source)
+    except FileNotFoundError:
+        raise HistoryError(f"{source}: no such file") from None
+    except OSError as exc:
+        raise HistoryError(f"{source}: cannot read: {exc.strerror or exc}") from None
+
+
+def loads_history(text: str | bytes, source: str = "<history>") -> History:
+    """Parse history ``text`` (str or UTF-8 bytes); ``source`` names it in errors.
+
+    Raises:
+        HistoryError: as ``load_history``.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if len(data) > MAX_HISTORY_BYTES:
+        raise HistoryError(f"{source}: {len(data):,} bytes; a history may have at most {MAX_HISTORY_BYTES:,}")
+    return read_history(data.splitlines(keepends=True), source)
+
+
+def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
+    """Validate lines of bytes as a history and pair its events into calls. O(total length).
+
+    Raises:
+        HistoryError: the first problem, naming ``source``, the line and the rule.
+    """
+    events: list[Event] = []
+    calls: list[Call | None] = []
+    open_calls: dict[str, tuple[int, Event, int]] = {}  # process -> (call index, its invoke event, its position)
+    total = 0
+    for number, raw in enumerate(lines, start=1):
+        total += len(raw)
+        if total > MAX_HISTORY_BYTES:
+            raise HistoryError(f"{source}: line {number}: the history passes {MAX_HISTORY_BYTES:,} bytes, the most allowed")
+        if not raw.strip():
+            continue
+        event = parse_event(raw, f"{source}: line {number}: ", number)
+        position = len(events)
+        if event.type == "invoke":
+            if event.process in open_calls:
+                first = open_calls[event.process][1].line
+                raise HistoryError(
+                    f"{source}: line {number}: process {event.process!r} invokes {event.op} while its call "
+                    f"from line {first} is still open (a process has at most one call open)"
+                )
+            open_calls[event.process] = (len(calls), event, position)
+            calls.append(None)
+        else:
+            if event.process not in open_calls:
+                raise HistoryError(
+                    f"{source}: line {number}: an {event.type} event for process {event.process!r}, "
+                    "which has no call open (a completion follows its process's invoke)"
+                )
+            index, invoke, invoked = open_calls.pop(event.process)
+            value = None
+            if event.type == "ok" and event.error is None:
+                try:
+                    value = from_json(invoke.op, event.result)
+                except ValueFormError as exc:
+                    raise HistoryError(f"{source}: line {number}: result of {invoke.op} (line {invoke.line}): {exc}") from None
+            calls[index] = _call(index, invoke, event, value, invoked, position)
+        events.append(event)
+    for index, invoke, invoked in open_calls.values():
+        calls[index] = _call(index, invoke, None, None, invoked, None)
+    return History(tuple(events), tuple(calls), source)
+
+
+def _call(index: int, invoke: Event, end: Event | None, value: object, invoke_at: int, end_at: int | None) -> Call:
+    if end is None or end.type == "info":
+        kind, result, error, completed = INFO, None, None, None
+    elif end.error is not None:
+        kind, result, error, completed = ERROR, None, end.error, end_at
+    else:
+        kind, result, error, completed = OK, value, None, end_at
+    return Call(index, invoke.process, invoke.op, dict(invoke.args), kind, result, error, invoke_at, completed, end_at)
+
+
+def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
+    """One history line as an ``Event``, validated but not paired. O(len(raw)).
+
+    ``where`` prefixes every error message (e.g. ``"h.jsonl: line 3: "``).
+
+    Raises:
+        HistoryError: the line breaks a limit, is not one JSON object, or is not an event.
+    """
+
+    def fail(rule: str) -> HistoryError:
+        return HistoryError(f"{where}{rule}")
+
+    if len(raw) > MAX_LINE_BYTES:
+        raise fail(f"{len(raw):,} bytes long; a line may have at most {MAX_LINE_BYTES:,}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    if text.count("[") + text.count("{") > MAX_NESTING and _nesting(text) > MAX_NESTING:
+        raise fail(f"JSON nested deeper than {MAX_NESTING} levels")
+    try:
+        obj = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except HistoryError as exc:
+        raise fail(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise fail(f"not valid JSON: {_one_line(str(exc))}") from None
+    if not isinstance(obj, dict):
+        raise fail(f"expected a JSON object (an event), got {_show(obj)}")
+    kind = obj.get("type")
+    if kind not in EVENT_TYPES:
+        raise fail(f"field 'type' must be one of {', '.join(EVENT_TYPES)}, got {_show(kind)}")
+    for key in obj:
+        if key not in _EVENT_KEYS[kind]:
+            raise fail(f"field {_show(key)}: unknown in an {kind} event (it has {', '.join(sorted(_EVENT_KEYS[kind]))})")
+    process = obj.get("process")
+    if not isinstance(process, str) or not process or len(process) > MAX_NAME_CHARS:
+        raise fail(f"field 'process' must be a non-empty string of at most {MAX_NAME_CHARS} characters, got {_show(process)}")
+    stamp = obj.get("time")
+    if stamp is not None and not (_is_int(stamp) and stamp >= 0):
+        raise fail(f"field 'time' must be an int >= 0 (monotonic nanoseconds), got {_show(stamp)}")
+    if kind == "invoke":
+        op, args = _invoke_fields(obj, fail)
+        return Event(process, kind, op=op, args=args, time=stamp, line=line)
+    if kind == "info":
+        return Event(process, kind, time=stamp, line=line)
+    if ("result" in obj) == ("error" in obj):
+        raise fail("an ok event has exactly one of 'result' and 'error'")
+    if "error" in obj:
+        error = obj["error"]
+        if not isinstance(error, str) or not error.isidentifier() or len(error) > MAX_NAME_CHARS:
+            raise fail(f"field 'error' must be an exception class name such as \"ValueError\", got {_show(error)}")
+        return Event(process, kind, error=error, time=stamp, line=line)
+    return Event(process, kind, result=obj["result"], time=stamp, line=line)
+
+
+def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str, dict]:
+    op = obj.get("op")
+    if op not in OPERATIONS:
+        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)}, got {_show(op)}")
+    args = obj.get("args")
+    if not isinstance(args, dict):
+        raise fail(f"field 'args' must be an object of {op}'s keyword arguments, got {_show(args)}")
+    params = {p.name: p for p in SIGNATURES[op]}
+    for name, value in args.items():
+        if name not in params:
+            raise fail(f"args.{name}: not an argument of {op} (it takes {', '.join(params) or 'none'})")
+        param = params[name]
+        if value is None and param.default is None:
+            continue
+        fits = isinstance(value, str) if param.type is str else _is_int(value)
+        if not fits:
+            kind = "a string" if param.type is str else "an int"
+            raise fail(f"args.{name}: must be {kind}, got {_show(value)}")
+    missing = [p.name for p in params.values() if p.required and p.name not in args]
+    if missing:
+        raise fail(f"args.{missing[0]}: missing ({op} needs {', '.join(p.name for p in params.values() if p.required)})")
+    return op, {name: value for name, value in args.items() if not (value is None and params[name].default is None)}
+
+
+def _nesting(text: str) -> int:
+    """The deepest bracket nesting outside strings. O(len(text)); only run on lines with many brackets."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise HistoryError(f"an integer of {len(digits.lstrip('-')):,} digits; at most {MAX_INT_DIGITS} are allowed")
+    return int(digits)
+
+
+def _no_constant(name: str) -> object:
+    raise HistoryError(f"{name} is not JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise HistoryError(f"duplicate key {_show(key)}")
+        obj[key] = value
+    return obj
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: The longest value an error message quotes, in characters.
+_SHOW_LIMIT = 60
+
+
+def _show(obj: object) -> str:
+    text = repr(obj)
+    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------- writing
+
+
+def event_to_json(event: Event) -> dict:
+    """The JSON object of one event, keys in the documented order; ``result`` in its JSON form."""
+    obj: dict = {"process": event.process, "type": event.type}
+    if event.type == "invoke":
+        obj["op"], obj["args"] = event.op, dict(event.args or {})
+    elif event.type == "ok":
+        if event.error is not None:
+            obj["error"] = event.error
+        else:
+            obj["result"] = event.result
+    if event.time is not None:
+        obj["time"] = event.time
+    return obj
+
+
+def dumps_event(event: Event) -> str:
+    """One event as one line of compact JSON, without the newline."""
+    return json.dumps(event_to_json(event), separators=(", ", ": "))
+
+
+def write_history(path: str | Path, events: Iterable[Event]) -> None:
+    """Write ``events`` as a history file, one line each, in the order given.
+
+    Raises:
+        HistoryError: the file cannot be written.
+    """
+    try:
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for event in events:
+                handle.write(dumps_event(event) + "\n")
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+
+# ---------------------------------------------------------------- recording
+
+
+class HistoryLog:
+    """A thread-safe, append-only list of events, in the real-time order they were appended.
+
+    Every event is stamped with ``clock()`` (monotonic nanoseconds) taken under
+    the log's lock and made strictly increasing, so the log's order and its
+    times agree, and recordings from several OS processes on one machine can be
+    merged by time (``merge_histories``). Appending is O(1).
+    """
+
+    def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._events: list[Event] = []
+        self._open: set[str] = set()  # processes with a call open
+        self._last_time = -1
+
+    def recorder(self, scheduler: object, process: str) -> Recorder:
+        """A ``Recorder`` of ``scheduler`` calls made as ``process``, into this log."""
+        return Recorder(scheduler, process, self)
+
+    def invoke(self, process: str, op: str, args: dict) -> None:
+        """Record that ``process`` calls ``op``; before the call starts.
+
+        Raises:
+            RuntimeError: ``process`` already has a call open (one process is one
+                client: give each thread its own process name).
+        """
+        with self._lock:
+            if process in self._open:
+                raise RuntimeError(f"process {process!r} already has a call open; give each thread its own process name")
+            self._open.add(process)
+            self._events.append(Event(process, "invoke", op=op, args=dict(args), time=self._stamp()))
+
+    def complete(self, process: str, *, result: object = None, error: str | None = None, unknown: bool = False) -> None:
+        """Record the end of ``process``'s open call: its JSON ``result``, an ``error`` class name, or ``unknown`` (info)."""
+        with self._lock:
+            self._open.discard(process)
+            if unknown:
+                event = Event(process, "info", time=self._stamp())
+            else:
+                event = Event(process, "ok", result=result, error=error, time=self._stamp())
+            self._events.append(event)
+
+    def _stamp(self) -> int:
+        self._last_time = max(self._clock(), self._last_time + 1)
+        return self._last_time
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """A snapshot of the events so far."""
+        with self._lock:
+            return tuple(self._events)
+
+    def write(self, path: str | Path) -> None:
+        """Write the events so far as a history file (see ``write_history``)."""
+        write_history(path, self.events)
+
+
+#: The error a ``Recorder`` records for a result that is not a protocol value; no model answer matches it.
+NOT_A_PROTOCOL_VALUE = "NotAProtocolValue"
+
+#: The calls a ``Recorder`` records; every other attribute passes straight through.
+RECORDED_OPS = OPERATIONS
+
+
+class Recorder:
+    """A scheduler seen by one client (``process``): each protocol call is recorded as invoke/ok.
+
+    The call itself runs unlocked on the wrapped scheduler, so calls of
+    different processes overlap exactly as they would without the recorder;
+    only the log is locked. A call that raises is recorded with the
+    exception's class name and re-raised; an exception that ends the client
+    (``BaseException`` other than ``Exception``) is recorded as ``info``; a
+    result that has no JSON form is recorded as the error
+    ``NOT_A_PROTOCOL_VALUE`` and returned to the caller unchanged.
+    Arguments are recorded by their protocol names. Not for two threads at
+    once: one process has at most one call open (``RuntimeError`` otherwise).
+    """
+
+    def __init__(self, scheduler: object, process: str, log: HistoryLog) -> None:
+        if not isinstance(process, str) or not process:
+            raise ValueError(f"process must be a non-empty str: {process!r}")
+        self._scheduler = scheduler
+        self._process = process
+        self._log = log
+        self._params = {op: [p.name for p in SIGNATURES[op]] for op in RECORDED_OPS}
+
+    @property
+    def process(self) -> str:
+        return self._process
+
+    def __getattr__(self, name: str) -> object:
+        if name in RECORDED_OPS:
+            return lambda *args, **kwargs: self._record(name, args, kwargs)
+        return getattr(self._scheduler, name)
+
+    def _record(self, op: str, args: tuple, kwargs: dict) -> object:
+        named = dict(zip(self._params[op], args, strict=False)) | kwargs
+        self._log.invoke(self._process, op, named)
+        try:
+            value = getattr(self._scheduler, op)(**named)
+        except Exception as exc:
+            self._log.complete(self._process, error=type(exc).__name__)
+            raise
+        except BaseException:
+            self._log.complete(self._process, unknown=True)
+            raise
+        try:
+            encoded = to_json(op, value)
+        except ValueFormError:
+            # Not a protocol value (an accepted of 1, a float token): recorded as an error
+            # no model answer matches, so the checker reports the call; the caller gets it as is.
+            self._log.complete(self._process, error=NOT_A_PROTOCOL_VALUE)
+            return value
+        self._log.complete(self._process, result=encoded)
+        return value
+
+
+# ---------------------------------------------------------------- merging
+
+
+def merge_histories(histories: Iterable[History]) -> list[Event]:
+    """Merge recordings made in several OS processes into one real-time order, by ``time``.
+
+    Each input must stamp every event with a strictly increasing ``time`` from
+    one machine-wide monotonic clock (``HistoryLog`` does). Equal times in two
+    inputs put invocations first: the two calls then count as overlapping,
+    which never adds an order that did not happen. O(n log k) for n events in
+    k inputs.
+
+    Raises:
+        HistoryError: an event has no ``time``, or times do not increase within one input.
+    """
+    streams = []
+    for number, history in enumerate(histories):
+        last = -1
+        for event in history.events:
+            if event.time is None:
+                raise HistoryError(f"{history.source}: line {event.line}: no 'time', so it cannot be merged by time")
+            if event.time <= last:
+                raise HistoryError(f"{history.source}: line {event.line}: time {event.time} is not after the line before ({last})")
+            last = event.time
+        streams.append([(e.time, e.type != "invoke", number, i, e) for i, e in enumerate(history.events)])
+    return [item[-1] for item in _merge_sorted(streams)]
+
+
+def _merge_sorted(streams: list[list[tuple]]) -> Iterator[tuple]:
+    # Within one input, times strictly increase, so (time, ...) keys are sorted per input.
+    return heapq.merge(*streams, key=lambda item: item[:4])
