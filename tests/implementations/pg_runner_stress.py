@@ -30,7 +30,7 @@ import traceback
 
 from fencepost.impl.postgres import PostgresScheduler
 from fencepost.spec.protocol import OPERATIONS
-from pg_stress import to_json
+from fencepost.spec.formats.values import to_json
 
 #: Real seconds any wait may take before the run fails instead of hanging.
 BOUND = 120.0

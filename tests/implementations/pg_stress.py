@@ -31,15 +31,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from fencepost.impl.postgres import PostgresScheduler
-
-def to_json(op: str, value: object) -> object:
-    """A protocol value in the history format's JSON form (a Lease's five fields, an Outcome, an id, null)."""
-    if value is None or isinstance(value, int):
-        return value
-    if hasattr(value, "accepted"):
-        return {"accepted": value.accepted, "reason": value.reason}
-    return {f: getattr(value, f) for f in ("task_id", "worker", "token", "started_at", "expires_at")}
-
+from fencepost.spec.formats.values import to_json
 
 #: Real seconds any wait may take (a barrier, a child process) before the run fails instead of hanging.
 BOUND = 120

@@ -30,7 +30,10 @@ from fencepost.spec.protocol import Status
 from pg_stress import LEASE, run_stress
 
 #: Rounds of the workload: 12 clients x 2 calls x ROUNDS calls, plus the setup's submits.
-ROUNDS = 120
+#: The linearizability check costs more than the run (about 12 s here for 60 rounds).
+ROUNDS = 60
+#: Bound on the linearizability search; a run that needs more fails as undecided instead of hanging.
+MAX_STATES = 500_000
 #: Tasks submitted before the clients start (the clients submit more).
 TASKS = 1_000
 
@@ -94,12 +97,12 @@ def test_the_stress_run_does_what_it_says(stress_run) -> None:
         if c["op"] in ("complete", "fail", "renew", "cancel") and not c["error"]:
             accepted[c["op"], c["result"]["accepted"]] += 1
     assert len({e["process"] for e in events}) == 13  # 12 clients and the setup
-    assert len(views) > 1_000 and len(calls) > 3_000
+    assert len(views) > 1_000 and len(calls) > 2_000
     # every kind of event the issue asks for happened: failures, stale completions (stalls), cancels, renewals, clock races
     for key in (("complete", True), ("complete", False), ("fail", True), ("cancel", True), ("renew", True)):
         assert accepted[key] > 0, (key, dict(accepted))
     assert ops["dispatch", "error"] > 0  # a client's time fell behind another's: ValueError, nothing changed
-    stale = [c for c in calls if c["op"] == "complete" and not c["error"] and c["result"]["reason"] in ("stale_token", "lease_expired")]
+    stale = [c for c in calls if c["op"] == "complete" and not c["error"] and c["result"].get("reason") in ("stale_token", "lease_expired")]
     assert stale, "no zombie completion happened"
 
 
@@ -158,6 +161,6 @@ def test_the_whole_history_is_linearizable(stress_run, tmp_path) -> None:
     path = tmp_path / "stress.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     history = histories.load_history(path)
-    verdict = linearize.check_history(history)
+    verdict = linearize.check_history(history, max_states=MAX_STATES)
     assert verdict.linearizable is True, linearize.report(history, verdict)
     assert verdict.windows >= ROUNDS  # cut at the barrier between rounds
