@@ -419,18 +419,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: PostgresScheduler vs a bare SKIP LOCKED queue on $FENCEPOST_PG_DSN "
                         "(or --dsn), 1 and 4 client processes (impl/bench_postgres.py)")
     parser.add_argument("--dsn", default=None, help="the PostgreSQL server for --postgres (default $FENCEPOST_PG_DSN)")
+    parser.add_argument("--runner", action="store_true",
+                        help="instead: 100,000 no-op tasks through Runner(workers=4) beside ThreadPoolExecutor(4)")
+    parser.add_argument("--tasks", type=int, default=None, help="with --runner: tasks per turn (default 100000)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
     from fencepost.spec.cli import UsageError
 
-    for name in ("cycles", "repeats", "simple_max"):
+    for name in ("cycles", "repeats", "simple_max", "tasks"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.postgres:
         return _run_postgres(args)
+    if args.runner:
+        from fencepost.impl import bench_runner
+
+        tasks = args.tasks or bench_runner.TASKS
+        repeats = args.repeats or bench_runner.REPEATS
+        print(f"fencepost bench --runner: {tasks:,} tasks x {repeats} turns each", flush=True)
+        print(bench_runner.format_runner_bench(bench_runner.measure_runner(tasks, repeats)))
+        return 0
+    if args.tasks is not None:
+        raise UsageError("--tasks goes with --runner")
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     cycles = args.cycles or (200 if args.quick else 500)
     repeats = args.repeats or (15 if args.quick else 101)

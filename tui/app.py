@@ -34,6 +34,7 @@ from fencepost.spec.formats.scenario import (
     resolve,
 )
 from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.lanes import LanesView
 from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.tui.timeline import Timeline, build_timeline
@@ -119,6 +120,8 @@ class FencepostApp(App[None]):
         Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
         Binding("m", "toggle_side", "Model"),
         Binding("o", "open_next", "Next walkthrough"),
+        # Not in the footer, which is full at 80 columns: the help page lists it.
+        Binding("t", "toggle_lanes", "Lanes", show=False),
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
@@ -205,6 +208,7 @@ class FencepostApp(App[None]):
                     yield TaskColumn("pending", id="pending")
                     yield TaskColumn("running", id="running")
                     yield TaskColumn("done", id="done")
+                yield LanesView(id="worker-lanes")
                 yield WorkerStrip(id="workers")
                 yield EventLog(id="log")
             with SidePanel(id="side"):
@@ -266,8 +270,11 @@ class FencepostApp(App[None]):
         asking = self.quiz.open(index) is not None
         shown = index - 1 if asking else index  # an open question hides what its step did
         board = timeline.board(shown, self.side) or timeline.board(shown)
-        for column in self.query(TaskColumn):
-            column.show(board)
+        if self.has_class("-lanes"):
+            self.query_one(LanesView).show(timeline, shown)
+        else:
+            for column in self.query(TaskColumn):
+                column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
         self.query_one(EventLog).show(timeline, shown)
         upcoming = timeline.frames[index + 1] if index < timeline.last else None
@@ -660,6 +667,11 @@ class FencepostApp(App[None]):
 
     def action_toggle_side(self) -> None:
         self.side = "model" if self.side == "impl" else "impl"
+
+    def action_toggle_lanes(self) -> None:
+        """Swap the board for the lanes view (one lane per worker slot over time) and back."""
+        self.toggle_class("-lanes")
+        self.show_step()
 
     def action_interact(self) -> None:
         self.playing = False

@@ -23,7 +23,7 @@ the scheduler refuses is refused by the scheduler, with its own message.
 
 from __future__ import annotations
 
-from fencepost.spec.formats.scenario import OUTCOME_OPS, SIGNATURES, Step, StepResult
+from fencepost.spec.formats.scenario import SIGNATURES, Step, expect_from  # noqa: F401  (expect_from re-exported: it lives with the format now)
 
 #: Operations whose ``now`` may be left out (it defaults to the current time).
 TIMED = frozenset(op for op, params in SIGNATURES.items() if any(p.name == "now" for p in params))
@@ -90,19 +90,3 @@ def _value(param: object, text: str) -> object:
         return int(text)
     except ValueError:
         return text
-
-
-def expect_from(step: Step, result: StepResult) -> object:
-    """The ``expect`` that records ``result`` in a scenario file (None when the format has none)."""
-    value = result.value
-    if result.error is not None:
-        return "error"
-    if step.op == "dispatch":
-        if value is None:
-            return "none"
-        return {name: getattr(value, name) for name in ("task_id", "worker", "token", "started_at", "expires_at")}
-    if step.op in OUTCOME_OPS:
-        return {"accepted": bool(value.accepted)}
-    if step.op == "submit":
-        return {"task_id": value}
-    return None

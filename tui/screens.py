@@ -35,6 +35,7 @@ run beside it.
 | `n` / `N` | next / previous step with a lease expiry or a rejection |
 | `d` / `D` | next / previous step that breaks its `expect` or differs from the model |
 | `m` | show the model's expected state instead of the implementation's |
+| `t` | lanes: one lane per worker slot over time, each lease a bar (again: the columns) |
 | `i` | interactive mode: type protocol calls (below) |
 | `w` | write the session as a scenario file (interactive mode) |
 | `PgDn` / `PgUp` | scroll the step panel (also `shift+↓` / `shift+↑`, or `↓` / `↑` a line) |
@@ -58,6 +59,12 @@ Clicking a line of the event log jumps to its step.
   half-open interval; the bar is the time left. At `t = expires` the lease
   has already ended.
 * **Done**: `✓ succeeded`, `✗ failed`, `⊘ cancelled`, most recent first.
+
+**Lanes** (`t`, in place of the columns): one lane per worker slot, time
+running left to right, the step's time marked `▼`. Each lease is a bar
+from its start to its expiry (as renewed), labelled `#task·token`; `✓` a
+completion, `✗` a failure, `×` an expiry (in the lease's last tick), `!` a
+rejected completion or failure, `›` a lease running on past the edge.
 
 A row reads like `▸ #1 p2 a1 due t=0`. What matters most comes first; a
 narrow column drops the least important parts (an idempotency key first;

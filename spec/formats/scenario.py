@@ -627,6 +627,22 @@ def apply_step(scheduler: object, step: Step) -> StepResult:
     return StepResult(value=value)
 
 
+def expect_from(step: Step, result: StepResult) -> object:
+    """The ``expect`` that records ``result`` in a scenario file (None when the format has none)."""
+    value = result.value
+    if result.error is not None:
+        return "error"
+    if step.op == "dispatch":
+        if value is None:
+            return "none"
+        return {name: getattr(value, name) for name in ("task_id", "worker", "token", "started_at", "expires_at")}
+    if step.op in OUTCOME_OPS:
+        return {"accepted": bool(value.accepted)}
+    if step.op == "submit":
+        return {"task_id": value}
+    return None
+
+
 def describe_call(step: Step) -> str:
     """The call as Python, e.g. ``dispatch(worker='w1', now=5, duration=5)``."""
     args = ", ".join(f"{k}={v!r}" for k, v in _in_protocol_order(step).items())

@@ -1,0 +1,121 @@
+"""The runner's clocks: logical time a test moves by hand, and real time as ticks.
+
+A clock offers ``now`` (an ``int`` >= 0 that never goes backwards),
+``subscribe(listener)`` / ``unsubscribe(listener)`` (called with no
+arguments after time moves by hand) and ``seconds_until(t)``: how many real
+seconds until ``now`` reaches ``t`` on its own, or ``None`` when it never will
+(a manual clock moves only when told). ``fencepost.impl.runner.Runner`` needs
+nothing else of a clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+def _check_int(name: str, value: object, rule: str, ok: Callable[[int], bool]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
+        raise ValueError(f"{name} must be {rule}, got {value!r}")
+    return value
+
+
+class ManualClock:
+    """Logical time for tests: it moves only when ``advance`` or ``advance_to`` is called.
+
+    Moving it calls every subscribed listener (the runner wakes its pool), so
+    whatever became due or expired is handled without any sleeping in tests.
+    ``now`` is read without a lock (one attribute read); moves are serialised.
+    """
+
+    def __init__(self, start: int = 0) -> None:
+        """Raises ``ValueError`` unless ``start`` is an int >= 0."""
+        self._now = _check_int("start", start, "an int >= 0", lambda v: v >= 0)
+        self._lock = threading.Lock()  # serialises moves, never held while listeners run
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def now(self) -> int:
+        """The current logical time."""
+        return self._now
+
+    def advance(self, ticks: int) -> int:
+        """Move time forward by ``ticks`` (>= 0) and return the new ``now``.
+
+        Raises:
+            ValueError: ``ticks`` is not an int >= 0 (time can't go backwards); nothing moves.
+        """
+        _check_int("ticks", ticks, "an int >= 0 (time can't go backwards)", lambda v: v >= 0)
+        with self._lock:
+            self._now += ticks
+            now = self._now
+        self._notify()
+        return now
+
+    def advance_to(self, t: int) -> int:
+        """Move time forward to ``t`` (>= ``now``) and return it.
+
+        Raises:
+            ValueError: ``t`` is not an int, or is before ``now`` (time can't go backwards); nothing moves.
+        """
+        with self._lock:
+            _check_int("t", t, f"an int >= now ({self._now}): time can't go backwards", lambda v: v >= self._now)
+            self._now = t
+        self._notify()
+        return t
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every move (in the moving thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener``; unknown listeners are ignored."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def seconds_until(self, t: int) -> float | None:
+        """Always ``None``: a manual clock never reaches a time on its own."""
+        return None
+
+    def _notify(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+
+#: Ticks are milliseconds unless told otherwise.
+DEFAULT_TICK_NS = 1_000_000
+
+
+class MonotonicClock:
+    """Real time as integer ticks since the clock was made (default: milliseconds).
+
+    Built on ``time.monotonic_ns``, so it never goes backwards. Nothing is
+    notified when it moves: the runner waits ``seconds_until`` the next due
+    time or expiry instead.
+    """
+
+    def __init__(self, tick_ns: int = DEFAULT_TICK_NS) -> None:
+        """Raises ``ValueError`` unless ``tick_ns`` is an int >= 1."""
+        self._tick_ns = _check_int("tick_ns", tick_ns, "an int >= 1 (nanoseconds per tick)", lambda v: v >= 1)
+        self._origin = time.monotonic_ns()
+
+    @property
+    def now(self) -> int:
+        """Whole ticks elapsed since the clock was made."""
+        return (time.monotonic_ns() - self._origin) // self._tick_ns
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Nothing to do: real time is not moved by anyone."""
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        """Nothing to do (see ``subscribe``)."""
+
+    def seconds_until(self, t: int) -> float | None:
+        """Real seconds until ``now`` reaches ``t`` (0.0 if it already has)."""
+        remaining = t * self._tick_ns + self._origin - time.monotonic_ns()
+        return max(0.0, remaining / 1e9)

@@ -1,0 +1,671 @@
+"""The executing runner: a bounded pool that runs user functions under a scheduler's leases.
+
+``Runner`` is the second seed's system built on any scheduler with the
+protocol (default a fresh ``fencepost.impl.Scheduler()``): each pool slot is a
+scheduler worker of capacity one (``w1`` .. ``wN``); a slot's thread asks the
+scheduler for a lease, runs the task's function *without* the scheduler's
+lock, then reports ``complete`` (it returned) or ``fail`` (it raised). Time
+comes from a clock (``ManualClock`` for tests, ``MonotonicClock`` for real
+use), in ticks; the lease duration is in the same ticks.
+
+Concurrency, in the shape of CPython's ``concurrent.futures.thread``: one
+lock, held only around the runner's bookkeeping and the protocol calls, and
+one condition variable that every state change notifies (a submit, a slot
+freed, time moved). User work never runs under the lock, so it may call
+``submit``, ``cancel`` and ``task`` on the runner, and other threads may do
+so while user work is blocked.
+
+What a lease guarantees, and what it does not:
+
+* Moving a ``ManualClock`` expires every lease whose time is up before
+  ``advance`` returns (a timed call from the mover's thread); eligible work
+  is then started by the pool's threads (``wait`` / ``wait_idle`` for it).
+* At most ``workers`` user functions run at once in this process (a slot's
+  thread stays with its function until it returns), and ``workers`` do run
+  at once when that many tasks are eligible.
+* A lease that expires while its function still runs (it did not
+  ``heartbeat``) hands the task back to the scheduler, which may run it
+  again on another slot. The old function's late completion or failure is
+  rejected (stale token or expired lease): its value is discarded, the
+  rejection is in the trace, and only the current attempt decides the task.
+  With ``isolation="thread"`` the old function keeps running until it
+  returns -- a thread cannot be killed -- and any external effect it has is
+  not fenced by the token. With ``isolation="process"`` each attempt runs in
+  a child process, which is terminated when its lease expires or on
+  ``cancel(task_id, force=True)``; a terminated attempt may still have done
+  part of its external effects.
+* Cancellation of running work is cooperative with threads: ``cancel`` sets
+  ``ctx.cancel_requested`` and the function decides when to stop (raising
+  ``Cancelled`` or anything else ends the task ``cancelled``; returning ends it
+  ``succeeded``, since the work did finish).
+
+**A restart loses everything**: tasks, results, errors and leases live in
+this process's memory only. Durability is a separate concern.
+
+``save_trace(path)`` writes every protocol call the runner made, in the order
+the scheduler saw them, with each actual result as ``expect``: a scenario
+that ``fencepost replay`` checks against any scheduler (it must start fresh)
+and ``fencepost tui`` shows.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fencepost.impl.clocks import ManualClock, MonotonicClock
+from fencepost.spec.formats.scenario import SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
+from fencepost.spec.protocol import FINAL_STATUSES, Outcome, Status, TaskView
+
+__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "TaskContext"]
+
+#: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
+ISOLATIONS = ("thread", "process")
+
+#: Real seconds ``stop()`` waits for running user functions before it gives up with ``TimeoutError``.
+STOP_TIMEOUT = 60.0
+
+#: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers).
+SLOT_PREFIX = "w"
+
+
+class Cancelled(Exception):
+    """Raised by user work to say it stopped because a cancellation was requested."""
+
+
+class TaskContext:
+    """What user work gets as its only argument: who it is, the time, and its lease.
+
+    ``task_id``, ``attempt`` (1 for the first run) and ``token`` (this
+    attempt's lease token) are fixed; ``now`` and ``cancel_requested`` are read
+    live. Every method may be called from the user function's own thread (or,
+    with process isolation, from the child process).
+    """
+
+    __slots__ = ("task_id", "attempt", "token", "_link")
+
+    def __init__(self, link: object, task_id: int, attempt: int, token: int) -> None:
+        self._link = link  # the runner's side: a thread link, or a pipe to it from a child process
+        self.task_id = task_id
+        self.attempt = attempt
+        self.token = token
+
+    def __repr__(self) -> str:
+        return f"TaskContext(task_id={self.task_id}, attempt={self.attempt}, token={self.token})"
+
+    @property
+    def now(self) -> int:
+        """The runner's clock, now."""
+        return self._link.now()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once ``cancel`` was accepted while this attempt runs."""
+        return self._link.cancel_requested()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise ``Cancelled`` if a cancellation was requested; otherwise do nothing."""
+        if self.cancel_requested:
+            raise Cancelled(f"task {self.task_id} attempt {self.attempt}: cancellation requested")
+
+    def heartbeat(self, duration: int | None = None) -> bool:
+        """Renew this attempt's lease for ``duration`` ticks (default: the runner's lease) from now.
+
+        Returns False once the scheduler has refused a renewal (the lease
+        expired, a newer attempt holds the task, or a cancel was requested),
+        and from then on without asking again.
+
+        Raises:
+            ValueError: ``duration`` is not an int >= 1 (the scheduler's message).
+        """
+        return self._link.heartbeat(duration)
+
+    def submit(self, fn: Callable[[TaskContext], object], **options: object) -> int:
+        """Submit another task, as ``Runner.submit(fn, **options)``; return its id."""
+        return self._link.submit(fn, options)
+
+
+@dataclass(eq=False)
+class _Task:
+    """The runner's record of one task: the user's function and what came of it."""
+
+    fn: Callable[[TaskContext], object]
+    status: str = Status.PENDING.value  # the scheduler's status, as of the runner's last call about it
+    result: object = None  # the value of the completion the scheduler accepted
+    error: BaseException | None = None  # the exception of the last failure the scheduler accepted
+    attempts: int = 0  # attempts started (dispatches), zombies included
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """One lease being worked on by one slot."""
+
+    task_id: int
+    token: int
+    number: int  # 1 for the task's first attempt
+    slot: str
+    expires_at: int  # as renewed; the scheduler's own expiry is the truth
+    cancel_requested: bool = False
+    expired: bool = False  # the runner saw a timed call at or after expires_at
+    renew_refused: bool = False  # heartbeat answers False from then on
+    kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
+    wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
+
+
+class _ThreadLink:
+    """``TaskContext``'s runner side for an attempt running in a pool thread."""
+
+    __slots__ = ("_runner", "_attempt")
+
+    def __init__(self, runner: Runner, attempt: _Attempt) -> None:
+        self._runner = runner
+        self._attempt = attempt
+
+    def now(self) -> int:
+        return self._runner._clock.now
+
+    def cancel_requested(self) -> bool:
+        return self._attempt.cancel_requested
+
+    def heartbeat(self, duration: int | None) -> bool:
+        return self._runner._heartbeat(self._attempt, duration)
+
+    def submit(self, fn: Callable[[TaskContext], object], options: dict) -> int:
+        return self._runner.submit(fn, **options)
+
+
+class Runner:
+    """A bounded pool running user functions under the leases of a scheduler.
+
+    Args:
+        workers: pool slots, each a scheduler worker of capacity one (int >= 1).
+        clock: ``ManualClock``, ``MonotonicClock`` or any object with their
+            methods (default ``MonotonicClock()``).
+        lease: the lease duration in clock ticks (int >= 1).
+        scheduler: any object with the protocol (default ``fencepost.impl.Scheduler()``);
+            the runner adds its workers to it at once.
+        isolation: ``"thread"`` (user work in a pool thread) or ``"process"``
+            (each attempt in a child process; the function, its result and
+            its exception must pickle).
+
+    Raises:
+        ValueError: a bad argument, named with its value and the rule.
+    """
+
+    def __init__(
+        self,
+        *,
+        workers: int = 4,
+        clock: object = None,
+        lease: int = 30_000,
+        scheduler: object = None,
+        isolation: str = "thread",
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        if isinstance(lease, bool) or not isinstance(lease, int) or lease < 1:
+            raise ValueError(f"lease must be an int >= 1 (clock ticks), got {lease!r}")
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, got {isolation!r}")
+        if clock is None:
+            clock = MonotonicClock()
+        missing = [name for name in ("now", "subscribe", "unsubscribe", "seconds_until") if not hasattr(clock, name)]
+        if missing:
+            raise ValueError(f"clock must offer now, subscribe, unsubscribe and seconds_until; {clock!r} lacks {', '.join(missing)}")
+        if scheduler is None:
+            from fencepost.impl import Scheduler
+
+            scheduler = Scheduler()
+        self._clock = clock
+        self._lease = lease
+        self._scheduler = scheduler
+        self._isolation = isolation
+        self._lock = threading.Lock()  # guards everything below and every call on the scheduler
+        self._changed = threading.Condition(self._lock)  # notified on every state change
+        self._slots = tuple(f"{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
+        self._tasks: dict[int, _Task] = {}
+        self._running: dict[str, _Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
+        # Every protocol call, in the scheduler's order, as (op, argument values in protocol
+        # order, value, error message): tuples, not dicts, so a long run's trace stays small.
+        self._trace: list[tuple[str, tuple, object, str | None]] = []
+        self._version = 0  # bumped whenever work may have become eligible (submit, expiry)
+        self._idle_proof: tuple[int, int] | None = None  # (version, time) at which a free slot's dispatch found nothing
+        self._due_hints: list[int] = []  # heap of due times, so a real clock's idle slots wake when work falls due
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self._stopping = False
+        with self._lock:
+            for slot in self._slots:
+                self._call("add_worker", worker=slot, capacity=1)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Runner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the pool's threads. Raises ``RuntimeError`` if already started."""
+        with self._lock:
+            if self._started:
+                raise RuntimeError("the runner is already started (a runner starts once)")
+            self._started = True
+        self._clock.subscribe(self._on_clock)
+        names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
+        targets = [lambda s=slot: self._slot_loop(s) for slot in self._slots] + [self._expiry_loop]
+        for name, target in zip(names, targets):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop taking work and wait for running user functions to return.
+
+        Tasks not yet started stay pending (and are lost with the process).
+        Calling it again, or before ``start``, is harmless.
+
+        Raises:
+            TimeoutError: some user function was still running after ``timeout`` real seconds.
+        """
+        with self._lock:
+            self._stopping = True
+            for attempt in self._running.values():
+                if attempt.wake is not None:
+                    attempt.wake()
+            self._changed.notify_all()
+        self._clock.unsubscribe(self._on_clock)
+        for thread in self._threads:
+            thread.join(timeout)
+            if thread.is_alive():
+                raise TimeoutError(f"stop: {thread.name} still runs user work after {timeout} s")
+
+    # ------------------------------------------------------------ the public calls
+
+    def submit(
+        self,
+        fn: Callable[[TaskContext], object],
+        *,
+        priority: int = 0,
+        due_at: int | None = None,
+        max_attempts: int | None = None,
+        retry_delay: int = 1,
+        key: str | None = None,
+    ) -> int:
+        """Submit ``fn``, to be called as ``fn(ctx)``; return the task's id.
+
+        The options are the scheduler's ``submit`` arguments (``due_at`` in
+        clock ticks; ``None`` means at once). ``key``, an idempotency key, is
+        passed on only when given (a scheduler without keys never sees it):
+        a key the scheduler already knows names the task it made then, which
+        keeps its first function. May be called from user work.
+
+        Raises:
+            ValueError: ``fn`` is not callable, or the scheduler refused an option.
+            RuntimeError: the runner is stopped.
+        """
+        if not callable(fn):
+            raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
+        if self._isolation == "process":
+            _check_pickles(fn)
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError("cannot submit: the runner is stopped")
+            options = {"key": key} if key is not None else {}
+            task_id = self._call(
+                "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
+            )
+            if task_id in self._tasks:
+                return task_id  # a known key: the same task, nothing new to run
+            self._tasks[task_id] = _Task(fn)
+            heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
+            self._version += 1
+            self._changed.notify_all()
+        return task_id
+
+    def cancel(self, task_id: int, *, force: bool = False) -> Outcome:
+        """Cancel the task: a waiting task never runs; a running one is asked to stop.
+
+        With ``force=True`` and ``isolation="process"``, a running attempt's
+        child process is terminated and the task ends ``cancelled``.
+
+        Raises:
+            ValueError: ``force=True`` with thread isolation (a thread cannot be
+                killed), or an unknown ``task_id``. Nothing changes.
+        """
+        if force and self._isolation == "thread":
+            raise ValueError(
+                "force=True needs isolation='process': a thread cannot be killed, so with threads "
+                "cancellation is cooperative (the work reads ctx.cancel_requested)"
+            )
+        with self._lock:
+            self._known(task_id)
+            now = self._clock.now
+            outcome = self._call("cancel", task_id=task_id, now=now)
+            self._after_timed_call(now)
+            if outcome.accepted:
+                view = self._refresh(task_id)
+                for attempt in self._running.values():
+                    if attempt.task_id == task_id and attempt.token == view.token:
+                        attempt.cancel_requested = True
+                        if force:
+                            attempt.kill = True
+                            if attempt.wake is not None:
+                                attempt.wake()
+            self._changed.notify_all()
+        return outcome
+
+    def task(self, task_id: int) -> TaskView:
+        """The scheduler's detached view of the task. Raises ``ValueError`` for an unknown id."""
+        with self._lock:
+            self._known(task_id)
+            return self._scheduler.task(task_id)
+
+    def result(self, task_id: int) -> object:
+        """The value the task's accepted completion returned.
+
+        Raises:
+            ValueError: unknown id, or the task has not succeeded (the message says its status).
+        """
+        with self._lock:
+            task = self._known(task_id)
+            if task.status != Status.SUCCEEDED.value:
+                raise ValueError(f"task {task_id} has no result: it is {task.status}, not succeeded")
+            return task.result
+
+    def error(self, task_id: int) -> BaseException | None:
+        """The exception of the task's last accepted failure, or None if none was accepted.
+
+        Raises:
+            ValueError: unknown id.
+        """
+        with self._lock:
+            return self._known(task_id).error
+
+    def submitted(self) -> int:
+        """How many tasks this runner has submitted (ids run from 1 to this)."""
+        with self._lock:
+            return len(self._tasks)
+
+    def wait(self, task_id: int, timeout: float) -> TaskView:
+        """Return the task's view once it is final (succeeded, failed or cancelled).
+
+        Raises:
+            ValueError: unknown id, or ``timeout`` is not a number > 0.
+            TimeoutError: not final after ``timeout`` real seconds.
+        """
+        _check_timeout(timeout)
+        with self._lock:
+            task = self._known(task_id)
+            if not self._changed.wait_for(lambda: task.status in _FINAL, timeout):
+                raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
+            return self._scheduler.task(task_id)
+
+    def wait_idle(self, timeout: float) -> None:
+        """Return once no user function runs and nothing is eligible at the clock's current time.
+
+        Raises:
+            ValueError: ``timeout`` is not a number > 0.
+            TimeoutError: still busy after ``timeout`` real seconds.
+        """
+        _check_timeout(timeout)
+        with self._lock:
+            if not self._changed.wait_for(self._is_idle, timeout):
+                raise TimeoutError(
+                    f"wait_idle: after {timeout} s, {len(self._running)} user function(s) still run "
+                    f"(tasks {sorted(a.task_id for a in self._running.values())}) at t={self._clock.now}"
+                )
+
+    def save_trace(self, path: str | Path, *, title: str | None = None, description: str | None = None) -> Path:
+        """Write every protocol call so far as a scenario (JSON for ``.json``, else TOML); return the path.
+
+        Each step's ``expect`` is the call's actual result, so ``fencepost
+        replay PATH`` passes on a correct scheduler and ``fencepost tui PATH``
+        shows the run. ``title`` and ``description`` (Markdown) replace the
+        plain ones. O(calls) time and memory.
+        """
+        with self._lock:
+            calls = list(self._trace)
+        steps = []
+        for op, values, value, error in calls:
+            args = dict(zip(_ARGUMENT_NAMES[op], values))
+            steps.append(Step(op, args, expect=expect_from(Step(op, args), StepResult(value, error))))
+        scenario = Scenario(
+            title=title or f"A runner's trace: {len(self._slots)} workers, {len(self._tasks)} tasks",
+            steps=tuple(steps),
+            description=description or (
+                "Every protocol call a `Runner` made on its scheduler, in the order the scheduler "
+                "saw them, each with its actual result as `expect`."
+            ),
+            meta={"generated_by": "fencepost.impl.runner", "isolation": self._isolation, "lease": self._lease},
+        )
+        path = Path(path)
+        dump_scenario(scenario, path)
+        return path
+
+    # ------------------------------------------------------------ the pool
+
+    def _slot_loop(self, slot: str) -> None:
+        """One pool slot: take a lease, run it without the lock, report, repeat."""
+        with self._lock:
+            while not self._stopping:
+                attempt = self._next_attempt(slot)
+                if attempt is None:
+                    self._changed.wait(self._seconds_to_next_due())
+                    continue
+                outcome = self._run_attempt(attempt)
+                self._finish(attempt, outcome)
+
+    def _next_attempt(self, slot: str) -> _Attempt | None:
+        """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
+        if self._proven_idle():
+            return None  # a free slot already found nothing, and nothing new came or fell due since
+        now = self._clock.now
+        lease = self._call("dispatch", worker=slot, now=now, duration=self._lease)
+        self._after_timed_call(now)
+        if lease is None:
+            self._idle_proof = (self._version, now)
+            self._changed.notify_all()
+            return None
+        task = self._tasks[lease.task_id]
+        task.status = Status.RUNNING.value
+        task.attempts += 1
+        attempt = _Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
+        self._running[slot] = attempt
+        return attempt
+
+    def _run_attempt(self, attempt: _Attempt) -> tuple[str, object]:
+        """Called and returns with the lock held; runs the user function with it released."""
+        self._lock.release()
+        try:
+            return self._execute(attempt)
+        finally:
+            self._lock.acquire()
+
+    def _execute(self, attempt: _Attempt) -> tuple[str, object]:
+        """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
+        if self._isolation == "process":
+            from fencepost.impl.isolation import run_in_child
+
+            return run_in_child(self, attempt)
+        fn = self._tasks[attempt.task_id].fn  # a dict read; entries are never removed
+        ctx = TaskContext(_ThreadLink(self, attempt), attempt.task_id, attempt.number, attempt.token)
+        try:
+            return ("ok", fn(ctx))
+        except BaseException as exc:  # user work's failure is data, never the pool's end
+            return ("error", exc)
+
+    def _finish(self, attempt: _Attempt, outcome: tuple[str, object]) -> None:
+        """Under the lock: report the attempt's end to the scheduler and free its slot."""
+        kind, value = outcome
+        try:
+            if kind == "killed" and not attempt.cancel_requested:
+                return  # terminated because its lease expired: the scheduler already took the task back
+            now = self._clock.now
+            op = "complete" if kind == "ok" else "fail"
+            answer = self._call(op, task_id=attempt.task_id, token=attempt.token, now=now)
+            self._after_timed_call(now)
+            if answer.accepted:
+                task = self._tasks[attempt.task_id]
+                if kind == "ok":
+                    task.result = value
+                    task.status = Status.SUCCEEDED.value  # what an accepted completion always does
+                else:
+                    if kind == "error":
+                        task.error = value
+                    view = self._refresh(attempt.task_id)
+                    if view.status == Status.RETRY_WAIT:
+                        heapq.heappush(self._due_hints, view.due_at)
+        finally:
+            del self._running[attempt.slot]
+            self._changed.notify_all()
+
+    def _expiry_loop(self) -> None:
+        """Make a timed call as soon as a running lease's time is up.
+
+        Every slot may be busy (a stalled function, say), and then nobody else
+        calls the scheduler: this thread expires the lease so its task is
+        eligible again (and, with process isolation, its child terminated).
+        When a free slot's dispatch gets there first, there is nothing left to do.
+        """
+        with self._lock:
+            while not self._stopping:
+                if self._expire_due_leases():
+                    self._changed.notify_all()
+                    continue
+                live = [a.expires_at for a in self._running.values() if not a.expired]
+                self._changed.wait(self._clock.seconds_until(min(live)) if live else None)
+
+    def _expire_due_leases(self) -> bool:
+        """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
+        scheduler takes it back; True if it did."""
+        now = self._clock.now
+        if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
+            return False
+        self._call("advance", now=now)
+        self._after_timed_call(now)
+        return True
+
+    def _after_timed_call(self, now: int) -> None:
+        """Under the lock, after any timed call at ``now``: notice leases the scheduler expired."""
+        for attempt in self._running.values():
+            if not attempt.expired and attempt.expires_at <= now:
+                attempt.expired = True
+                self._refresh(attempt.task_id)
+                self._version += 1  # the task is eligible again
+                if self._isolation == "process":
+                    attempt.kill = True
+                    if attempt.wake is not None:
+                        attempt.wake()
+
+    def _heartbeat(self, attempt: _Attempt, duration: int | None) -> bool:
+        if attempt.renew_refused:
+            return False
+        with self._lock:
+            now = self._clock.now
+            answer = self._call(
+                "renew", task_id=attempt.task_id, token=attempt.token, now=now,
+                duration=self._lease if duration is None else duration,
+            )
+            self._after_timed_call(now)
+            if answer.accepted:
+                attempt.expires_at = now + (self._lease if duration is None else duration)
+            else:
+                attempt.renew_refused = True
+            self._changed.notify_all()
+            return answer.accepted
+
+    # ------------------------------------------------------------ helpers (all under the lock)
+
+    def _call(self, op: str, **args: object) -> object:
+        """Make one protocol call and record it in the trace (a ``ValueError`` is recorded, then raised).
+
+        ``args`` are every argument of ``op`` in protocol order, but for trailing optional
+        ones left out (``key``): ``save_trace`` names the values by position.
+        """
+        try:
+            value = getattr(self._scheduler, op)(**args)
+        except ValueError as exc:
+            self._trace.append((op, tuple(args.values()), None, str(exc)))
+            raise
+        self._trace.append((op, tuple(args.values()), value, None))
+        return value
+
+    def _refresh(self, task_id: int) -> TaskView:
+        view = self._scheduler.task(task_id)
+        self._tasks[task_id].status = getattr(view.status, "value", view.status)
+        return view
+
+    def _known(self, task_id: int) -> _Task:
+        task = self._tasks.get(task_id) if isinstance(task_id, int) and not isinstance(task_id, bool) else None
+        if task is None:
+            raise ValueError(f"task_id must be the id of a task this runner submitted, got {task_id!r}")
+        return task
+
+    def _is_idle(self) -> bool:
+        return not self._running and self._proven_idle()
+
+    def _proven_idle(self) -> bool:
+        """True when a dispatch now would find nothing eligible.
+
+        So it is when a free slot's dispatch at time p found nothing, nothing
+        was submitted or expired since (the version is the same), and no due
+        time the runner knows of (submits, retries) lies in (p, now]. O(log n)
+        amortized: due times up to p are dropped as they surface.
+        """
+        proof = self._idle_proof
+        if proof is None or proof[0] != self._version:
+            return False
+        while self._due_hints and self._due_hints[0] <= proof[1]:
+            heapq.heappop(self._due_hints)  # the dispatch at p saw these
+        return not self._due_hints or self._due_hints[0] > self._clock.now
+
+    def _seconds_to_next_due(self) -> float | None:
+        """Real seconds until the next known due time (None: wait to be notified).
+
+        Called after a dispatch found nothing (or was proven to), when every
+        known due time up to now has been dropped.
+        """
+        return self._clock.seconds_until(self._due_hints[0]) if self._due_hints else None
+
+    def _on_clock(self) -> None:
+        """A manual clock moved (in the mover's thread): expire what is due at once, then wake the pool.
+
+        So when ``advance`` returns, every lease whose time is up has been
+        taken back; what fell due is dispatched by the pool's threads.
+        """
+        with self._lock:
+            if not self._stopping:
+                self._expire_due_leases()
+            self._changed.notify_all()
+
+
+_FINAL = frozenset(status.value for status in FINAL_STATUSES)
+
+#: Each operation's argument names in protocol order: how a recorded call's values are named again.
+_ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}
+
+
+def _check_pickles(fn: object) -> None:
+    """Refuse, at submit, a function that could never be sent to a child process."""
+    try:
+        pickle.dumps(fn)
+    except RuntimeError:
+        pass  # multiprocessing's own objects (an Event...) pickle only while a child is spawned: let the spawn judge
+    except Exception as exc:
+        raise ValueError(
+            f"fn must pickle with isolation='process' (each attempt sends it to a child process), "
+            f"got {fn!r}: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _check_timeout(timeout: object) -> None:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout must be a number of real seconds > 0, got {timeout!r}")
+

@@ -1,0 +1,41 @@
+"""``fencepost bench --runner``: both turns really run the tasks, and the report says what it measured.
+
+Nothing here asserts how fast anything is.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fencepost.impl import bench_runner
+from fencepost.spec.cli import main
+
+
+def test_both_turns_run_every_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(bench_runner, "noop", lambda ctx=None: calls.append(ctx))
+    assert bench_runner.executor_turn(50) > 0
+    assert len(calls) == 50
+    assert bench_runner.runner_turn(50) > 0
+    assert len(calls) == 100 and all(getattr(ctx, "task_id", None) for ctx in calls[50:])
+
+
+def test_the_figures_come_from_the_best_turns() -> None:
+    times = iter([2.0, 3.0, 1.0, 4.0, 5.0, 2.5])  # executor, runner, alternating
+    result = bench_runner.measure_runner(1_000, 3, turns=(lambda n: next(times), lambda n: next(times)))
+    assert (result.executor_best, result.runner_best) == (1.0, 2.5)
+    assert result.ratio == pytest.approx(0.4)
+    assert result.overhead_us == pytest.approx(1_500.0)
+    text = bench_runner.format_runner_bench(result)
+    assert "0.40x  MISSES" in text and "1500.0 us" in text
+
+
+def test_the_command_prints_the_side_by_side_table(capsys: pytest.CaptureFixture) -> None:
+    assert main(["bench", "--runner", "--tasks", "200", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "ThreadPoolExecutor(4)" in out and "Runner(workers=4)" in out and "us/task" in out
+
+
+def test_tasks_without_runner_is_bad_input(capsys: pytest.CaptureFixture) -> None:
+    assert main(["bench", "--tasks", "5"]) == 2
+    assert "--tasks goes with --runner" in capsys.readouterr().err
