@@ -185,6 +185,7 @@ def schema_exists(dsn: str, schema: str) -> bool:
 
 
 def test_a_temporary_schema_is_reused_empty_once_no_scheduler_uses_it(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.collect()  # earlier tests' schedulers give their schemas back now, not into this test's pool
     monkeypatch.setattr(postgres, "_POOL", {})  # an empty pool, whatever earlier tests left in it
     try:
         reused_empty(dsn)
