@@ -206,8 +206,9 @@ def reused_empty(dsn: str) -> None:
     again.close()
     del again
     gc.collect()
-    fresh = temporary()
-    assert fresh.schema == schema
+    assert schema in [name for name, _ in postgres._POOL[dsn]]  # given back, not dropped
+    handed_out = [temporary() for _ in postgres._POOL[dsn]]  # every free schema, ours among them
+    (fresh,) = [t for t in handed_out if t.schema == schema]
     assert fresh.snapshot() == (0, [])  # emptied: time 0, no task
     fresh.add_worker("w1", 1)  # no worker left over
     assert fresh.submit(key="k") == 1  # no key left over
