@@ -207,7 +207,7 @@ def reused_empty(dsn: str) -> None:
     del again
     gc.collect()
     assert schema in [name for name, _ in postgres._POOL[dsn]]  # given back, not dropped
-    handed_out = [temporary() for _ in postgres._POOL[dsn]]  # every free schema, ours among them
+    handed_out = [temporary() for _ in range(len(postgres._POOL[dsn]))]  # every free schema, ours among them
     (fresh,) = [t for t in handed_out if t.schema == schema]
     assert fresh.snapshot() == (0, [])  # emptied: time 0, no task
     fresh.add_worker("w1", 1)  # no worker left over
