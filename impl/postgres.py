@@ -87,16 +87,62 @@ def _token_arg(token: int) -> int:
     return token if INT64_MIN <= token <= INT64_MAX else 0
 
 
+#: dsn -> idle connections a closed (or collected) scheduler gave back, for the next one to
+#: take: a new server session costs a process fork and recompiling every function it calls,
+#: which a check that reopens its scheduler every few steps pays hundreds of times.
+_IDLE: dict[str, list[psycopg.Connection]] = {}
+_POOL_LOCK = threading.Lock()  # guards _IDLE and _POOL
+#: Idle connections kept per server; one more is closed.
+IDLE_MAX = 8
+
+
 def _connect(dsn: str) -> psycopg.Connection:
     """An autocommit connection (one statement, one transaction) with JIT compilation off.
 
-    The planner's row estimates for small or fresh tables can pass
-    ``jit_above_cost``; compiling then costs milliseconds on statements that
-    run in microseconds.
+    An idle one given back by a closed scheduler if there is one (no session
+    state of ours survives in it but ``jit`` and ``synchronous_commit``, which
+    every scheduler sets), else a new one. The planner's row estimates for
+    small or fresh tables can pass ``jit_above_cost``; compiling then costs
+    milliseconds on statements that run in microseconds.
     """
-    conn = psycopg.connect(dsn, autocommit=True)
-    conn.execute("SET jit = off")
+    with _POOL_LOCK:
+        idle = _IDLE.get(dsn)
+        conn = idle.pop() if idle else None
+    if conn is None or conn.closed:
+        conn = psycopg.connect(dsn, autocommit=True)
+        conn.execute("SET jit = off")
     return conn
+
+
+class _ClosedConnection:
+    """What a closed scheduler holds instead of the connection it gave back: every use raises."""
+
+    closed = True
+
+    def execute(self, *args: object, **kwargs: object) -> None:
+        raise psycopg.OperationalError("the connection is closed")
+
+    def transaction(self) -> None:
+        raise psycopg.OperationalError("the connection is closed")
+
+    def close(self) -> None:
+        pass
+
+
+_CLOSED = _ClosedConnection()
+
+
+def _release(dsn: str, conn: psycopg.Connection) -> None:
+    """Give an idle, healthy connection back for reuse; close anything else."""
+    if conn.closed:
+        return
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        with _POOL_LOCK:
+            idle = _IDLE.setdefault(dsn, [])
+            if len(idle) < IDLE_MAX:
+                idle.append(conn)
+                return
+    conn.close()
 
 
 def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
@@ -161,14 +207,14 @@ class PostgresScheduler:
         self.schema = check_schema(schema)
         self.synchronous_commit = synchronous_commit
         self._conn = _connection or _connect(dsn)
-        if _connection is None:  # ours: closed when this object goes, without psycopg's ResourceWarning
-            weakref.finalize(self, self._conn.close)
-        if not synchronous_commit:
-            # A call returns once its commit is in the server's WAL buffers, before the flush to
-            # disk: a server crash may lose the last few returned calls (a suffix of the commit
-            # order, never part of one), a client crash loses nothing. Saves one flush per call
-            # held under the scheduler's one lock; see the README's figures.
-            self._conn.execute("SET synchronous_commit = off")
+        # ours: given back when this object is closed or goes (never closed under another's feet)
+        self._release = weakref.finalize(self, _release, dsn, self._conn) if _connection is None else None
+        # off: a call returns once its commit is in the server's WAL buffers, before the flush to
+        # disk: a server crash may lose the last few returned calls (a suffix of the commit
+        # order, never part of one), a client crash loses nothing. Saves one flush per call
+        # held under the scheduler's one lock; see the README's figures. Set either way: a
+        # reused connection may come from a scheduler with the other setting.
+        self._conn.execute(f"SET synchronous_commit = {'on' if synchronous_commit else 'off'}")
         if _connection is None and not _schema_exists:
             ensure_schema(self._conn, schema)
         self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
@@ -183,8 +229,15 @@ class PostgresScheduler:
                                  _owner=self._owner, _schema_exists=True)
 
     def close(self) -> None:
-        """Close this object's connection (the tasks stay in the database). Idempotent."""
-        self._conn.close()
+        """Close this object's connection (the tasks stay in the database). Idempotent.
+
+        Its session may be reused by a later scheduler in this process; it is closed at exit.
+        """
+        if self._release is not None:
+            self._release()  # its session may serve another scheduler now: never touch it again
+            self._conn = _CLOSED
+        else:
+            self._conn.close()
 
     def __enter__(self) -> PostgresScheduler:
         return self
@@ -407,7 +460,6 @@ class DatabaseClock:
 
 #: dsn -> [(schema, its warm connection)] free for the next ``temporary()``.
 _POOL: dict[str, list[tuple[str, psycopg.Connection]]] = {}
-_POOL_LOCK = threading.Lock()
 
 #: Empties a pooled schema: what a fresh one holds (time 0, no worker, task, token or key).
 _RESET = (
@@ -449,6 +501,10 @@ def _drop_pool() -> None:
     with _POOL_LOCK:
         pooled = [(dsn, schema, conn) for dsn, free in _POOL.items() for schema, conn in free]
         _POOL.clear()
+        idle = [conn for conns in _IDLE.values() for conn in conns]
+        _IDLE.clear()
+    for conn in idle:
+        conn.close()
     for dsn, schema, conn in pooled:
         if not conn.closed:
             conn.close()

@@ -305,3 +305,16 @@ def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.Monke
     monkeypatch.delenv("FENCEPOST_PG_DSN")
     assert main(["check", "impl.postgres:temporary"]) == 2
     assert "FENCEPOST_PG_DSN is not set" in capsys.readouterr().err
+
+
+def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(dsn: str) -> None:
+    s = temporary()
+    other = s.reopen()
+    other.close()  # its session goes back to be reused ...
+    again = s.reopen()  # ... perhaps by this one
+    with pytest.raises(psycopg.OperationalError, match="closed"):
+        other.submit()
+    assert again.submit() == 1
+    again.close()
+    other.close()  # idempotent
+    s.close()
