@@ -98,12 +98,13 @@ def priorities(size: int, cycles: int, seed: int) -> tuple[list[int], list[int]]
     return initial, during
 
 
-def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int) -> dict[object, Timing]:
+def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int,
+          warm: int = WARM_CYCLES) -> dict[object, Timing]:
     """Time each loop ``repeats`` times, taking turns, so all of them see the same machine.
 
     Each loop is called with the number of cycles to run. One untimed round
     comes first (allocator pools, the interpreter's specialization), and
-    before every timed repetition the same loop runs ``WARM_CYCLES`` untimed
+    before every timed repetition the same loop runs ``warm`` untimed
     cycles, so it starts with its own data in cache whatever ran before it.
     The garbage collector is off throughout, as in ``timeit``.
     """
@@ -116,7 +117,7 @@ def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int)
             loop(cycles)
         for _ in range(repeats):
             for name, loop in loops.items():
-                loop(WARM_CYCLES)
+                loop(warm)
                 start = time.perf_counter_ns()
                 loop(cycles)
                 samples[name].append((time.perf_counter_ns() - start) / cycles)
@@ -419,6 +420,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: PostgresScheduler vs a bare SKIP LOCKED queue on $FENCEPOST_PG_DSN "
                         "(or --dsn), 1 and 4 client processes (impl/bench_postgres.py)")
     parser.add_argument("--dsn", default=None, help="the PostgreSQL server for --postgres (default $FENCEPOST_PG_DSN)")
+    parser.add_argument("--durable", action="store_true",
+                        help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
+                        "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
     parser.add_argument("--runner", action="store_true",
                         help="instead: 100,000 no-op tasks through Runner(workers=4) beside ThreadPoolExecutor(4)")
     parser.add_argument("--tasks", type=int, default=None, help="with --runner: tasks per turn (default 100000)")
@@ -432,8 +436,16 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.postgres and (args.durable or args.runner):
+        raise UsageError("--postgres is a separate run: give it without --durable or --runner")
     if args.postgres:
         return _run_postgres(args)
+    if args.durable and args.runner:
+        raise UsageError("--durable and --runner are separate runs: give one of them")
+    if args.durable:
+        if args.tasks is not None:
+            raise UsageError("--tasks goes with --runner")
+        return run_durable(args)
     if args.runner:
         from fencepost.impl import bench_runner
 
@@ -477,3 +489,27 @@ def _run_postgres(args: argparse.Namespace) -> int:
     from fencepost.impl import bench_postgres
 
     return bench_postgres.run(dsn, quick=args.quick)
+
+
+#: ``--durable`` defaults: (pending tasks, cycles, repetitions, warm-up cycles), full and quick.
+#: Few cycles: with synchronous=FULL every transaction is an fsync.
+DURABLE_RUN = (100_000, 60, 15, 10)
+DURABLE_QUICK = (1_000, 20, 5, 5)
+
+
+def run_durable(args: argparse.Namespace) -> int:
+    """``--durable``: the durable table, reopen time and size (see ``impl.bench_durable``)."""
+    from fencepost.impl import bench_durable
+
+    pending, cycles, repeats, warm = DURABLE_QUICK if args.quick else DURABLE_RUN
+    pending = args.sizes[0] if args.sizes else pending
+    cycles, repeats = args.cycles or cycles, args.repeats or repeats
+    folder = bench_durable.default_folder()
+    print(f"fencepost bench --durable: {pending:,} pending tasks, files under {folder}", flush=True)
+    report = bench_durable.measure_durable(
+        pending, cycles, repeats, warm=warm, reopen_size=1_000 if args.quick else bench_durable.REOPEN_SIZE,
+        folder=folder, progress=lambda line: print(line, flush=True),
+    )
+    print()
+    print(bench_durable.format_durable(report))
+    return 0

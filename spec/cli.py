@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
     "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
     "bench": ("fencepost.impl.bench", "measure both implementations against the heapq floor"),
+    "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
     "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads and watch it"),
     "linearize": ("fencepost.spec.checkers.linearize", "decide whether a concurrent history could come from the model"),
 }

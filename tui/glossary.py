@@ -138,6 +138,17 @@ GLOSSARY: tuple[Term, ...] = (
          "`[start, end]`, alive at exactly `end`: a completion at `expires_at` accepted, a slot freed one tick late."),
     Term("heap", r"heaps?", "A priority queue: the indexed scheduler keeps waiting tasks and running leases in "
          "heaps, so the next pick or expiry costs O(log n), not a scan."),
+    Term("durable", r"durable|durability", "Kept on disk: the durable scheduler (`impl.durable`) commits every call "
+         "to one SQLite file before it returns, so a crash loses no call that returned and none half-done."),
+    Term("restart", r"restarts?|restarted|restarting|reopen|reopens|reopened", "The scheduler's process starts "
+         "again and reads its file (`reopen()`). Nothing special happens: leases keep their end, and a task "
+         "whose worker died comes back at its lease's expiry."),
+    Term("key", r"key", "An idempotency key given to `submit`: the same key with the same arguments returns the "
+         "first task's id and creates nothing; with other arguments it is an error. Kept for the scheduler's "
+         "whole life, restarts included."),
+    Term("exactly-once", r"exactly-once|exactly once", "What no scheduler can promise for effects outside it: a "
+         "retry may repeat work. A destination that checks a key and a token (an effect ledger) makes an effect "
+         "happen once."),
     Term("stale entry", r"stale (heap )?entry|stale (heap )?entries|lazy deletion|compaction|compacted", "A heap entry for a task "
          "that has since changed (cancelled, leased, renewed). It is not removed at once (lazy deletion) but "
          "skipped when it reaches the top, after checking the task's current state; the heap is rebuilt "

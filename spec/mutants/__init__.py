@@ -7,6 +7,11 @@ bug, and a docstring naming the pitfall and the seed text it comes from.
 ``tests/spec/test_mutants.py`` checks that ``fencepost check`` rejects every
 one with a short counterexample; ``fencepost check spec.mutants.NAME:Scheduler``
 shows it.
+
+``CRASH_MUTANTS`` are durable schedulers whose bug shows only when the
+process dies: they conform to every sequence of calls in one process, and
+``fencepost crash spec.mutants.NAME:Scheduler`` is what catches them
+(``tests/spec/test_crash.py``). Their factories take a path.
 """
 
 #: One line per mutant: the pitfall it carries.
@@ -27,3 +32,11 @@ DESCRIPTIONS: dict[str, str] = {
 
 #: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.
 MUTANTS: dict[str, str] = {name: f"fencepost.spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}
+
+#: Durable mutants, caught by ``fencepost crash`` rather than ``fencepost check``: name -> pitfall.
+CRASH_DESCRIPTIONS: dict[str, str] = {
+    "durable_ack_before_commit": "a call returns before its transaction commits, so a process killed between calls loses the last one",
+}
+
+#: Durable mutant name -> the ``MODULE:OPENER`` that ``fencepost crash`` takes.
+CRASH_MUTANTS: dict[str, str] = {name: f"fencepost.spec.mutants.{name}:Scheduler" for name in CRASH_DESCRIPTIONS}

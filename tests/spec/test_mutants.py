@@ -21,7 +21,7 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.check import CheckResult, check_factory
 from fencepost.spec.cli import load_factory, main
 from fencepost.spec.checkers.machine import run_calls
-from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
+from fencepost.spec.mutants import CRASH_DESCRIPTIONS, CRASH_MUTANTS, DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8
 #: steps; over ten seeds each, to at most 9 (the minimizer deletes calls and
@@ -62,8 +62,9 @@ def test_check_rejects_mutant_with_a_short_real_counterexample(name: str) -> Non
 
 def test_registry_lists_every_mutant_module_with_its_seed() -> None:
     modules = {m.name for m in pkgutil.iter_modules(fencepost.spec.mutants.__path__) if not m.name.startswith("_")}
-    assert modules == set(MUTANTS) == set(DESCRIPTIONS)
-    for name, target in MUTANTS.items():
+    assert modules == set(MUTANTS) | set(CRASH_MUTANTS)
+    assert set(MUTANTS) == set(DESCRIPTIONS) and set(CRASH_MUTANTS) == set(CRASH_DESCRIPTIONS)
+    for name, target in {**MUTANTS, **CRASH_MUTANTS}.items():
         module = importlib.import_module(f"fencepost.spec.mutants.{name}")
         assert target == f"{module.__name__}:Scheduler"
         assert isinstance(module.Scheduler, type)

@@ -1,0 +1,183 @@
+"""``fencepost bench --durable``: DurableScheduler against a bare SQLite floor, its reopen time and its size.
+
+The *cycle* is ``bench``'s: one ``submit`` + ``dispatch`` + ``complete`` with
+N tasks pending and one worker of capacity one, the clock at 0. Each of the
+three calls is one committed transaction, so the *floor* is three
+single-row write transactions on a bare two-column table (an INSERT, then
+two UPDATEs of that row, each ``BEGIN IMMEDIATE`` ... ``COMMIT``) with the
+same settings as the scheduler's file: WAL, exclusive locking, and the same
+``synchronous``. Floor and cycle take turns (``bench.timed``), for each
+``synchronous`` setting, in one run. With ``FULL`` both are mostly fsync;
+with ``NORMAL`` they are SQLite's and Python's own work.
+
+Reopen is the time to open a file of ``REOPEN_SIZE`` tasks (some running)
+and answer the first ``task()``: what a restarted process pays before its
+first call. Size is the file's bytes on disk per task after a checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fencepost.impl.bench import DURATION, Timing, priorities, timed
+from fencepost.impl.durable import SYNCHRONOUS_SETTINGS, DurableScheduler
+
+#: Tasks in the file whose reopen is timed (the issue's figure).
+REOPEN_SIZE = 100_000
+#: Opens timed; the best is reported.
+REOPEN_REPEATS = 5
+#: The issue's targets.
+TARGET_FLOOR_RATIO = 2.5
+TARGET_REOPEN_S = 2.0
+#: Leases left running in the reopened file, so opening has leases to load too.
+RUNNING_AT_REOPEN = 100
+
+
+@dataclass(frozen=True)
+class DurableRow:
+    """One ``synchronous`` setting's cycle and floor."""
+
+    synchronous: str
+    pending: int
+    floor: Timing
+    cycle: Timing
+
+
+@dataclass(frozen=True)
+class DurableReport:
+    rows: list[DurableRow]
+    reopen_s: float
+    reopen_tasks: int
+    bytes_per_task: float
+    folder: str
+
+
+def floor_loop(path: Path, synchronous: str) -> Callable[[int], None]:
+    """Three single-row write transactions per cycle on a bare table, the scheduler's settings."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("CREATE TABLE floor (id INTEGER PRIMARY KEY, value INTEGER NOT NULL)")
+    execute = conn.execute
+
+    def loop(count: int) -> None:
+        for _ in range(count):
+            execute("BEGIN IMMEDIATE")
+            row = execute("INSERT INTO floor (value) VALUES (0)").lastrowid
+            execute("COMMIT")
+            execute("BEGIN IMMEDIATE")
+            execute("UPDATE floor SET value = 1 WHERE id = ?", (row,))
+            execute("COMMIT")
+            execute("BEGIN IMMEDIATE")
+            execute("UPDATE floor SET value = 2 WHERE id = ?", (row,))
+            execute("COMMIT")
+
+    return loop
+
+
+def build(path: Path, size: int, synchronous: str = "FULL", seed: int = 0, running: int = 0) -> DurableScheduler:
+    """A scheduler file with worker ``"w"`` (capacity one) and ``size`` pending tasks, loaded in one batch.
+
+    With ``running``, a worker ``"r"`` holds that many of them under leases.
+    """
+    initial, _ = priorities(size, 0, seed)
+    scheduler = DurableScheduler(path, synchronous=synchronous)
+    with scheduler.batch():
+        scheduler.add_worker("w", 1)
+        for p in initial:
+            scheduler.submit(p)
+        if running:
+            scheduler.add_worker("r", running)
+            for _ in range(running):
+                scheduler.dispatch("r", 0, DURATION)
+    return scheduler
+
+
+def cycle_loop(path: Path, size: int, cycles: int, synchronous: str, seed: int = 0) -> Callable[[int], None]:
+    """``bench.cycle_loop`` on a DurableScheduler file."""
+    _, during = priorities(size, cycles, seed)
+    scheduler = build(path, size, synchronous, seed)
+    submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
+
+    def loop(count: int) -> None:
+        for p in during[:count]:
+            submit(p)
+            lease = dispatch("w", 0, DURATION)
+            complete(lease.task_id, lease.token, 0)
+
+    return loop
+
+
+def reopen_seconds(path: Path, repeats: int = REOPEN_REPEATS) -> float:
+    """Best time to open the file and answer ``task(1)``."""
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        scheduler = DurableScheduler(path)
+        scheduler.task(1)
+        best = min(best, time.perf_counter() - started)
+        scheduler.close()
+    return best
+
+
+def measure_durable(pending: int, cycles: int, repeats: int, warm: int = 10, reopen_size: int = REOPEN_SIZE,
+                    folder: str | None = None, progress: Callable[[str], None] = lambda line: None) -> DurableReport:
+    """Every durable figure, in a fresh folder under ``folder`` (default the system's temporary one)."""
+    work = Path(tempfile.mkdtemp(prefix="fencepost-bench-", dir=folder))
+    try:
+        rows = []
+        for synchronous in SYNCHRONOUS_SETTINGS:
+            progress(f"  synchronous={synchronous}: building {pending:,} pending tasks, timing cycle and floor")
+            loops = {
+                "floor": floor_loop(work / f"floor-{synchronous}.db", synchronous),
+                "cycle": cycle_loop(work / f"cycle-{synchronous}.db", pending, cycles, synchronous),
+            }
+            timings = timed(loops, repeats, cycles, warm)
+            rows.append(DurableRow(synchronous, pending, timings["floor"], timings["cycle"]))
+        progress(f"  building a {reopen_size:,}-task file and timing its reopen")
+        path = work / "reopen.db"
+        build(path, reopen_size, "NORMAL", running=RUNNING_AT_REOPEN).close()  # closing checkpoints the WAL
+        size = path.stat().st_size
+        return DurableReport(rows, reopen_seconds(path), reopen_size, size / reopen_size, str(work.parent))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def format_durable(report: DurableReport) -> str:
+    """The table, the reopen time and the size, each judged against its target."""
+    header = ("synchronous", "N pending", "floor us/cycle", "durable us/cycle", "durable/floor")
+    lines = [[r.synchronous, f"{r.pending:,}", _us(r.floor), _us(r.cycle), f"{r.cycle.best_ns / r.floor.best_ns:.2f}x"]
+             for r in report.rows]
+    widths = [max(len(header[i]), *(len(line[i]) for line in lines)) for i in range(len(header))]
+    out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines]
+    out.append("")
+    out.append("us per submit + dispatch + complete (three committed transactions), best of the repetitions "
+               "(median in brackets); floor: three single-row write transactions, same settings; "
+               f"files under {report.folder}.")
+    for row in report.rows:
+        ratio = row.cycle.best_ns / row.floor.best_ns
+        verdict = "holds" if ratio <= TARGET_FLOOR_RATIO else "MISSED"
+        out.append(f"  durable / floor <= {TARGET_FLOOR_RATIO}x with synchronous={row.synchronous}: {ratio:.2f}x  {verdict}")
+    verdict = "holds" if report.reopen_s < TARGET_REOPEN_S else "MISSED"
+    out.append(f"  reopen of a {report.reopen_tasks:,}-task file < {TARGET_REOPEN_S:.0f} s: "
+               f"{report.reopen_s * 1000:,.0f} ms  {verdict}")
+    out.append(f"  bytes on disk per task: {report.bytes_per_task:.1f} ({report.reopen_tasks:,} tasks, after a checkpoint)")
+    return "\n".join(out)
+
+
+def _us(timing: Timing) -> str:
+    return f"{timing.best_ns / 1000:,.1f} ({timing.median_ns / 1000:,.1f})"
+
+
+def default_folder() -> str:
+    """Where the files go: the system's temporary folder (``TMPDIR``), so on disk unless told otherwise."""
+    return os.environ.get("TMPDIR") or tempfile.gettempdir()

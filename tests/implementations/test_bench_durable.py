@@ -1,0 +1,55 @@
+"""``fencepost bench --durable``: its measuring functions on tiny sizes, and the shape of its output.
+
+Nothing here asserts how fast anything is: only that the floor and the cycle
+do what they say, and that every figure is measured and reported.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from fencepost.impl import bench_durable
+from fencepost.spec.cli import main
+
+
+def test_the_floor_commits_three_single_row_writes_per_cycle(tmp_path: Path) -> None:
+    loop = bench_durable.floor_loop(tmp_path / "floor.db", "NORMAL")
+    loop(4)
+    del loop  # closes the connection, releasing the exclusive lock
+    gc.collect()
+    conn = sqlite3.connect(tmp_path / "floor.db")
+    assert conn.execute("SELECT count(*), min(value), max(value) FROM floor").fetchone() == (4, 2, 2)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_durable_cycle_keeps_the_pending_count(tmp_path: Path) -> None:
+    loop = bench_durable.cycle_loop(tmp_path / "cycle.db", 30, 5, "NORMAL")
+    loop(5)
+    del loop
+    gc.collect()
+    scheduler = bench_durable.DurableScheduler(tmp_path / "cycle.db")
+    statuses = [scheduler.task(i).status for i in range(1, 36)]
+    assert statuses.count("pending") == 30 and statuses.count("succeeded") == 5
+    scheduler.close()
+
+
+def test_every_figure_is_measured_and_reported(tmp_path: Path) -> None:
+    report = bench_durable.measure_durable(20, cycles=3, repeats=2, warm=1, reopen_size=50, folder=str(tmp_path))
+    assert [row.synchronous for row in report.rows] == ["FULL", "NORMAL"]
+    assert all(0 < row.floor.best_ns and 0 < row.cycle.best_ns for row in report.rows)
+    assert report.reopen_s > 0 and report.bytes_per_task > 0 and report.reopen_tasks == 50
+    text = bench_durable.format_durable(report)
+    assert "synchronous=FULL" in text and "synchronous=NORMAL" in text
+    assert "reopen of a 50-task file" in text and "bytes on disk per task" in text
+    assert list(tmp_path.iterdir()) == []  # the files are removed afterwards
+
+
+def test_the_cli_runs_the_durable_bench(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("TMPDIR", "/dev/shm" if Path("/dev/shm").is_dir() else tempfile.gettempdir())
+    assert main(["bench", "--durable", "--quick", "--cycles", "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "durable/floor" in out and "reopen of a 1,000-task file" in out

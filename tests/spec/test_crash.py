@@ -1,0 +1,131 @@
+"""``fencepost crash``: SIGKILL a durable scheduler mid-run, reopen it, compare with the model.
+
+The shipped DurableScheduler recovers exactly what was acknowledged (or that
+plus the call in flight); the mutant that acknowledges before committing is
+caught, and its failure comes out as a scenario that ends in ``restart``; a
+scheduler that keeps nothing is caught; the probe sees state the views
+cannot show; bad arguments are one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+from fencepost.impl.durable import DurableScheduler
+from fencepost.impl.simple import SimpleScheduler
+from fencepost.spec import model
+from fencepost.spec.checkers import crash
+from fencepost.spec.cli import main
+from fencepost.spec.formats.scenario import load_scenario
+from fencepost.spec.mutants import CRASH_MUTANTS
+from fencepost.spec.mutants.durable_ack_before_commit import Scheduler as AckBeforeCommit
+
+#: tmpfs, where there is one: a kill tests SQLite's commit, not the disk's fsync.
+FAST_DIR = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+#: Few kills keep the test short; ``fencepost crash --kills 200`` is the full run (README).
+KILLS = 4
+#: Kills the mutant gets; it fails at the first kill that lands after an acknowledged change.
+MUTANT_KILLS = 20
+
+
+def test_the_durable_scheduler_recovers_every_acknowledged_call() -> None:
+    report = crash.crash_test(DurableScheduler, kills=KILLS, seed=11, directory=FAST_DIR)
+    assert report.passed, report.failure and report.failure.problem
+    assert report.kills == KILLS
+    assert report.exact + report.in_flight_applied == KILLS
+    assert report.acknowledged > KILLS  # the kills landed mid-run, not before the first call
+
+
+def test_a_mutant_that_acknowledges_before_committing_is_caught_by_a_kill() -> None:
+    """With restarts off in the child, only the SIGKILL can show the lost call."""
+    report = crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=11, directory=FAST_DIR, restarts=False)
+    assert not report.passed, f"{MUTANT_KILLS} kills did not catch the ack-before-commit mutant"
+    failure = report.failure
+    assert failure.problem
+    trace = crash.failure_trace(failure)
+    assert trace[-1].op == "restart" and trace[-1].problem
+    assert [step.op for step in trace[:-1] if step.op != "restart"] == [
+        call.op for call in failure.run.acknowledged if call.op != "restart"
+    ]
+
+
+def test_with_restarts_the_childs_own_lockstep_sees_the_mutant_too() -> None:
+    """A ``restart`` closes the connection, and the open transaction goes with it: a divergence, no kill needed."""
+    with pytest.raises(crash.ChildFailure, match="diverged from the model without any crash"):
+        crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=3, directory=FAST_DIR, ops=crash.DEFAULT_OPS * 4)
+
+
+def test_a_scheduler_that_keeps_nothing_recovers_nothing() -> None:
+    report = crash.crash_test(lambda path: SimpleScheduler(), kills=3, seed=2, directory=FAST_DIR)
+    assert not report.passed
+    assert "differs" in report.failure.problem or "unknown" in report.failure.problem or "probing" in report.failure.problem
+
+
+def test_the_probe_sees_a_lost_worker_the_views_cannot_show() -> None:
+    state, _ = model.apply(model.initial(), "add_worker", {"worker": "w1", "capacity": 2})
+    state, _ = model.apply(state, "submit", {})
+    forgot_the_worker = SimpleScheduler()
+    forgot_the_worker.submit()  # same views: task 1 pending at time 0
+    index, problem = crash.recovered_as(forgot_the_worker, [state])
+    assert index is None and "add_worker(worker='w1'" in problem
+    kept = SimpleScheduler()
+    kept.add_worker("w1", 2)
+    kept.submit()
+    assert crash.recovered_as(kept, [state]) == (0, None)
+    # With the call in flight as a second candidate, the probe tells which one happened.
+    without = model.apply(model.initial(), "submit", {})[0]
+    assert crash.recovered_as(kept_copy(), [without, state]) == (1, None)
+
+
+def kept_copy() -> SimpleScheduler:
+    s = SimpleScheduler()
+    s.add_worker("w1", 2)
+    s.submit()
+    return s
+
+
+def test_cli_passes_the_durable_scheduler(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    if FAST_DIR:
+        monkeypatch.setattr(tempfile, "tempdir", FAST_DIR)
+    assert main(["crash", "impl.durable:DurableScheduler", "--kills", "1", "--seed", "3", "--ops", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "1 kill (seed 3" in out and "every recovery holds" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["crash", "impl.durable:DurableScheduler", "--kills", "0"], "--kills"),
+        (["crash", "impl.durable:DurableScheduler", "--ops", "x"], "--ops"),
+        (["crash", "no.such.module:Opener"], "cannot import"),
+        (["crash", "impl.durable:INT64_MAX"], "not callable"),
+        (["crash", "impl.simple:SimpleScheduler"], "failed when called with a path"),
+    ],
+)
+def test_cli_bad_arguments_are_one_line_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own errors exit from inside the parser
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 1; the file fails at its final ``restart`` on the mutant and replays clean on the real scheduler."""
+    if FAST_DIR:
+        monkeypatch.setattr(tempfile, "tempdir", FAST_DIR)
+    out = tmp_path / "crash.toml"
+    argv = ["crash", CRASH_MUTANTS["durable_ack_before_commit"], "--kills", str(MUTANT_KILLS), "--seed", "11",
+            "--no-restarts", "--trace-out", str(out)]
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "RECOVERY FAILED" in printed and "restart()" in printed and "<-- diverges" in printed
+    scenario = load_scenario(out)
+    assert scenario.steps[-1].op == "restart" and scenario.steps[-1].expect_state
+    assert main(["replay", str(out), "--impl", "spec.mutants.durable_ack_before_commit:temporary"]) == 1
+    assert main(["replay", str(out), "--impl", "impl.durable:temporary"]) == 0
