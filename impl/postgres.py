@@ -132,6 +132,20 @@ class _ClosedConnection:
 _CLOSED = _ClosedConnection()
 
 
+#: What a forked child inherited from its parent's pools: the parent's live sessions, on shared
+#: sockets. The child must neither use them (two processes talking on one session) nor close
+#: them (that would end the parent's session), so it only keeps them referenced.
+_INHERITED: list[object] = []
+
+
+def _forget_inherited_pools() -> None:
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()  # another thread of the parent may have held it at the fork
+    _INHERITED.append(({k: list(v) for k, v in _IDLE.items()}, {k: list(v) for k, v in _POOL.items()}))
+    _IDLE.clear()
+    _POOL.clear()
+
+
 def _release(dsn: str, conn: psycopg.Connection) -> None:
     """Give an idle, healthy connection back for reuse; close anything else."""
     if conn.closed:
@@ -622,3 +636,6 @@ def _cleanup_paths(dsn: str) -> None:
             _forget_gone_paths(conn)
     except psycopg.Error:
         pass
+
+
+os.register_at_fork(after_in_child=_forget_inherited_pools)

@@ -318,3 +318,25 @@ def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(d
     again.close()
     other.close()  # idempotent
     s.close()
+
+
+def _submit_from_child(dsn: str, schema: str) -> None:
+    with PostgresScheduler(dsn, schema=schema) as s:  # must open its own session, not the parent's idle one
+        for _ in range(20):
+            s.submit()
+
+
+def test_a_forked_child_never_uses_its_parents_sessions(dsn: str) -> None:
+    import multiprocessing
+
+    s = temporary()
+    s.reopen().close()  # an idle session in this process's pool
+    child = multiprocessing.get_context("fork").Process(target=_submit_from_child, args=(dsn, s.schema))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    again = s.reopen()  # most likely the parent's idle session: still its own, still healthy
+    for expected in range(21, 31):
+        assert again.submit() == expected
+    again.close()
+    s.close()
