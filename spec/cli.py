@@ -12,10 +12,11 @@ violation or a failed expectation, 2 bad arguments or a bad input file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -79,13 +80,33 @@ def _import_attribute(module_name: str, attr: str) -> object:
     return obj
 
 
+@contextlib.contextmanager
+def _current_folder_importable(wanted: bool) -> Iterator[None]:
+    """While importing a module the user named, put the current folder first on ``sys.path``.
+
+    Like ``python -m``, so a user's own module beside them imports; but only
+    for that import, and never for fencepost's own modules: with the current
+    folder left on the path, any module imported later (Textual's, the
+    standard library's) could be shadowed by a file in a downloaded folder.
+    """
+    added = wanted and "" not in sys.path and "." not in sys.path
+    if added:
+        sys.path.insert(0, "")
+    try:
+        yield
+    finally:
+        if added and "" in sys.path:
+            sys.path.remove("")
+
+
 def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     """Import ``MODULE:NAME`` and return the callable it names.
 
-    ``MODULE`` may be any importable module (the current folder is on the
-    path, as with ``python -m``), or fencepost's own module by its short name
-    (see ``resolve_module_name``). Only the command line calls this: no file
-    fencepost reads ever names code for it to import.
+    ``MODULE`` may be any importable module (the current folder is searched
+    first while it is imported, as with ``python -m``, and only then), or
+    fencepost's own module by its short name (see ``resolve_module_name``),
+    which never searches the current folder. Only the command line calls
+    this: no file fencepost reads ever names code for it to import.
 
     Raises:
         UsageError: the text is not ``MODULE:NAME``, the module cannot be
@@ -94,15 +115,13 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"{argument} must look like MODULE:NAME, got {spec!r}")
-    if "" not in sys.path and "." not in sys.path:
-        # Like `python -m`, let the user's own modules in the current folder import.
-        sys.path.insert(0, "")
     candidates = resolve_module_name(module_name)
     problem = ""
     for index, candidate in enumerate(candidates):
         last = index == len(candidates) - 1
         try:
-            obj = _import_attribute(candidate, attr)
+            with _current_folder_importable(not candidate.startswith("fencepost.")):
+                obj = _import_attribute(candidate, attr)
         except ModuleNotFoundError as exc:
             if not last and exc.name is not None and candidate.startswith(exc.name):
                 continue  # fencepost has no such module: try the name as given

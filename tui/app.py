@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
@@ -34,6 +35,7 @@ from fencepost.spec.formats.scenario import (
     resolve,
 )
 from fencepost.tui.commands import CommandError, parse_command
+from fencepost.tui.launch import DEFAULT_IMPL
 from fencepost.tui.lanes import LanesView
 from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
@@ -473,6 +475,7 @@ class FencepostApp(App[None]):
         """The scenario as it stands: the steps loaded plus the ones typed."""
         scenario = self.timeline.scenario
         meta = dict(scenario.meta)
+        meta.pop("impl", None)  # the results below came from what ran, not from what the file recorded
         if self.impl_name:
             meta["impl"] = self.impl_name
         return Scenario(scenario.title, self.timeline.steps, scenario.description, meta)
@@ -500,6 +503,9 @@ class FencepostApp(App[None]):
             return
         self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
         self.replace_timeline(open_timeline(scenario, self.timeline.factory))
+        running = {"impl": self.impl_name or DEFAULT_IMPL}
+        for line in suggestions(scenario.meta, running):  # shown, never run: files are data
+            self.notify(line, severity="warning", timeout=8, markup=False)
 
     def replace_timeline(self, timeline: Timeline) -> None:
         self.workers.cancel_group(self, "model")

@@ -153,6 +153,14 @@ GLOSSARY: tuple[Term, ...] = (
          "that has since changed (cancelled, leased, renewed). It is not removed at once (lazy deletion) but "
          "skipped when it reaches the top, after checking the task's current state; the heap is rebuilt "
          "(compaction) once stale entries are more than half of it and more than 64."),
+    Term("runner", r"runners?", "fencepost's executing pool (`fencepost.impl.runner.Runner`): each pool slot is a "
+         "worker of capacity one whose thread dispatches a task, calls its function, and reports `complete` "
+         "(it returned) or `fail` (it raised). `fencepost demo` shows one at work."),
+    Term("user work", r"user work|user functions?", "The function a task runs, called as `fn(ctx)`. The runner "
+         "never holds the scheduler's lock while it runs, so it may submit tasks and other threads may cancel "
+         "meanwhile; `ctx.heartbeat()` renews its lease."),
+    Term("zombie", r"zombies?", "Work still running after its lease expired: the task is handed out again and the "
+         "zombie's late report is rejected, but the work ran twice and its outside effects stay (fence them)."),
 )
 
 #: Headword -> term.

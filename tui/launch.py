@@ -8,8 +8,8 @@ NAME is a built-in walkthrough (--list shows them) and PATH a scenario file
 the default is onboarding. --new starts an empty interactive
 session (with NAME or PATH: that scenario, then interactive mode after its
 last step). --impl runs the steps on another scheduler (default
-impl:Scheduler); without it, a scenario whose meta names an impl runs on that
-one, or on the default with a notice if it cannot be imported.
+impl:Scheduler). A scenario's meta.impl is never imported: it is shown as a
+suggestion (the --impl that would run it there).
 
 Everything is loaded and run before the screen opens, so a bad file or name
 is one line on stderr and exit status 2. Press ? in the app for the keys.
@@ -18,9 +18,11 @@ is one line on stderr and exit status 2. Press ? in the app for the keys.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 
 from fencepost.spec.cli import EXIT_OK, UsageError, load_factory
+from fencepost.spec.formats.limits import parse_json
+from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     DEFAULT_WALKTHROUGH,
     Scenario,
@@ -47,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--impl",
         metavar="MODULE:FACTORY",
-        help=f"the scheduler to run the steps on (default: the scenario's meta.impl, else {DEFAULT_IMPL})",
+        help=f"the scheduler to run the steps on (default: {DEFAULT_IMPL}; a file's meta.impl is only suggested)",
     )
 
 
@@ -66,19 +68,18 @@ def list_builtins() -> list[str]:
 def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, str | None]:
     """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
 
+    Only the command line names code: ``impl`` (``--impl``) is imported, and
+    without it the default scheduler runs. What the scenario records
+    (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
+    the notice as the option that would run it.
+
     Raises:
         UsageError: ``impl`` was given and cannot be loaded.
     """
-    if impl:
-        return load_factory(impl, "--impl"), impl, None
-    wanted = scenario.meta.get("impl")
-    if isinstance(wanted, str) and wanted and wanted != DEFAULT_IMPL:
-        try:
-            return load_factory(wanted, "meta.impl"), wanted, None
-        except UsageError as exc:
-            notice = f"running on {DEFAULT_IMPL}: the scenario's meta.impl could not be loaded ({exc})"
-            return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, notice
-    return load_factory(DEFAULT_IMPL), DEFAULT_IMPL, None
+    name = impl or DEFAULT_IMPL
+    factory = load_factory(name, "--impl")
+    notice = "; ".join(suggestions(scenario.meta, {"impl": name})) or None
+    return factory, name, notice
 
 
 def builtin_name(args: argparse.Namespace) -> str | None:
@@ -123,6 +124,8 @@ def is_history(path: str) -> bool:
     ``.jsonl``, or its first non-blank line is a whole JSON object with ``process`` and ``type``."""
     if path.lower().endswith(".jsonl"):
         return True
+    if not os.path.isfile(path):  # a FIFO would block the open below; the scenario reader words the problem
+        return False
     try:
         with open(path, "rb") as handle:
             head = handle.read(MAX_SNIFF_BYTES)
@@ -130,9 +133,9 @@ def is_history(path: str) -> bool:
         return False
     for raw in head.splitlines():
         if raw.strip():
-            try:
-                first = json.loads(raw)
-            except ValueError:  # not JSON, or a line longer than the sniff: a scenario
+            try:  # hostile input: json.loads alone raises RecursionError on a deep line
+                first = parse_json(raw.decode("utf-8", "replace"), path)
+            except ValueError:  # not JSON, too deep, or a line longer than the sniff: a scenario
                 return False
             return isinstance(first, dict) and "process" in first and "type" in first
     return False

@@ -551,10 +551,18 @@ class StepSummary(Static):
 
 
 class Narration(Static):
-    """The step's note (Markdown), rendered at once: a step never waits for it."""
+    """The step's note (Markdown), rendered at once: a step never waits for it.
+
+    A note comes from a file, so it may be hostile. Markdown is rendered
+    (headings, emphasis, code, lists, quotes); Rich markup such as ``[red]``
+    is text; a link is shown as its text and its address in brackets, never
+    as a terminal hyperlink to click; an image is its alt text, never
+    fetched; raw HTML is shown as the text inside it. Control characters
+    never get here: the scenario reader refuses them.
+    """
 
     def show(self, markdown: str) -> None:
-        self.update(RichMarkdown(markdown) if markdown else "")
+        self.update(RichMarkdown(markdown, hyperlinks=False) if markdown else "")
 
 
 class Differences(Static):

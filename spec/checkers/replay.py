@@ -7,6 +7,9 @@ step number, the scheduler's time after the step (``t=``), the call and its
 result, and ``MISMATCH: expected ..., got ...`` where an ``expect`` does not
 hold. The last line sums up and names the first mismatching step.
 
+A scenario's ``meta.impl`` is never imported: when it names another
+scheduler, a note says which and the ``--impl`` that would run it there.
+
 Exit status: 0 every ``expect`` holds; 1 one does not, or the implementation
 raised something other than ``ValueError``; 2 a bad file or a bad ``--impl``.
 """
@@ -17,6 +20,7 @@ import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, load_factory
+from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
@@ -139,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     replayed = replay(scenario, scheduler)
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {args.impl}: {title} ({_count(len(replayed), 'step')})")
+    for line in suggestions(scenario.meta, {"impl": args.impl}):
+        print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):
         print(line)
     print(summary(replayed))

@@ -33,7 +33,9 @@ without an invoke, an oversized int, deep nesting, invalid UTF-8, a huge file
 or line -- is one ``HistoryError`` line naming the file, the line number and the
 rule, found in time and memory linear in the file's size (capped by the limits
 below). The limits are named constants here; they are this reader's own, as no
-shared limits module existed when it was written.
+shared limits module existed when it was written. Each event also passes the
+shared ``spec.formats.limits.check_tree``, which refuses control characters
+and over-long strings the way every reader does.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from fencepost.spec.formats.limits import LimitError, check_tree, describe_path
 from fencepost.spec.formats.scenario import SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
 from fencepost.spec.protocol import OPERATIONS
@@ -258,6 +261,11 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
         raise fail(str(exc)) from None
     except (ValueError, RecursionError) as exc:
         raise fail(f"not valid JSON: {_one_line(str(exc))}") from None
+    try:  # the limits every reader shares: control characters, string length (spec.formats.limits)
+        check_tree(obj, where)
+    except LimitError as exc:
+        place = describe_path(exc.path)
+        raise fail(f"{place}: {exc.rule}" if place else exc.rule) from None
     if not isinstance(obj, dict):
         raise fail(f"expected a JSON object (an event), got {_show(obj)}")
     kind = obj.get("type")
@@ -297,7 +305,8 @@ def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str,
     params = {p.name: p for p in SIGNATURES[op]}
     for name, value in args.items():
         if name not in params:
-            raise fail(f"args.{name}: not an argument of {op} (it takes {', '.join(params) or 'none'})")
+            shown = _show(name) if len(name) > _SHOW_LIMIT or name != _one_line(name) else name  # the file's key: bounded, one line
+            raise fail(f"args.{shown}: not an argument of {op} (it takes {', '.join(params) or 'none'})")
         param = params[name]
         if value is None and param.default is None:
             continue

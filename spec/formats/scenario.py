@@ -58,13 +58,23 @@ import inspect
 import json
 import math
 import re
-import tomllib
 import typing
 from dataclasses import dataclass, field
 import importlib.util
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from fencepost.spec.formats.limits import (
+    MAX_FILE_BYTES,
+    MAX_INT_DIGITS,
+    MAX_STEPS,
+    LimitError,
+    check_tree,
+    describe_path,
+    parse_json,
+    parse_toml,
+    read_bounded,
+)
 from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
 
 
@@ -179,46 +189,65 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (JSON if the name ends ``.json``, else TOML).
 
+    The file is hostile input: whatever it holds, loading ends in a Scenario
+    or one ``ScenarioError`` line, within the limits of ``spec.formats.limits``
+    (file size checked before reading, then nesting, integers, strings and
+    the number of steps).
+
     Raises:
-        ScenarioError: the file is missing or unreadable, does not parse, or
-            does not follow the format; the message is one line.
+        ScenarioError: the file is missing, not a regular file, unreadable,
+            too large or not UTF-8, does not parse, breaks a limit, or does
+            not follow the format; the message is one line.
     """
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{source}: is a folder, not a scenario file") from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{source}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    except OSError as exc:
-        raise ScenarioError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        text = read_bounded(path, source)
+    except LimitError as exc:
+        raise ScenarioError(str(exc)) from None
     return loads_scenario(text, _format_of(path), source)
 
 
 def loads_scenario(text: str, fmt: Literal["toml", "json"] = "toml", source: str = "<scenario>") -> Scenario:
     """Parse and validate scenario ``text``; ``source`` names it in error messages.
 
+    Cost: linear in the text, which is at most ``MAX_FILE_BYTES`` characters.
+
     Raises:
         ScenarioError: as ``load_scenario``.
     """
-    if fmt == "toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError(f"{source}: invalid TOML: {_one_line(str(exc))}") from None
-    elif fmt == "json":
-        try:
-            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-        except (json.JSONDecodeError, ScenarioError) as exc:
-            raise ScenarioError(f"{source}: invalid JSON: {_one_line(str(exc))}") from None
-        if not isinstance(data, dict):
-            raise ScenarioError(f"{source}: expected a JSON object at the top level, got {_show(data)}")
-    else:
+    if fmt not in ("toml", "json"):
         raise ScenarioError(f"{source}: unknown scenario format {fmt!r}: expected 'toml' or 'json'")
+    if len(text) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{source}: {len(text):,} characters is larger than the limit of {MAX_FILE_BYTES:,} bytes")
+    try:
+        if fmt == "toml":
+            data = parse_toml(text, source)
+        else:
+            data = parse_json(text, source, object_pairs_hook=_no_duplicate_keys)
+            if not isinstance(data, dict):
+                check_tree(data, source)  # before _show prints any of it
+                raise ScenarioError(f"{source}: expected a JSON object at the top level, got {_show(data)}")
+        check_tree(data, source, _STEPS_LIMIT)
+    except LimitError as exc:
+        raise ScenarioError(_limit_message(exc)) from None
     return _from_data(data, source)
+
+
+#: ``check_tree``'s bound on the steps array; every other array or table has ``MAX_ITEMS``.
+_STEPS_LIMIT = {("steps",): MAX_STEPS}
+
+
+def _limit_message(exc: LimitError) -> str:
+    """A limit broken inside the data, placed as the format's own errors place things: ``step 3: field 'note'``."""
+    path = exc.path
+    if not path:
+        return str(exc)
+    if path[0] == "steps" and len(path) > 1 and isinstance(path[1], int):
+        where = f"step {path[1] + 1}: " + (f"field {_name(describe_path(path[2:]))}: " if len(path) > 2 else "")
+    else:
+        where = f"field {_name(describe_path(path))}: "
+    return f"{exc.source}: {where}{exc.rule}"
 
 
 def _format_of(path: Path) -> Literal["toml", "json"]:
@@ -344,12 +373,18 @@ STATE_FIELDS: dict[str, type] = {
 }
 
 
+#: A task id as an ``expect_state.tasks`` key: a whole number >= 1, in ASCII digits, within ``MAX_INT_DIGITS``.
+_TASK_ID_KEY = re.compile(rf"0*[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}}", re.ASCII)
+
+
 def _expect_state_from_data(value: object, fail) -> dict:
     """``expect_state``: the scheduler's state after the step, as far as it is given."""
     table = _expect_table(value, {"now": int, "tasks": dict}, (), "a table with now and/or tasks", fail, "expect_state")
     for key, fields in table.get("tasks", {}).items():
         where = f"expect_state.tasks.{key}"
-        if not (isinstance(key, str) and key.isdigit() and int(key) >= 1):
+        # ASCII digits only ("²".isdigit() is true, and int() refuses it), and no more than
+        # an int may have: a task id is an int like any other.
+        if not (isinstance(key, str) and _TASK_ID_KEY.fullmatch(key)):
             raise fail(where, "expected a task id (a whole number >= 1) as the key")
         _expect_table(fields, STATE_FIELDS, (), "a table of task view fields", fail, where)
         if "status" in fields and fields["status"] not in STATUS_VALUES:
@@ -394,7 +429,7 @@ def _expect_table(
     return dict(expect)
 
 
-_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool"}
+_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table"}
 
 
 def _expect_type(value: object, kind: type, fail) -> object:
@@ -423,12 +458,19 @@ def _show(value: object, limit: int = 60) -> str:
     elif isinstance(value, int | float):
         text = repr(value)
     elif isinstance(value, dict):
-        text = "a table {" + ", ".join(f"{k} = {_show(v, limit)}" for k, v in value.items()) + "}"
+        text = "a table {" + ", ".join(f"{_show_key(k)} = {_show(v, limit)}" for k, v in value.items()) + "}"
     elif isinstance(value, list):
         text = "[" + ", ".join(_show(v, limit) for v in value) + "]"
     else:
         text = str(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    # Whatever a file holds, a message stays one line: json.dumps leaves U+2028 and the like as they are.
+    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def _show_key(key: object) -> str:
+    """A table key as TOML spells it: bare when it can be, else quoted."""
+    return key if isinstance(key, str) and _BARE_KEY.fullmatch(key) else _show(key)
 
 
 # ---------------------------------------------------------------- writing
@@ -454,6 +496,10 @@ def dumps_scenario(scenario: Scenario, fmt: Literal["toml", "json"] = "toml", so
             cannot write (TOML has no null; JSON has no dates).
     """
     data = _to_data(scenario, source)
+    try:
+        check_tree(data, source, _STEPS_LIMIT)
+    except LimitError as exc:
+        raise ScenarioError(_limit_message(exc)) from None
     _from_data(data, source)  # a file that would not load back is never written
     if fmt == "json":
         _check_writable(data, source, "JSON")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from fencepost.impl.simple import SimpleScheduler
@@ -9,6 +11,7 @@ from fencepost.spec.cli import main
 from fencepost.spec.formats.scenario import Scenario, builtin_names, curriculum
 from fencepost.tui import launch
 from fencepost.tui.app import FencepostApp
+from tui_helpers import SIZE
 
 
 def test_list_prints_the_curriculum_in_order_one_line_each_with_what_it_teaches(capsys):
@@ -61,9 +64,44 @@ def test_new_opens_an_empty_interactive_session(started):
     assert started[0].timeline.last == 0 and started[0]._start_interactive
 
 
-def test_a_scenarios_meta_impl_is_used_and_an_unimportable_one_falls_back_with_a_notice():
+#: A module name no other test or package uses, so its import is ours to see.
+SIDE_EFFECT_MODULE = "fencepost_test_tui_sched_with_side_effect"
+
+
+@pytest.fixture
+def downloaded(tmp_path, monkeypatch):
+    """A folder holding a scenario and a module with an import-time side effect that its meta.impl names."""
+    (tmp_path / f"{SIDE_EFFECT_MODULE}.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('imported.marker').write_text('ran')\n"
+        "def Sched():\n    raise SystemExit('the factory ran')\n"
+    )
+    (tmp_path / "cx.toml").write_text(
+        f'title = "t"\n[meta]\nimpl = "{SIDE_EFFECT_MODULE}:Sched"\n[[steps]]\nop = "submit"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, SIDE_EFFECT_MODULE, raising=False)
+    yield tmp_path
+    sys.modules.pop(SIDE_EFFECT_MODULE, None)
+
+
+async def test_opening_a_file_never_imports_its_meta_impl_and_the_screen_says_how_to_run_it(downloaded, started):
+    path_before = list(sys.path)
+    assert main(["tui", "cx.toml"]) == 0
+    (app,) = started
+    assert not (downloaded / "imported.marker").exists() and SIDE_EFFECT_MODULE not in sys.modules
+    assert sys.path == path_before  # nothing imported later (Textual included) can come from this folder
+    assert app.impl_name is None and app.timeline.factory is launch.load_factory(launch.DEFAULT_IMPL)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == [
+            f"recorded against `{SIDE_EFFECT_MODULE}:Sched`; open it with `--impl {SIDE_EFFECT_MODULE}:Sched` to run it there"
+        ]
+
+
+def test_impl_on_the_command_line_is_the_only_code_that_runs():
     scenario = Scenario("t", (), meta={"impl": "impl.simple:SimpleScheduler"})
-    assert launch.choose_factory(scenario, None) == (SimpleScheduler, "impl.simple:SimpleScheduler", None)
-    factory, name, notice = launch.choose_factory(Scenario("t", (), meta={"impl": "gone.module:S"}), None)
-    assert name == launch.DEFAULT_IMPL and "could not be loaded" in notice and "gone.module" in notice
-    assert launch.choose_factory(scenario, "impl.indexed:IndexedScheduler")[1] == "impl.indexed:IndexedScheduler"
+    assert launch.choose_factory(scenario, "impl.simple:SimpleScheduler") == (SimpleScheduler, "impl.simple:SimpleScheduler", None)
+    factory, name, notice = launch.choose_factory(scenario, None)
+    assert (name, factory.__name__) == (launch.DEFAULT_IMPL, "IndexedScheduler")
+    assert notice == "recorded against `impl.simple:SimpleScheduler`; open it with `--impl impl.simple:SimpleScheduler` to run it there"
+    assert launch.choose_factory(Scenario("t", (), meta={"impl": "os:abort"}), None)[0].__name__ == "IndexedScheduler"
