@@ -416,6 +416,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest size SimpleScheduler is timed at (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the priorities (default 0)")
     parser.add_argument("--no-spec", action="store_true", help="skip the spec speed measurement")
+    parser.add_argument("--postgres", action="store_true",
+                        help="instead: PostgresScheduler vs a bare SKIP LOCKED queue on $FENCEPOST_PG_DSN "
+                        "(or --dsn), 1 and 4 client processes (impl/bench_postgres.py)")
+    parser.add_argument("--dsn", default=None, help="the PostgreSQL server for --postgres (default $FENCEPOST_PG_DSN)")
     parser.add_argument("--durable", action="store_true",
                         help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
                         "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
@@ -432,6 +436,10 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.postgres and (args.durable or args.runner):
+        raise UsageError("--postgres is a separate run: give it without --durable or --runner")
+    if args.postgres:
+        return _run_postgres(args)
     if args.durable and args.runner:
         raise UsageError("--durable and --runner are separate runs: give one of them")
     if args.durable:
@@ -459,6 +467,28 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(format_spec_speed(spec_speed(examples=10 if args.quick else 50)))
     return 0
+
+
+def _run_postgres(args: argparse.Namespace) -> int:
+    """``--postgres``: hand over to ``impl/bench_postgres.py`` once the server and psycopg are there."""
+    import os
+
+    from fencepost.spec.cli import UsageError
+
+    dsn = args.dsn or os.environ.get("FENCEPOST_PG_DSN")
+    if not dsn:
+        raise UsageError("--postgres needs a server: pass --dsn or set FENCEPOST_PG_DSN")
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError("--postgres needs psycopg: pip install 'fencepost[postgres]'") from None
+    try:
+        psycopg.connect(dsn, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        raise UsageError(f"--dsn {dsn!r}: no PostgreSQL server answers: {str(exc).strip().splitlines()[0]}") from None
+    from fencepost.impl import bench_postgres
+
+    return bench_postgres.run(dsn, quick=args.quick)
 
 
 #: ``--durable`` defaults: (pending tasks, cycles, repetitions, warm-up cycles), full and quick.

@@ -1,0 +1,43 @@
+"""Finding the PostgreSQL server the PostgreSQL tests use, or skipping them visibly.
+
+The server is named by ``FENCEPOST_PG_DSN`` (``.ci/run`` sets it). Without the
+variable, without psycopg, or with no server answering, every test that asks
+for it is skipped with the reason (``pytest -ra`` prints it), never failed and
+never silently passed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+#: Seconds to wait for the server before deciding it is not there.
+CONNECT_TIMEOUT = 3
+
+
+@functools.cache
+def _server() -> tuple[str | None, str]:
+    """(dsn, "") when a server answers, else (None, why not). Asked once per test session."""
+    dsn = os.environ.get("FENCEPOST_PG_DSN")
+    if not dsn:
+        return None, "FENCEPOST_PG_DSN is not set: no PostgreSQL server to test against"
+    try:
+        import psycopg
+    except ImportError:
+        return None, "psycopg is not installed (pip install 'fencepost[postgres]')"
+    try:
+        with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return None, f"no PostgreSQL server answers at FENCEPOST_PG_DSN={dsn!r}: {str(exc).strip().splitlines()[0]}"
+    return dsn, ""
+
+
+def require_server() -> str:
+    """The DSN of a live server, or skip the calling test saying why."""
+    dsn, why = _server()
+    if dsn is None:
+        pytest.skip(why)
+    return dsn

@@ -1,0 +1,342 @@
+"""PostgresScheduler against the spec, and what only a shared database adds.
+
+The conformance check drives it in lockstep with the model under the ``ci``
+profile. The machine reads every task's view twice after every step; against
+a server each read is a round trip, so the check reads them through
+``pg_reads.OneReadPerStep`` (one ``snapshot()`` statement per step instead of
+2T + 4 statements; every protocol call still goes to the database unchanged),
+and ``test_snapshot_agrees_with_task_and_now`` shows that read says what
+``task()`` and ``now`` say. The other tests show what the machine cannot: two
+clients on one schema are one scheduler, ``reopen()`` sees everything, a
+temporary schema goes away, out-of-range values are refused, and the
+database clock never lags the scheduler.
+Skipped, with the reason, when no server is named by ``FENCEPOST_PG_DSN``.
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+import pg_server as pg
+from fencepost.impl import postgres
+from fencepost.impl.postgres import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
+from fencepost.spec.checkers.check import check_factory, report_failure
+from fencepost.spec.protocol import Status
+from pg_reads import one_read_per_step
+
+
+@pytest.fixture
+def dsn() -> str:
+    return pg.require_server()
+
+
+@pytest.fixture
+def sched(dsn: str):
+    s = temporary()
+    yield s
+    s.close()
+
+
+def views(s: PostgresScheduler) -> list:
+    ids = []
+    task_id = 1
+    while True:
+        try:
+            ids.append(s.task(task_id))
+        except ValueError:
+            return ids
+        task_id += 1
+
+
+def test_conforms_to_the_fencepost_spec(dsn: str) -> None:
+    result = check_factory(one_read_per_step)
+    assert result.passed, report_failure(result)
+    assert not result.missing, "the check never reached: " + "; ".join(result.missing)
+
+
+def test_snapshot_agrees_with_task_and_now(sched: PostgresScheduler) -> None:
+    assert sched.snapshot() == (0, [])
+    sched.add_worker("w1", 2)
+    for priority in (0, 2, 1, 0):
+        sched.submit(priority=priority, max_attempts=2)
+    first = sched.dispatch("w1", 3, 4)
+    sched.dispatch("w1", 3, 9)
+    sched.fail(first.task_id, first.token, 5)
+    sched.cancel(4, 6)
+    sched.advance(12)
+    now, views_ = sched.snapshot()
+    assert now == sched.now == 12
+    assert views_ == views(sched) and len(views_) == 4
+    assert {v.status for v in views_} == {Status.RETRY_WAIT, Status.PENDING, Status.CANCELLED}
+
+
+def test_the_seeds_boundary_holds_in_the_database(sched: PostgresScheduler) -> None:
+    sched.add_worker("w1", 1)
+    sched.submit()
+    sched.submit()
+    lease = sched.dispatch("w1", 5, 5)
+    assert (lease.task_id, lease.token, lease.started_at, lease.expires_at) == (1, 1, 5, 10)
+    assert sched.dispatch("w1", 9, 5) is None  # full
+    again = sched.dispatch("w1", 10, 5)  # [5, 10) is over at 10: the slot is free, task 1 is pending again
+    assert (again.task_id, again.token) == (1, 2)
+    late = sched.complete(1, 1, 10)
+    assert (late.accepted, late.reason) == (False, "stale_token")
+    assert sched.complete(1, 2, 14).accepted
+    assert sched.task(1).status is Status.SUCCEEDED
+
+
+def test_two_clients_on_one_schema_are_one_scheduler(sched: PostgresScheduler) -> None:
+    other = sched.reopen()
+    try:
+        sched.add_worker("w1", 1)
+        assert (sched.submit(), other.submit(), sched.submit()) == (1, 2, 3)
+        lease = other.dispatch("w1", 7, 3)
+        assert sched.dispatch("w1", 7, 3) is None  # the worker's one slot is taken, whoever asks
+        with pytest.raises(ValueError, match=r"time can't go backwards: now=6 < current time 7"):
+            sched.advance(6)
+        assert sched.complete(lease.task_id, lease.token, 9).accepted
+        assert other.complete(lease.task_id, lease.token, 9).reason == "already_final"
+    finally:
+        other.close()
+
+
+def test_reopen_sees_every_task_key_and_the_clock(sched: PostgresScheduler) -> None:
+    sched.add_worker("w1", 2)
+    first = sched.submit(priority=1, key="invoice-7")
+    sched.submit(due_at=30, max_attempts=2, retry_delay=3)
+    lease = sched.dispatch("w1", 4, 10)
+    sched.cancel(2, 5)
+    before = views(sched)
+    again = sched.reopen()
+    try:
+        assert views(again) == before and again.now == 5
+        assert again.submit(priority=1, key="invoice-7") == first  # the key outlives the connection
+        with pytest.raises(ValueError, match="invoice-7"):
+            again.submit(priority=2, key="invoice-7")
+        assert again.complete(lease.task_id, lease.token, 13).accepted  # the lease too
+    finally:
+        again.close()
+
+
+def test_an_invalid_call_changes_nothing(sched: PostgresScheduler) -> None:
+    sched.add_worker("w1", 1)
+    sched.submit()
+    lease = sched.dispatch("w1", 10, 5)
+    before = (views(sched), sched.now)
+    for call in (
+        lambda: sched.dispatch("w1", 3, 5),  # backwards: must not expire the lease at 15 either
+        lambda: sched.dispatch("nobody", 20, 5),  # unknown worker, valid time: no expiry
+        lambda: sched.complete(9, lease.token, 20),  # unknown task
+        lambda: sched.renew(1, lease.token, 20, 0),  # duration below 1
+        lambda: sched.add_worker("w1", 1),  # added twice
+        lambda: sched.submit(key=""),
+        lambda: sched.submit(due_at=-1, key="k"),
+    ):
+        with pytest.raises(ValueError):
+            call()
+        assert (views(sched), sched.now) == before
+    assert sched.submit() == 2  # no id consumed
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda s: s.submit(priority=INT64_MAX + 1), "priority"),
+        (lambda s: s.advance(INT64_MAX + 1), "now"),
+        (lambda s: s.dispatch("w1", 0, INT64_MAX + 1), "duration"),
+    ],
+)
+def test_values_beyond_64_bits_are_refused_by_name(sched: PostgresScheduler, call, argument: str) -> None:
+    sched.add_worker("w1", 1)
+    with pytest.raises(ValueError, match=rf"{argument} must fit in a signed 64-bit integer"):
+        call(sched)
+    assert sched.now == 0
+
+
+def test_an_overflowing_lease_end_is_a_value_error(sched: PostgresScheduler) -> None:
+    sched.add_worker("w1", 1)
+    sched.submit()
+    with pytest.raises(ValueError, match="64-bit"):
+        sched.dispatch("w1", INT64_MAX, 1)
+    assert sched.task(1).status is Status.PENDING and sched.now == 0
+
+
+def test_a_token_beyond_64_bits_is_merely_stale(sched: PostgresScheduler) -> None:
+    sched.add_worker("w1", 1)
+    sched.submit()
+    sched.dispatch("w1", 0, 5)
+    assert sched.complete(1, 2**70, 1).reason == "stale_token"
+
+
+@pytest.mark.parametrize("schema", ["", "Public", "a-b", "x" * 64, "1abc", None])
+def test_a_bad_schema_name_is_refused_by_name(dsn: str, schema: object) -> None:
+    with pytest.raises(ValueError, match="schema must be"):
+        PostgresScheduler(dsn, schema=schema)
+
+
+def schema_exists(dsn: str, schema: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()[0] == 1
+
+
+def test_a_temporary_schema_is_reused_empty_once_no_scheduler_uses_it(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.collect()  # earlier tests' schedulers give their schemas back now, not into this test's pool
+    monkeypatch.setattr(postgres, "_POOL", {})  # an empty pool, whatever earlier tests left in it
+    try:
+        reused_empty(dsn)
+    finally:
+        postgres._drop_pool()  # this test's pool: dropped now, the earlier one comes back
+
+
+def reused_empty(dsn: str) -> None:
+    s = temporary()
+    schema = s.schema
+    s.add_worker("w1", 1)
+    s.submit(key="k")
+    s.dispatch("w1", 7, 3)
+    again = s.reopen()
+    del s
+    gc.collect()
+    assert temporary().schema != schema  # the reopened scheduler still uses it
+    again.close()
+    del again
+    gc.collect()
+    assert schema in [name for name, _ in postgres._POOL[dsn]]  # given back, not dropped
+    handed_out = [temporary() for _ in range(len(postgres._POOL[dsn]))]  # every free schema, ours among them
+    (fresh,) = [t for t in handed_out if t.schema == schema]
+    assert fresh.snapshot() == (0, [])  # emptied: time 0, no task
+    fresh.add_worker("w1", 1)  # no worker left over
+    assert fresh.submit(key="k") == 1  # no key left over
+    assert fresh.dispatch("w1", 0, 1).token == 1  # tokens start again
+
+
+def test_temporary_schemas_are_dropped_at_exit(dsn: str) -> None:
+    code = (
+        "from fencepost.impl.postgres import temporary\n"
+        "kept = temporary(); gone = temporary(); print(kept.schema, gone.schema); del gone\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    schemas = out.stdout.split()
+    assert len(schemas) == 2 and out.stderr == ""
+    assert not any(schema_exists(dsn, schema) for schema in schemas)
+
+
+def test_a_named_schema_is_kept_and_shared(dsn: str) -> None:
+    schema = temporary_schema_name("fp_test_named")
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            s.submit()
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.task(1).status is Status.PENDING
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_the_database_clock_never_lags_the_scheduler(sched: PostgresScheduler) -> None:
+    clock = DatabaseClock(sched.dsn, schema=sched.schema, tick_ns=10**15)  # a tick is ~11.6 days
+    try:
+        assert clock.now == 0
+        sched.advance(1_000)
+        assert clock.now == 1_000  # the scheduler ran ahead of the server's ticks: the clock follows it
+        readings = [clock.now for _ in range(5)]
+        assert readings == sorted(readings) and readings[0] >= 1_000
+    finally:
+        clock.close()
+
+
+def test_the_database_clock_counts_server_ticks(sched: PostgresScheduler) -> None:
+    clock = DatabaseClock(sched.dsn, schema=sched.schema, tick_ns=1)  # nanoseconds: moves on every read
+    try:
+        first = clock.now
+        assert clock.now > first > 0
+        sched.advance(clock.now)  # a value read from it is a valid now for the scheduler
+        assert clock.seconds_until(0) == 0.0 and 0 < clock.seconds_until(clock.now + 10**9) <= 1.0
+    finally:
+        clock.close()
+
+
+def test_without_a_server_the_tests_skip_and_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FENCEPOST_PG_DSN", raising=False)
+    pg._server.cache_clear()
+    try:
+        with pytest.raises(pytest.skip.Exception, match="FENCEPOST_PG_DSN is not set"):
+            pg.require_server()
+        monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
+        pg._server.cache_clear()
+        with pytest.raises(pytest.skip.Exception, match="no PostgreSQL server answers"):
+            pg.require_server()
+    finally:
+        pg._server.cache_clear()
+
+
+def test_opener_maps_one_path_to_one_schema_and_forgets_it_once_gone(dsn: str, tmp_path) -> None:
+    from fencepost.impl.postgres import opener
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    first = opener(str(folder / "run-1"))
+    first.submit(key="x")
+    again = opener(str(folder / "run-1"))
+    assert again.schema == first.schema and again.submit(key="x") == 1 and again.task(1).status is Status.PENDING
+    other = opener(str(folder / "run-2"))
+    assert other.schema != first.schema and other.snapshot() == (0, [])
+    for s in (first, again, other):
+        s.close()
+    folder.rmdir()  # the crash checker removes its folder of runs
+    elsewhere = opener(str(tmp_path / "elsewhere" / "run-1"))  # a new path sweeps the gone ones, not itself
+    assert not schema_exists(dsn, first.schema) and not schema_exists(dsn, other.schema)
+    assert elsewhere.submit() == 1
+    elsewhere.close()
+
+
+def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from fencepost.spec.cli import main
+
+    monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
+    assert main(["check", "impl.postgres:temporary"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no PostgreSQL server answers at FENCEPOST_PG_DSN=" in err
+    monkeypatch.delenv("FENCEPOST_PG_DSN")
+    assert main(["check", "impl.postgres:temporary"]) == 2
+    assert "FENCEPOST_PG_DSN is not set" in capsys.readouterr().err
+
+
+def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(dsn: str) -> None:
+    s = temporary()
+    other = s.reopen()
+    other.close()  # its session goes back to be reused ...
+    again = s.reopen()  # ... perhaps by this one
+    with pytest.raises(psycopg.OperationalError, match="closed"):
+        other.submit()
+    assert again.submit() == 1
+    again.close()
+    other.close()  # idempotent
+    s.close()
+
+
+def _submit_from_child(dsn: str, schema: str) -> None:
+    with PostgresScheduler(dsn, schema=schema) as s:  # must open its own session, not the parent's idle one
+        for _ in range(20):
+            s.submit()
+
+
+def test_a_forked_child_never_uses_its_parents_sessions(dsn: str) -> None:
+    import multiprocessing
+
+    s = temporary()
+    s.reopen().close()  # an idle session in this process's pool
+    child = multiprocessing.get_context("fork").Process(target=_submit_from_child, args=(dsn, s.schema))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    again = s.reopen()  # most likely the parent's idle session: still its own, still healthy
+    for expected in range(21, 31):
+        assert again.submit() == expected
+    again.close()
+    s.close()
