@@ -119,3 +119,108 @@ class MonotonicClock:
         """Real seconds until ``now`` reaches ``t`` (0.0 if it already has)."""
         remaining = t * self._tick_ns + self._origin - time.monotonic_ns()
         return max(0.0, remaining / 1e9)
+
+
+#: How many times a ``SchedulerClock`` move is retried when another client moved time past the
+#: value it read meanwhile; each retry means some client did move time, so a bound is only a guard.
+TIME_RETRIES = 1_000
+
+#: The words of the contract's refusal of a time behind the scheduler's clock (every scheduler's message).
+BACKWARDS = "time can't go backwards"
+
+
+class SchedulerClock:
+    """Logical time kept by the scheduler itself: one time for every process sharing it, moved by hand.
+
+    ``now`` reads the scheduler's own clock (``scheduler.now``: for a
+    ``PostgresScheduler``, the clock in its ``meta`` row, one round trip), so
+    every process sharing the scheduler reads the same time, and never a time
+    the scheduler would refuse as behind. ``advance(ticks)`` moves it with
+    the protocol's own ``advance(now + ticks)``, which expires every lease
+    whose time is up, for every client, before it returns. Tests move it, as
+    they move a ``ManualClock``; nothing sleeps.
+
+    Subscribers in this process are called after each move made through this
+    object. Moves made by other processes are not announced: a runner on a
+    shared scheduler polls for them (``Runner(poll=...)``). ``seconds_until``
+    is ``None``: this time never moves on its own.
+
+    Args:
+        scheduler: any object with the protocol's ``advance(now)`` and a ``now`` property.
+
+    Raises:
+        ValueError: ``scheduler`` lacks ``now`` or ``advance``.
+    """
+
+    def __init__(self, scheduler: object) -> None:
+        missing = [name for name in ("now", "advance") if not hasattr(type(scheduler), name) and not hasattr(scheduler, name)]
+        if missing:
+            raise ValueError(f"scheduler must offer now and advance; {scheduler!r} lacks {', '.join(missing)}")
+        self._scheduler = scheduler
+        self._lock = threading.Lock()  # one move at a time through this object; never held while listeners run
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def now(self) -> int:
+        """The scheduler's clock, now (one read of it)."""
+        return self._scheduler.now
+
+    def advance(self, ticks: int) -> int:
+        """Move the scheduler's clock ``ticks`` (>= 0) past the time it shows; return the time moved to.
+
+        If another client moves time past the target between the read and the
+        move, the scheduler refuses the move ("time can't go backwards") and
+        it is made again from the new time, so time always ends at least
+        ``ticks`` past the time read at the call.
+
+        Raises:
+            ValueError: ``ticks`` is not an int >= 0; nothing moves.
+            RuntimeError: other clients moved time past every target, ``TIME_RETRIES`` times.
+        """
+        _check_int("ticks", ticks, "an int >= 0 (time can't go backwards)", lambda v: v >= 0)
+        for _ in range(TIME_RETRIES):
+            with self._lock:
+                target = self._scheduler.now + ticks
+                try:
+                    self._scheduler.advance(now=target)
+                except ValueError as exc:
+                    if BACKWARDS not in str(exc):
+                        raise
+                    continue  # another client moved time past target after our read: read again
+            self._notify()
+            return target
+        raise RuntimeError(f"advance({ticks}): other clients moved time past the target {TIME_RETRIES} times in a row")
+
+    def advance_to(self, t: int) -> int:
+        """Move the scheduler's clock to ``t`` and return it.
+
+        Raises:
+            ValueError: ``t`` is not an int >= 0, or is behind the scheduler's
+                clock (the scheduler's "time can't go backwards"); nothing moves.
+        """
+        _check_int("t", t, "an int >= 0", lambda v: v >= 0)
+        with self._lock:
+            self._scheduler.advance(now=t)
+        self._notify()
+        return t
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every move made through this object (in the moving thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener``; unknown listeners are ignored."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def seconds_until(self, t: int) -> float | None:
+        """Always ``None``: this time moves only when some client moves it."""
+        return None
+
+    def _notify(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()

@@ -50,18 +50,22 @@ and ``fencepost tui`` shows.
 
 from __future__ import annotations
 
+import functools
 import heapq
+import json
 import pickle
 import threading
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.impl.clocks import ManualClock, MonotonicClock
+from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.spec.formats.scenario import SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
 from fencepost.spec.protocol import FINAL_STATUSES, Outcome, Status, TaskView
 
-__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "TaskContext"]
+__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
 ISOLATIONS = ("thread", "process")
@@ -69,8 +73,19 @@ ISOLATIONS = ("thread", "process")
 #: Real seconds ``stop()`` waits for running user functions before it gives up with ``TimeoutError``.
 STOP_TIMEOUT = 60.0
 
-#: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers).
+#: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers), or
+#: ``NAME-w1`` .. ``NAME-wN`` for a runner given a ``name`` (unique among runners sharing a scheduler).
 SLOT_PREFIX = "w"
+
+#: Real seconds between a shared runner's looks at the queue for what other processes did (new
+#: tasks, time moved): the longest an idle shared runner takes to notice work it did not submit.
+SHARED_POLL_SECONDS = 0.05
+
+#: Idempotency keys a shared runner generates for its payloads start with this (then a random UUID).
+PAYLOAD_KEY_PREFIX = "fencepost-runner:"
+
+#: What a shared runner's payload store must offer (``fencepost.impl.postgres_payloads.PostgresPayloads``).
+PAYLOAD_METHODS = ("put", "forget", "for_task", "stamp")
 
 
 class Cancelled(Exception):
@@ -133,11 +148,13 @@ class TaskContext:
 class _Task:
     """The runner's record of one task: the user's function and what came of it."""
 
-    fn: Callable[[TaskContext], object]
+    fn: Callable[[TaskContext], object] | None  # None: a shared task not dispatched here yet (its payload is read then)
     status: str = Status.PENDING.value  # the scheduler's status, as of the runner's last call about it
     result: object = None  # the value of the completion the scheduler accepted
     error: BaseException | None = None  # the exception of the last failure the scheduler accepted
-    attempts: int = 0  # attempts started (dispatches), zombies included
+    attempts: int = 0  # attempts started (dispatches), zombies included; shared: the scheduler's count
+    completed_here: bool = False  # this runner's completion was the accepted one (``result`` is its value)
+    problem: str | None = None  # shared: why this runner cannot run the task (no payload, unknown function)
 
 
 @dataclass(eq=False)
@@ -191,6 +208,21 @@ class Runner:
         isolation: ``"thread"`` (user work in a pool thread) or ``"process"``
             (each attempt in a child process; the function, its result and
             its exception must pickle).
+        name: None (slots ``w1`` .. ``wN``) or a non-empty str: slots
+            ``NAME-w1`` .. ``NAME-wN``, so runners sharing one scheduler each
+            have their own workers. A slot that already exists is taken over
+            (a restarted runner keeps its name); two live runners with one name
+            would share those slots' capacity.
+        functions: with ``payloads``, the registry of what tasks may run, by
+            name: every submit is one of these functions or a
+            ``functools.partial`` of one with JSON arguments, and any runner
+            with the same registry may run it.
+        payloads: a payload store (``PostgresPayloads`` over the scheduler's
+            schema) that makes this a *shared* runner: tasks are stored as
+            (function name, JSON arguments) before they are submitted, and
+            this runner runs any task of the scheduler, whoever submitted it.
+        poll: shared runners only: real seconds between looks for what other
+            processes did (default ``SHARED_POLL_SECONDS``).
 
     Raises:
         ValueError: a bad argument, named with its value and the rule.
@@ -204,6 +236,10 @@ class Runner:
         lease: int = 30_000,
         scheduler: object = None,
         isolation: str = "thread",
+        name: str | None = None,
+        functions: Mapping[str, Callable[..., object]] | None = None,
+        payloads: object = None,
+        poll: float | None = None,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -211,6 +247,9 @@ class Runner:
             raise ValueError(f"lease must be an int >= 1 (clock ticks), got {lease!r}")
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, got {isolation!r}")
+        if name is not None and (not isinstance(name, str) or not name or name != name.strip()):
+            raise ValueError(f"name must be None or a non-empty str without surrounding spaces (its slots are NAME-w1..), got {name!r}")
+        registry = _check_shared(functions, payloads, poll)
         if clock is None:
             clock = MonotonicClock()
         missing = [name for name in ("now", "subscribe", "unsubscribe", "seconds_until") if not hasattr(clock, name)]
@@ -226,7 +265,13 @@ class Runner:
         self._isolation = isolation
         self._lock = threading.Lock()  # guards everything below and every call on the scheduler
         self._changed = threading.Condition(self._lock)  # notified on every state change
-        self._slots = tuple(f"{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
+        self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
+        self._name = name
+        self._payloads = payloads  # None: a runner alone on its scheduler, functions in memory
+        self._functions = registry  # shared: name -> function
+        self._poll = (SHARED_POLL_SECONDS if poll is None else poll) if payloads is not None else None
+        self._stamp: object = None  # shared: the payload store's stamp at the last poll
+        self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, _Task] = {}
         self._running: dict[str, _Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
         # Every protocol call, in the scheduler's order, as (op, argument values in protocol
@@ -240,7 +285,12 @@ class Runner:
         self._stopping = False
         with self._lock:
             for slot in self._slots:
-                self._call("add_worker", worker=slot, capacity=1)
+                try:
+                    self._call("add_worker", worker=slot, capacity=1)
+                except ValueError as exc:
+                    if name is None or "already exists" not in str(exc):
+                        raise
+                    # a named runner restarted: its slot is still registered, and is its own again
 
     # ------------------------------------------------------------ lifecycle
 
@@ -314,16 +364,37 @@ class Runner:
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
         if self._isolation == "process":
             _check_pickles(fn)
-        with self._lock:
+        wrote = False
+        if self._payloads is not None:
+            function, args, kwargs = self._describe(fn)  # refused before anything is written
             if self._stopping:
                 raise RuntimeError("cannot submit: the runner is stopped")
+            if key is None:
+                key = f"{PAYLOAD_KEY_PREFIX}{uuid.uuid4().hex}"
+            # committed before the submit, so whoever dispatches the task finds it
+            wrote = self._payloads.put(key, function, args, kwargs)
+        with self._lock:
+            if self._stopping:
+                if wrote:
+                    self._payloads.forget(key)
+                raise RuntimeError("cannot submit: the runner is stopped")
             options = {"key": key} if key is not None else {}
-            task_id = self._call(
-                "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
-            )
-            if task_id in self._tasks:
+            try:
+                task_id = self._call(
+                    "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
+                )
+            except ValueError:
+                if wrote:
+                    self._payloads.forget(key)  # the scheduler refused the submit: leave nothing behind
+                raise
+            known = self._tasks.get(task_id)
+            if known is not None and known.fn is not None:
                 return task_id  # a known key: the same task, nothing new to run
-            self._tasks[task_id] = _Task(fn)
+            self._own += 1
+            if known is not None:
+                known.fn = fn  # shared: looked at (task, cancel) before this submit returned
+            else:
+                self._tasks[task_id] = _Task(fn)
             heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
             self._version += 1
             self._changed.notify_all()
@@ -346,9 +417,7 @@ class Runner:
             )
         with self._lock:
             self._known(task_id)
-            now = self._clock.now
-            outcome = self._call("cancel", task_id=task_id, now=now)
-            self._after_timed_call(now)
+            outcome, _ = self._timed_call("cancel", lambda now: dict(task_id=task_id, now=now))
             if outcome.accepted:
                 view = self._refresh(task_id)
                 for attempt in self._running.values():
@@ -362,7 +431,10 @@ class Runner:
         return outcome
 
     def task(self, task_id: int) -> TaskView:
-        """The scheduler's detached view of the task. Raises ``ValueError`` for an unknown id."""
+        """The scheduler's detached view of the task. Raises ``ValueError`` for an unknown id.
+
+        A shared runner answers for any task of the scheduler, whoever submitted it.
+        """
         with self._lock:
             self._known(task_id)
             return self._scheduler.task(task_id)
@@ -370,17 +442,31 @@ class Runner:
     def result(self, task_id: int) -> object:
         """The value the task's accepted completion returned.
 
+        A shared runner knows the value only when its own slot's completion
+        was the accepted one: results are not stored in the database, so a
+        task that succeeded in another process has its value there only.
+
         Raises:
-            ValueError: unknown id, or the task has not succeeded (the message says its status).
+            ValueError: unknown id, or the task has not succeeded (the message says
+                its status), or (shared) it succeeded in another process.
         """
         with self._lock:
             task = self._known(task_id)
+            if self._payloads is not None and task.status != Status.SUCCEEDED.value:
+                self._refresh(task_id)
             if task.status != Status.SUCCEEDED.value:
                 raise ValueError(f"task {task_id} has no result: it is {task.status}, not succeeded")
+            if self._payloads is not None and not task.completed_here:
+                raise ValueError(
+                    f"task {task_id} succeeded in another runner process: its value stays there "
+                    f"(a shared queue stores each task's view, not its result)"
+                )
             return task.result
 
     def error(self, task_id: int) -> BaseException | None:
         """The exception of the task's last accepted failure, or None if none was accepted.
+
+        A shared runner knows only the failures its own slots reported.
 
         Raises:
             ValueError: unknown id.
@@ -389,12 +475,15 @@ class Runner:
             return self._known(task_id).error
 
     def submitted(self) -> int:
-        """How many tasks this runner has submitted (ids run from 1 to this)."""
+        """How many tasks this runner has submitted (alone on its scheduler, ids run from 1 to this)."""
         with self._lock:
-            return len(self._tasks)
+            return self._own
 
     def wait(self, task_id: int, timeout: float) -> TaskView:
         """Return the task's view once it is final (succeeded, failed or cancelled).
+
+        A shared runner reads the scheduler's view every ``poll`` seconds (the
+        task may be run by any process), so it answers up to ``poll`` late.
 
         Raises:
             ValueError: unknown id, or ``timeout`` is not a number > 0.
@@ -403,6 +492,16 @@ class Runner:
         _check_timeout(timeout)
         with self._lock:
             task = self._known(task_id)
+            if self._payloads is not None:
+                deadline = time.monotonic() + timeout
+                while True:
+                    view = self._refresh(task_id)
+                    remaining = deadline - time.monotonic()
+                    if task.status in _FINAL:
+                        return view
+                    if remaining <= 0:
+                        raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
+                    self._changed.wait(min(self._poll, remaining))
             if not self._changed.wait_for(lambda: task.status in _FINAL, timeout):
                 raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
             return self._scheduler.task(task_id)
@@ -410,12 +509,19 @@ class Runner:
     def wait_idle(self, timeout: float) -> None:
         """Return once no user function runs and nothing is eligible at the clock's current time.
 
+        A shared runner first forgets what it knew: it returns once none of its
+        user functions runs and one of its dispatches, made after this call
+        began, found nothing for it. Other processes may still be working.
+
         Raises:
             ValueError: ``timeout`` is not a number > 0.
             TimeoutError: still busy after ``timeout`` real seconds.
         """
         _check_timeout(timeout)
         with self._lock:
+            if self._payloads is not None:
+                self._version += 1  # another process may have made work: look again
+                self._changed.notify_all()
             if not self._changed.wait_for(self._is_idle, timeout):
                 raise TimeoutError(
                     f"wait_idle: after {timeout} s, {len(self._running)} user function(s) still run "
@@ -466,16 +572,18 @@ class Runner:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
         if self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
-        now = self._clock.now
-        lease = self._call("dispatch", worker=slot, now=now, duration=self._lease)
-        self._after_timed_call(now)
+        lease, now = self._timed_call("dispatch", lambda now: dict(worker=slot, now=now, duration=self._lease))
         if lease is None:
             self._idle_proof = (self._version, now)
             self._changed.notify_all()
             return None
-        task = self._tasks[lease.task_id]
+        task = self._tasks.get(lease.task_id)
+        if task is None:
+            task = self._tasks[lease.task_id] = _Task(None)  # shared: another process submitted it
         task.status = Status.RUNNING.value
         task.attempts += 1
+        if self._payloads is not None:
+            self._adopt(lease.task_id, task)
         attempt = _Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
         self._running[slot] = attempt
         return attempt
@@ -490,11 +598,14 @@ class Runner:
 
     def _execute(self, attempt: _Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
-        if self._isolation == "process":
+        if self._isolation == "process" and self._tasks[attempt.task_id].problem is None:
             from fencepost.impl.isolation import run_in_child
 
             return run_in_child(self, attempt)
-        fn = self._tasks[attempt.task_id].fn  # a dict read; entries are never removed
+        task = self._tasks[attempt.task_id]  # a dict read; entries are never removed
+        if task.problem is not None:
+            return ("error", LookupError(task.problem))  # shared: nothing here can run it; fail the attempt
+        fn = task.fn
         ctx = TaskContext(_ThreadLink(self, attempt), attempt.task_id, attempt.number, attempt.token)
         try:
             return ("ok", fn(ctx))
@@ -507,14 +618,13 @@ class Runner:
         try:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
-            now = self._clock.now
             op = "complete" if kind == "ok" else "fail"
-            answer = self._call(op, task_id=attempt.task_id, token=attempt.token, now=now)
-            self._after_timed_call(now)
+            answer, _ = self._timed_call(op, lambda now: dict(task_id=attempt.task_id, token=attempt.token, now=now))
             if answer.accepted:
                 task = self._tasks[attempt.task_id]
                 if kind == "ok":
                     task.result = value
+                    task.completed_here = True
                     task.status = Status.SUCCEEDED.value  # what an accepted completion always does
                 else:
                     if kind == "error":
@@ -536,11 +646,27 @@ class Runner:
         """
         with self._lock:
             while not self._stopping:
+                if self._payloads is not None:
+                    self._look_around()
                 if self._expire_due_leases():
                     self._changed.notify_all()
                     continue
                 live = [a.expires_at for a in self._running.values() if not a.expired]
-                self._changed.wait(self._clock.seconds_until(min(live)) if live else None)
+                wait = self._clock.seconds_until(min(live)) if live else None
+                if self._poll is not None:
+                    wait = self._poll if wait is None else min(wait, self._poll)
+                self._changed.wait(wait)
+
+    def _look_around(self) -> None:
+        """Under the lock, shared runners: if another process made a task or moved time, look for work.
+
+        One read of the payload store's stamp; the idle proof is dropped when it changed.
+        """
+        stamp = self._payloads.stamp()
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._version += 1
+            self._changed.notify_all()
 
     def _expire_due_leases(self) -> bool:
         """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
@@ -548,8 +674,7 @@ class Runner:
         now = self._clock.now
         if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
             return False
-        self._call("advance", now=now)
-        self._after_timed_call(now)
+        self._timed_call("advance", lambda now: dict(now=now))
         return True
 
     def _after_timed_call(self, now: int) -> None:
@@ -568,12 +693,10 @@ class Runner:
         if attempt.renew_refused:
             return False
         with self._lock:
-            now = self._clock.now
-            answer = self._call(
-                "renew", task_id=attempt.task_id, token=attempt.token, now=now,
+            answer, now = self._timed_call("renew", lambda now: dict(
+                task_id=attempt.task_id, token=attempt.token, now=now,
                 duration=self._lease if duration is None else duration,
-            )
-            self._after_timed_call(now)
+            ))
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
             else:
@@ -597,6 +720,31 @@ class Runner:
         self._trace.append((op, tuple(args.values()), value, None))
         return value
 
+    def _timed_call(self, op: str, args_at: Callable[[int], dict]) -> tuple[object, int]:
+        """Make a timed call at the clock's ``now``; return its value and the ``now`` it was made at.
+
+        When the scheduler refuses the time as behind its clock ("time can't go
+        backwards": another client moved the shared clock on after this runner
+        read it), the clock is read again and the call made again, as long as
+        the clock moved on meanwhile, at most ``TIME_RETRIES`` times. The
+        refused calls changed nothing (and are in the trace). A clock that
+        stays behind the scheduler's cannot catch up by retrying: its
+        ``ValueError`` is raised.
+        """
+        now = self._clock.now
+        for _ in range(TIME_RETRIES):
+            try:
+                value = self._call(op, **args_at(now))
+            except ValueError as exc:
+                fresh = self._clock.now
+                if BACKWARDS not in str(exc) or fresh <= now:
+                    raise
+                now = fresh
+                continue
+            self._after_timed_call(now)
+            return value, now
+        raise ValueError(f"{op}: the scheduler refused {TIME_RETRIES} times in a row a time the clock had just given")
+
     def _refresh(self, task_id: int) -> TaskView:
         view = self._scheduler.task(task_id)
         self._tasks[task_id].status = getattr(view.status, "value", view.status)
@@ -604,9 +752,55 @@ class Runner:
 
     def _known(self, task_id: int) -> _Task:
         task = self._tasks.get(task_id) if isinstance(task_id, int) and not isinstance(task_id, bool) else None
+        if task is None and self._payloads is not None and isinstance(task_id, int) and not isinstance(task_id, bool):
+            view = self._scheduler.task(task_id)  # any task of the shared scheduler; unknown ids raise ValueError
+            task = self._tasks[task_id] = _Task(None, status=getattr(view.status, "value", view.status))
         if task is None:
             raise ValueError(f"task_id must be the id of a task this runner submitted, got {task_id!r}")
         return task
+
+    def _describe(self, fn: Callable[..., object]) -> tuple[str, list, dict]:
+        """Shared runners: ``fn`` as (registered name, args, kwargs), or ValueError saying why it cannot be shared."""
+        base, args, kwargs = (fn.func, list(fn.args), dict(fn.keywords)) if isinstance(fn, functools.partial) else (fn, [], {})
+        name = next((n for n, f in self._functions.items() if f is base or f == base), None)
+        if name is None:
+            raise ValueError(
+                f"fn must be one of the runner's functions ({', '.join(sorted(self._functions))}) or a "
+                f"functools.partial of one: a shared queue stores a function's name, not its code; got {fn!r}"
+            )
+        try:
+            same = json.loads(json.dumps([args, kwargs], allow_nan=False)) == [args, kwargs]
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise ValueError(
+                f"fn's arguments must come back unchanged from JSON (str, int, float, bool, None, lists, "
+                f"dicts with str keys; no tuples, no NaN) to be stored for other processes; got args={args!r} kwargs={kwargs!r}"
+            )
+        return name, args, kwargs
+
+    def _adopt(self, task_id: int, task: _Task) -> None:
+        """Under the lock, shared runners, at a dispatch: the attempt's number, and the function if not known here.
+
+        One read of the payload store: the scheduler's attempt count (every
+        process's dispatches) and, for a task another process submitted, its
+        function from the registry. A task without a payload, or naming a
+        function this runner lacks, gets a ``problem``: its attempt fails with
+        ``LookupError`` saying so.
+        """
+        payload = self._payloads.for_task(task_id)
+        if payload is None:
+            if task.fn is None:
+                task.problem = f"task {task_id} has no payload: it was not submitted by a shared runner"
+            return
+        task.attempts = max(task.attempts, payload.attempts)
+        if task.fn is None:
+            function = self._functions.get(payload.function)
+            if function is None:
+                task.problem = (f"task {task_id} runs function {payload.function!r}, which this runner's "
+                                f"functions ({', '.join(sorted(self._functions))}) lack")
+            else:
+                task.fn = functools.partial(function, *payload.args, **payload.kwargs)
 
     def _is_idle(self) -> bool:
         return not self._running and self._proven_idle()
@@ -643,6 +837,8 @@ class Runner:
         with self._lock:
             if not self._stopping:
                 self._expire_due_leases()
+            if self._payloads is not None:
+                self._version += 1  # time moved: retries and due tasks others submitted may be eligible
             self._changed.notify_all()
 
 
@@ -650,6 +846,28 @@ _FINAL = frozenset(status.value for status in FINAL_STATUSES)
 
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
 _ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}
+
+
+def _check_shared(functions: object, payloads: object, poll: object) -> dict[str, Callable[..., object]]:
+    """The shared options' rules: ``functions`` and ``payloads`` go together; ``poll`` needs them."""
+    if payloads is None:
+        if functions is not None or poll is not None:
+            raise ValueError(
+                f"functions and poll need payloads (a payload store such as PostgresPayloads): "
+                f"got functions={functions!r}, poll={poll!r}, payloads=None"
+            )
+        return {}
+    missing = [m for m in PAYLOAD_METHODS if not callable(getattr(payloads, m, None))]
+    if missing:
+        raise ValueError(f"payloads must offer {', '.join(PAYLOAD_METHODS)}; {payloads!r} lacks {', '.join(missing)}")
+    if not isinstance(functions, Mapping) or not functions:
+        raise ValueError(f"functions must be a non-empty mapping of names to functions with payloads, got {functions!r}")
+    for name, fn in functions.items():
+        if not isinstance(name, str) or not name or not callable(fn):
+            raise ValueError(f"functions must map non-empty str names to callables, got {name!r}: {fn!r}")
+    if poll is not None and (isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0):
+        raise ValueError(f"poll must be None or a number of real seconds > 0, got {poll!r}")
+    return dict(functions)
 
 
 def _check_pickles(fn: object) -> None:

@@ -1,0 +1,156 @@
+"""What a task runs, stored beside a shared PostgreSQL schema, so any runner process can run any task.
+
+The protocol has no payload: a task is an id, a priority and a due time. A
+``Runner`` alone keeps each task's function in its own memory; runners in many
+processes sharing one schema cannot, since ``dispatch`` hands any process any
+task. So a runner on a shared schema writes the task's payload first, under a
+fresh idempotency key, and then submits with that key:
+
+    payloads(key text primary key, function text, args jsonb)   -- this module's table
+    keys(key text primary key, task_id bigint, ...)              -- the scheduler's (impl/postgres_sql.py)
+
+Whoever dispatches the task finds its payload by ``keys.task_id -> keys.key ->
+payloads.key``. The payload is committed before the submit starts, so every
+dispatcher finds it; a submit the scheduler refuses (``ValueError``) has its
+payload deleted again, so a refused submit leaves nothing behind. A process
+that dies between the two writes leaves a payload no task points to: never
+read, harmless (``orphans()`` counts them).
+
+A payload names a function (a key of the runner's ``functions`` registry) and
+JSON arguments; nothing is unpickled, so whoever can write this table can
+choose which registered function runs with which JSON arguments, but cannot
+run code of their own.
+
+Every method is one statement in its own transaction (autocommit), on this
+object's own connection; one object may be used from several threads (a lock
+serialises them). ``for_task`` and ``stamp`` use an index this module adds on
+``keys(task_id)``, so they cost O(log T) for T tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from fencepost.impl.postgres import check_schema, ensure_schema
+
+#: The payload table and the lookup index, created if missing (``{0}`` is the quoted schema).
+#: The index on the scheduler's ``keys(task_id)`` makes "which key made task N" O(log T);
+#: the scheduler itself only ever looks keys up by key.
+PAYLOADS_DDL = """
+CREATE TABLE IF NOT EXISTS {0}.payloads (
+    key text PRIMARY KEY,
+    function text NOT NULL,
+    args jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS payloads_keys_task_id ON {0}.keys (task_id);
+"""
+
+#: One statement per operation; ``{0}`` is the quoted schema.
+_QUERIES = {
+    "put": "INSERT INTO {0}.payloads (key, function, args) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
+    "forget": "DELETE FROM {0}.payloads WHERE key = %s",
+    # the task's current attempt count comes along, so the runner numbers attempts across processes
+    "for_task": "SELECT p.function, p.args, t.attempts FROM {0}.keys k JOIN {0}.payloads p ON p.key = k.key"
+                " LEFT JOIN {0}.tasks t ON t.id = k.task_id WHERE k.task_id = %s",
+    "stamp": "SELECT (SELECT now FROM {0}.meta), (SELECT coalesce(max(task_id), 0) FROM {0}.keys)",
+    "orphans": "SELECT count(*) FROM {0}.payloads p WHERE NOT EXISTS (SELECT 1 FROM {0}.keys k WHERE k.key = p.key)",
+}
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What a task runs: ``functions[function](ctx, *args, **kwargs)``; ``attempts`` as the scheduler counts them."""
+
+    function: str
+    args: list
+    kwargs: dict
+    attempts: int
+
+
+class PostgresPayloads:
+    """The payload side table of one schema, for runners sharing that schema.
+
+    Args:
+        dsn: the libpq connection string of the scheduler's database.
+        schema: the scheduler's schema; its tables are created if missing, and
+            ``payloads`` (with the ``keys(task_id)`` index) beside them.
+
+    Raises:
+        ValueError: ``dsn`` is not a str or ``schema`` is not a plain lower-case name.
+        psycopg.OperationalError: the server cannot be reached.
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "fencepost") -> None:
+        if not isinstance(dsn, str):
+            raise ValueError(f"dsn must be a str: {dsn!r}")
+        self.schema = check_schema(schema)
+        self._conn = psycopg.connect(dsn, autocommit=True)
+        self._conn.execute("SET jit = off")  # microsecond statements; see impl/postgres.py's _connect
+        ensure_schema(self._conn, schema)
+        quoted = sql.Identifier(schema).as_string(self._conn)
+        # CREATE ... IF NOT EXISTS races with itself (a duplicate catalog row): one advisory lock per schema
+        lock_key = int.from_bytes(hashlib.sha256(f"fencepost-payloads:{schema}".encode()).digest()[:8], "big", signed=True)
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+            self._conn.execute(PAYLOADS_DDL.format(quoted).encode())
+        self._q = {op: text.format(quoted) for op, text in _QUERIES.items()}
+        self._lock = threading.Lock()  # one statement at a time on the connection
+
+    def put(self, key: str, function: str, args: list, kwargs: dict) -> bool:
+        """Store the payload under ``key`` unless one is there; True if this call wrote it.
+
+        ``args`` and ``kwargs`` must be JSON (the runner checks that they come
+        back unchanged). A key that already has a payload keeps its first one.
+        """
+        data = json.dumps({"args": args, "kwargs": kwargs}, allow_nan=False)
+        with self._lock:
+            return self._conn.execute(self._q["put"], (key, function, data)).rowcount == 1
+
+    def forget(self, key: str) -> None:
+        """Delete the payload under ``key`` (a submit that wrote it was refused). Unknown keys are ignored."""
+        with self._lock:
+            self._conn.execute(self._q["forget"], (key,))
+
+    def for_task(self, task_id: int) -> Payload | None:
+        """The payload of the task the scheduler made under its key, or None (no key, or no payload)."""
+        with self._lock:
+            row = self._conn.execute(self._q["for_task"], (task_id,)).fetchone()
+        if row is None:
+            return None
+        function, data, attempts = row
+        return Payload(function, list(data.get("args", [])), dict(data.get("kwargs", {})), attempts or 0)
+
+    def stamp(self) -> tuple[int, int]:
+        """(the scheduler's clock, the highest task id made under a key): when it changes, work may be eligible.
+
+        Time moving (any client's timed call) expires leases and brings due
+        tasks and retries in; a new id is a new task. Nothing else a client
+        does makes a task eligible. One statement, O(log T).
+        """
+        with self._lock:
+            now, last = self._conn.execute(self._q["stamp"]).fetchone()
+        return now, last
+
+    def orphans(self) -> int:
+        """Payloads no task points to (a process died between writing one and submitting). O(P)."""
+        with self._lock:
+            return self._conn.execute(self._q["orphans"]).fetchone()[0]
+
+    def close(self) -> None:
+        """Close this object's connection (the payloads stay). Idempotent."""
+        self._conn.close()
+
+    def __enter__(self) -> PostgresPayloads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresPayloads(schema={self.schema!r})"
