@@ -1,56 +1,79 @@
-"""Several processes, each an unchanged ``Runner`` over a ``PostgresScheduler``, in one database.
+"""Several processes, each a shared ``Runner`` with several slots, all on ONE PostgreSQL schema.
 
-Each process runs ``Runner(workers=3, clock=ManualClock(), lease=LEASE,
-scheduler=Recording(PostgresScheduler(dsn, schema=...)))`` on a schema of its
-own in the shared database, with a workload of its own: functions that return,
-functions that raise (retried with the spec's backoff until their budget is
-spent), functions that stall past their lease (they move the clock on from
-inside, so their lease expires while they run, the task runs again elsewhere,
-and their late completion is refused), parents that submit a child, and
-cancellations from the driver. ``Recording`` keeps every protocol call as a
-history (the pinned event format; one history process per runner), which the
-parent process then checks exactly as it checks the shared-schema stress run.
+Each process runs ``Runner(name=f"r{i}", workers=WORKERS, clock=SchedulerClock(...),
+lease=LEASE, scheduler=Recording(PostgresScheduler(dsn, schema)),
+functions=FUNCTIONS, payloads=PostgresPayloads(dsn, schema))`` on the same
+schema. Every process submits a workload of its own, and any process may run
+any task: functions that return, that raise (retried with the spec's backoff
+until their budget is spent), that fail once, that stall past their lease (on
+their first attempt they move the shared clock on from inside, so their lease
+expires while they run, the task runs again, maybe in another process, and
+their late completion is refused), parents that submit a child from user work,
+and cancels from the driver.
 
-Why a schema per runner and not one shared by all: a runner keeps its tasks'
-functions in its own memory, so it can run only the tasks it submitted, and
-``dispatch`` on a shared schema hands out any client's task; and a runner
-treats the scheduler's "time can't go backwards" as an error, which clients
-racing on one clock will meet. ``pg_stress.py`` is the shared-schema run.
+Time is logical and shared: every process's clock is a ``SchedulerClock`` over
+the one schema, so processes move one time (stalls, and the settling driver)
+and race on it; a runner refused with "time can't go backwards" re-reads and
+retries. ``Recording`` keeps every protocol call as a history (the pinned event
+format); each process has two history processes, its runner (``rN``: one call
+at a time, under the runner's lock) and its clock (``rNclock``: moves made by
+stalls and the driver, serialised by the clock's lock). The events are merged
+by ``time.monotonic_ns()``, one clock for the machine.
+
+Settling: after all processes submitted (a barrier), rounds of "every runner
+idle (``wait_idle``: one of its dispatches made after the call found nothing),
+barrier, process 0 looks at the whole schema: all final -> done; nothing
+running -> it moves time on by ``SETTLE_TICKS`` (retries fall due), barrier".
+Time is never moved while a task runs, except by a stall, so only stalls make
+zombies.
 
 Every wait is bounded in real seconds (``BOUND``); nothing sleeps.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import random
+import threading
 import time
 import traceback
 
+from fencepost.impl.clocks import SchedulerClock
 from fencepost.impl.postgres import PostgresScheduler
-from fencepost.spec.protocol import OPERATIONS
+from fencepost.impl.postgres_payloads import PostgresPayloads
 from fencepost.spec.formats.values import to_json
+from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
 
 #: Real seconds any wait may take before the run fails instead of hanging.
 BOUND = 120.0
-#: Lease length in ticks of each runner's ManualClock.
+#: Lease length in ticks of the shared logical clock.
 LEASE = 5
-#: Rounds of "wait until idle, then move the clock on" before a workload counts as stuck.
-SETTLE_ROUNDS = 200
+#: Ticks the settling driver moves time on by: past any lease, and past the backoff these budgets reach.
+SETTLE_TICKS = LEASE + 8
+#: Rounds of "all idle, then maybe move time on" before the workload counts as stuck.
+SETTLE_ROUNDS = 400
+#: Real seconds between a runner's looks at what the other processes did (shorter than the default:
+#: the settling rounds wait for it).
+POLL = 0.02
+#: Slots per runner.
+WORKERS = 3
 
 
 class Recording:
     """A scheduler whose protocol calls are recorded as history events; everything else passes through.
 
-    The runner makes one call at a time (under its lock), so one history process suffices.
+    One history process: calls must not overlap, so with ``serialise=True``
+    (callers in several threads) a lock holds each call from invoke to completion.
     """
 
-    def __init__(self, scheduler: PostgresScheduler, process: str) -> None:
+    def __init__(self, scheduler: PostgresScheduler, process: str, serialise: bool = False) -> None:
         self._scheduler = scheduler
         self.process = process
         self.events: list[dict] = []
         self._last = -1
+        self._lock = threading.Lock() if serialise else None
 
     def _stamp(self) -> int:
         self._last = max(time.monotonic_ns(), self._last + 1)
@@ -62,16 +85,22 @@ class Recording:
             return target
 
         def call(**args: object) -> object:
-            self.events.append({"process": self.process, "type": "invoke", "op": name, "args": args, "time": self._stamp()})
-            try:
-                value = target(**args)
-            except ValueError:
-                self.events.append({"process": self.process, "type": "ok", "error": "ValueError", "time": self._stamp()})
-                raise
-            self.events.append({"process": self.process, "type": "ok", "result": to_json(name, value), "time": self._stamp()})
-            return value
+            if self._lock is None:
+                return self._record(name, target, args)
+            with self._lock:
+                return self._record(name, target, args)
 
         return call
+
+    def _record(self, name: str, target, args: dict) -> object:
+        self.events.append({"process": self.process, "type": "invoke", "op": name, "args": args, "time": self._stamp()})
+        try:
+            value = target(**args)
+        except ValueError:
+            self.events.append({"process": self.process, "type": "ok", "error": "ValueError", "time": self._stamp()})
+            raise
+        self.events.append({"process": self.process, "type": "ok", "result": to_json(name, value), "time": self._stamp()})
+        return value
 
     @property
     def now(self) -> int:
@@ -88,69 +117,123 @@ class Recording:
         return self.__getattr__("submit")(**args)
 
 
-def _workload(index: int, tasks: int, seed: int) -> list[tuple[str, dict]]:
+# ---------------------------------------------------------------- the registered functions
+
+#: This process's shared clock, for ``stall`` (set by ``_run_workload``).
+_CLOCK: SchedulerClock | None = None
+
+
+def ret(ctx, tag: str) -> str:
+    return f"{tag}: task {ctx.task_id} attempt {ctx.attempt}"
+
+
+def always_raise(ctx) -> None:
+    raise RuntimeError(f"task {ctx.task_id} fails every time")
+
+
+def flaky(ctx, tag: str) -> str:
+    if ctx.attempt == 1:
+        raise RuntimeError(f"task {ctx.task_id} fails once")
+    return ret(ctx, tag)
+
+
+def stall(ctx, tag: str) -> str:
+    if ctx.attempt == 1:
+        _CLOCK.advance(LEASE + 1)  # a stall past the lease: the task is taken back while this runs
+    return ret(ctx, tag)
+
+
+def parent(ctx, tag: str) -> str:
+    ctx.submit(functools.partial(ret, tag=f"child of {ctx.task_id}"), priority=1)
+    return ret(ctx, tag)
+
+
+#: What tasks may run, by name: the same registry in every process.
+FUNCTIONS = {"ret": ret, "always_raise": always_raise, "flaky": flaky, "stall": stall, "parent": parent}
+
+
+def _workload(index: int, tasks: int, seed: int) -> list[tuple[object, dict]]:
     rng = random.Random(f"{seed}:{index}")
     plan = []
-    for _ in range(tasks):
-        kind = rng.choices(("return", "raise", "stall", "parent", "flaky"), weights=(55, 12, 8, 10, 15))[0]
-        budgets = (2, 3) if kind == "raise" else (None, 2, 3)  # a task that always raises needs a budget to end
-        plan.append((kind, dict(priority=rng.randrange(3), max_attempts=rng.choice(budgets))))
+    for n in range(tasks):
+        kind = rng.choices(("ret", "always_raise", "stall", "parent", "flaky"), weights=(55, 12, 8, 10, 15))[0]
+        budgets = (2, 3) if kind == "always_raise" else (None, 2, 3)  # a task that always raises needs a budget to end
+        fn = always_raise if kind == "always_raise" else functools.partial(FUNCTIONS[kind], tag=f"r{index}.{n}")
+        plan.append((fn, dict(priority=rng.randrange(3), max_attempts=rng.choice(budgets))))
     return plan
 
 
-def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, out) -> None:
+# ---------------------------------------------------------------- one process
+
+
+def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out) -> None:
     try:
-        _run_workload(dsn, schema, index, tasks, seed, out)
+        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out)
     except BaseException:  # reported to the parent at once, so it never waits out its bound on a dead child
+        barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
         raise
 
 
-def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, out) -> None:
-    from fencepost.impl.runner import ManualClock, Runner
+#: ``decision`` values: keep settling, or every task is final.
+_GO, _DONE = 0, 1
 
-    clock = ManualClock()
-    scheduler = Recording(PostgresScheduler(dsn, schema=schema), f"runner{index}")
+
+def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out) -> None:
+    global _CLOCK
+    from fencepost.impl.runner import Runner
+
+    scheduler = Recording(PostgresScheduler(dsn, schema=schema), f"r{index}")
+    mover = Recording(PostgresScheduler(dsn, schema=schema), f"r{index}clock", serialise=True)
+    _CLOCK = clock = SchedulerClock(mover)
+    payloads = PostgresPayloads(dsn, schema=schema)
+    observer = PostgresScheduler(dsn, schema=schema)  # reads only (snapshot): not part of the history
     rng = random.Random(f"{seed}:{index}:cancel")
-
-    def make(kind: str):
-        def work(ctx) -> str:
-            if kind == "raise":
-                raise RuntimeError(f"task {ctx.task_id} fails every time")
-            if kind == "flaky" and ctx.attempt == 1:
-                raise RuntimeError(f"task {ctx.task_id} fails once")
-            if kind == "stall" and ctx.attempt == 1:
-                clock.advance(LEASE + 1)  # a stall past the lease: the task is taken back while this runs
-            if kind == "parent":
-                ctx.submit(make("return"), priority=1)
-            return f"task {ctx.task_id} attempt {ctx.attempt}"
-
-        return work
-
-    runner = Runner(workers=3, clock=clock, lease=LEASE, scheduler=scheduler)
+    runner = Runner(name=f"r{index}", workers=WORKERS, clock=clock, lease=LEASE, scheduler=scheduler,
+                    functions=FUNCTIONS, payloads=payloads, poll=POLL)
     runner.start()
+    started = time.monotonic()
+    rounds = advances = 0
     try:
-        for kind, options in _workload(index, tasks, seed):
-            task_id = runner.submit(make(kind), **options)
-            if rng.random() < 0.1:  # at once: the task is still waiting, or just started
+        for fn, options in _workload(index, tasks, seed):
+            task_id = runner.submit(fn, **options)
+            if rng.random() < 0.1:  # at once: the task is still waiting, or just started somewhere
                 runner.cancel(task_id)
-        for _ in range(SETTLE_ROUNDS):
+        barrier.wait(BOUND)
+        for rounds in range(1, SETTLE_ROUNDS + 1):
             runner.wait_idle(BOUND)
-            if all(runner.task(t).status in ("succeeded", "failed", "cancelled") for t in range(1, runner.submitted() + 1)):
+            barrier.wait(BOUND)
+            if index == 0:
+                now, views = observer.snapshot()
+                if all(v.status in FINAL_STATUSES for v in views):
+                    decision.value = _DONE
+                elif not any(v.status is Status.RUNNING for v in views):
+                    clock.advance(SETTLE_TICKS)
+                    advances += 1
+            barrier.wait(BOUND)
+            if decision.value == _DONE:
                 break
-            clock.advance(LEASE + 8)  # past any lease, and past the backoff these budgets reach
         else:
             raise AssertionError(f"runner {index}: tasks not final after {SETTLE_ROUNDS} rounds")
     finally:
         runner.stop(BOUND)
-    out.put(json.dumps({"index": index, "schema": schema, "events": scheduler.events, "submitted": runner.submitted()}))
+        payloads.close()
+        observer.close()
+    out.put(json.dumps({
+        "index": index, "events": scheduler.events + mover.events, "submitted": runner.submitted(),
+        "rounds": rounds, "advances": advances, "seconds": time.monotonic() - started,
+    }))
 
 
-def run_runners(dsn: str, schemas: list[str], tasks: int, seed: int = 0) -> list[dict]:
-    """One process per schema, each a runner over its own schema; each one's history and task count."""
+def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0) -> list[dict]:
+    """``processes`` shared runners on ``schema``, each submitting ``tasks``; each one's history and counts."""
+    PostgresPayloads(dsn, schema=schema).close()  # the tables, made once before the processes race to
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, out)) for i, schema in enumerate(schemas)]
+    barrier = ctx.Barrier(processes)
+    decision = ctx.Value("i", _GO)
+    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out))
+             for i in range(processes)]
     for p in procs:
         p.start()
     results = [json.loads(out.get(timeout=BOUND * 4)) for _ in procs]
@@ -162,3 +245,10 @@ def run_runners(dsn: str, schemas: list[str], tasks: int, seed: int = 0) -> list
         if p.exitcode != 0:
             raise RuntimeError(f"a runner process exited with status {p.exitcode}")
     return sorted(results, key=lambda r: r["index"])
+
+
+def merged_events(results: list[dict]) -> list[dict]:
+    """Every process's events in real-time order: one machine-wide monotonic clock, invocations first on a tie."""
+    events = [e for r in results for e in r["events"]]
+    events.sort(key=lambda e: (e["time"], e["type"] != "invoke"))
+    return events
