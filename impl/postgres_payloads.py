@@ -23,8 +23,8 @@ run code of their own.
 
 Every method is one statement in its own transaction (autocommit), on this
 object's own connection; one object may be used from several threads (a lock
-serialises them). ``for_task`` and ``stamp`` use an index this module adds on
-``keys(task_id)``, so they cost O(log T) for T tasks.
+serialises them). ``for_task`` uses an index this module adds on
+``keys(task_id)``, ``stamp`` the tasks' primary key: each costs O(log T) for T tasks.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _QUERIES = {
     # the task's current attempt count comes along, so the runner numbers attempts across processes
     "for_task": "SELECT p.function, p.args, t.attempts FROM {0}.keys k JOIN {0}.payloads p ON p.key = k.key"
                 " LEFT JOIN {0}.tasks t ON t.id = k.task_id WHERE k.task_id = %s",
-    "stamp": "SELECT (SELECT now FROM {0}.meta), (SELECT coalesce(max(task_id), 0) FROM {0}.keys)",
+    "stamp": "SELECT (SELECT now FROM {0}.meta), (SELECT coalesce(max(id), 0) FROM {0}.tasks)",
     "orphans": "SELECT count(*) FROM {0}.payloads p WHERE NOT EXISTS (SELECT 1 FROM {0}.keys k WHERE k.key = p.key)",
 }
 
@@ -127,11 +127,11 @@ class PostgresPayloads:
         return Payload(function, list(data.get("args", [])), dict(data.get("kwargs", {})), attempts or 0)
 
     def stamp(self) -> tuple[int, int]:
-        """(the scheduler's clock, the highest task id made under a key): when it changes, work may be eligible.
+        """(the scheduler's clock, the highest task id): when it changes, work may have become eligible.
 
         Time moving (any client's timed call) expires leases and brings due
         tasks and retries in; a new id is a new task. Nothing else a client
-        does makes a task eligible. One statement, O(log T).
+        does makes a task eligible. One statement, O(log T) (the tasks' primary key).
         """
         with self._lock:
             now, last = self._conn.execute(self._q["stamp"]).fetchone()
