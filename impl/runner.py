@@ -271,6 +271,7 @@ class Runner:
         self._functions = registry  # shared: name -> function
         self._poll = (SHARED_POLL_SECONDS if poll is None else poll) if payloads is not None else None
         self._stamp: object = None  # shared: the payload store's stamp at the last poll
+        self._next_look = 0.0  # shared: time.monotonic() at which the stamp is read next
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, _Task] = {}
         self._running: dict[str, _Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
@@ -579,7 +580,10 @@ class Runner:
             return None
         task = self._tasks.get(lease.task_id)
         if task is None:
-            task = self._tasks[lease.task_id] = _Task(None)  # shared: another process submitted it
+            task = self._tasks[lease.task_id] = _Task(None)  # another client submitted it
+            if self._payloads is None:
+                task.problem = (f"task {lease.task_id} was not submitted by this runner: a runner without "
+                                f"payloads runs only its own tasks (see Runner's payloads argument)")
         task.status = Status.RUNNING.value
         task.attempts += 1
         if self._payloads is not None:
@@ -643,10 +647,12 @@ class Runner:
         calls the scheduler: this thread expires the lease so its task is
         eligible again (and, with process isolation, its child terminated).
         When a free slot's dispatch gets there first, there is nothing left to do.
+        A shared runner's thread also looks, every ``poll`` seconds, for what
+        other processes did (``_look_around``).
         """
         with self._lock:
             while not self._stopping:
-                if self._payloads is not None:
+                if self._payloads is not None and time.monotonic() >= self._next_look:
                     self._look_around()
                 if self._expire_due_leases():
                     self._changed.notify_all()
@@ -654,14 +660,18 @@ class Runner:
                 live = [a.expires_at for a in self._running.values() if not a.expired]
                 wait = self._clock.seconds_until(min(live)) if live else None
                 if self._poll is not None:
-                    wait = self._poll if wait is None else min(wait, self._poll)
+                    until_look = max(0.0, self._next_look - time.monotonic())
+                    wait = until_look if wait is None else min(wait, until_look)
                 self._changed.wait(wait)
 
     def _look_around(self) -> None:
         """Under the lock, shared runners: if another process made a task or moved time, look for work.
 
-        One read of the payload store's stamp; the idle proof is dropped when it changed.
+        One read of the payload store's stamp, at most once per ``poll`` (this
+        thread is woken by every state change); the idle proof is dropped when
+        the stamp changed.
         """
+        self._next_look = time.monotonic() + self._poll
         stamp = self._payloads.stamp()
         if stamp != self._stamp:
             self._stamp = stamp
@@ -671,6 +681,8 @@ class Runner:
     def _expire_due_leases(self) -> bool:
         """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
         scheduler takes it back; True if it did."""
+        if all(a.expired for a in self._running.values()):
+            return False  # no live lease: no need to read the clock (one round trip for a shared one)
         now = self._clock.now
         if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
             return False
