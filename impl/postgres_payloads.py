@@ -65,7 +65,7 @@ _QUERIES = {
 
 @dataclass(frozen=True)
 class Payload:
-    """What a task runs: ``functions[function](ctx, *args, **kwargs)``; ``attempts`` as the scheduler counts them."""
+    """What a task runs: ``functions[function](*args, ctx, **kwargs)`` (as the submitted partial is called); ``attempts`` as the scheduler counts them."""
 
     function: str
     args: list

@@ -322,3 +322,44 @@ def test_a_named_runner_restarted_takes_its_slots_back(shared) -> None:
     again.start()
     task_id = first.submit(echo)
     assert again.wait(task_id, BOUND).worker is None and again.result(task_id) == "hi"
+
+
+def test_shared_runners_on_the_database_clock_run_each_others_tasks(shared) -> None:
+    """Real time from the server (``DatabaseClock``), as in production: one process's task runs in another."""
+    from fencepost.impl.postgres import DatabaseClock, PostgresScheduler
+    from fencepost.impl.postgres_payloads import PostgresPayloads
+
+    made = []
+    for name in ("a", "b"):
+        scheduler = PostgresScheduler(shared.dsn, schema=shared.schema)
+        clock = DatabaseClock(shared.dsn, schema=shared.schema)
+        payloads = PostgresPayloads(shared.dsn, schema=shared.schema)
+        made.append((Runner(name=name, workers=1, clock=clock, lease=60_000, scheduler=scheduler,
+                            functions={"echo": echo}, payloads=payloads, poll=0.01), scheduler, clock, payloads))
+    (submitter, *_), (worker, *_) = made
+    try:
+        worker.start()
+        ids = [submitter.submit(functools.partial(echo, word=str(n))) for n in range(5)]
+        assert [submitter.wait(i, BOUND).status for i in ids] == [Status.SUCCEEDED] * 5
+        assert [worker.result(i) for i in ids] == ["0", "1", "2", "3", "4"]
+        assert {worker.task(i).attempts for i in ids} == {1}
+    finally:
+        for runner, *closable in made:
+            runner.stop(BOUND)
+            for thing in closable:
+                thing.close()
+
+
+def test_a_shared_runner_with_process_isolation_runs_anothers_task_and_its_child(shared) -> None:
+    from runner_work import constant, uses_its_context
+
+    functions = {"uses": uses_its_context, "constant": constant}
+    submitter = shared(name="a", functions=functions)
+    worker = shared(name="b", functions=functions, isolation="process")
+    worker.start()
+    task_id = submitter.submit(uses_its_context)
+    assert submitter.wait(task_id, BOUND).status is Status.SUCCEEDED
+    seen = worker.result(task_id)
+    assert (seen["task_id"], seen["attempt"], seen["heartbeat"], seen["cancel_requested"]) == (task_id, 1, True, False)
+    assert submitter.wait(seen["child"], BOUND).status is Status.SUCCEEDED  # submitted from the child, stored as a payload
+    assert worker.result(seen["child"]) == "from the child"
