@@ -42,6 +42,17 @@ What a lease guarantees, and what it does not:
 **A restart loses everything**: tasks, results, errors and leases live in
 this process's memory only. Durability is a separate concern.
 
+**Shared runners.** With ``name``, ``functions`` and ``payloads`` (a
+``PostgresPayloads``), runners in many processes share one scheduler: each
+task is stored as a registered function's name and JSON arguments before it
+is submitted, any runner runs any task, a clock shared by all
+(``SchedulerClock``, ``DatabaseClock``) gives one time, a timed call refused
+because another client moved that time on is made again at the new time, and
+a poll every ``poll`` seconds notices other processes' work. Results and
+exceptions stay in the process that ran the task; the scheduler's view is
+everyone's. The README's "Many runners on many machines, one schema" has the
+details.
+
 ``save_trace(path)`` writes every protocol call the runner made, in the order
 the scheduler saw them, with each actual result as ``expect``: a scenario
 that ``fencepost replay`` checks against any scheduler (it must start fresh)
@@ -272,6 +283,9 @@ class Runner:
         self._poll = (SHARED_POLL_SECONDS if poll is None else poll) if payloads is not None else None
         self._stamp: object = None  # shared: the payload store's stamp at the last poll
         self._next_look = 0.0  # shared: time.monotonic() at which the stamp is read next
+        # shared, on a clock that moves by itself (DatabaseClock): tasks others submitted or failed
+        # fall due at times this runner never learns, so every poll is a fresh look
+        self._real_time = payloads is not None and clock.seconds_until(0) is not None
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, _Task] = {}
         self._running: dict[str, _Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
@@ -669,11 +683,13 @@ class Runner:
 
         One read of the payload store's stamp, at most once per ``poll`` (this
         thread is woken by every state change); the idle proof is dropped when
-        the stamp changed.
+        the stamp changed, and on a real-time clock every time: a task another
+        process submitted for later, or failed with a retry delay, falls due
+        when time passes, which no stamp shows.
         """
         self._next_look = time.monotonic() + self._poll
         stamp = self._payloads.stamp()
-        if stamp != self._stamp:
+        if stamp != self._stamp or self._real_time:
             self._stamp = stamp
             self._version += 1
             self._changed.notify_all()

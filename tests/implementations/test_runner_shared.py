@@ -363,3 +363,26 @@ def test_a_shared_runner_with_process_isolation_runs_anothers_task_and_its_child
     assert (seen["task_id"], seen["attempt"], seen["heartbeat"], seen["cancel_requested"]) == (task_id, 1, True, False)
     assert submitter.wait(seen["child"], BOUND).status is Status.SUCCEEDED  # submitted from the child, stored as a payload
     assert worker.result(seen["child"]) == "from the child"
+
+
+def test_on_real_time_an_idle_shared_runner_starts_a_task_another_process_submitted_for_later(shared) -> None:
+    """The stamp shows a new task at once, but not the moment it falls due: a real-time runner looks every poll."""
+    from fencepost.impl.postgres import DatabaseClock, PostgresScheduler
+    from fencepost.impl.postgres_payloads import PostgresPayloads
+
+    scheduler = PostgresScheduler(shared.dsn, schema=shared.schema)
+    clock = DatabaseClock(shared.dsn, schema=shared.schema)  # 1 ms ticks
+    payloads = PostgresPayloads(shared.dsn, schema=shared.schema)
+    worker = Runner(name="b", workers=1, clock=clock, lease=60_000, scheduler=scheduler,
+                    functions={"echo": echo}, payloads=payloads, poll=0.01)
+    submitter = shared(name="a")  # never started; its clock is the schema's logical one, at 0
+    try:
+        worker.start()
+        worker.wait_idle(BOUND)
+        task_id = submitter.submit(echo, due_at=clock.now + 30)  # due 30 ms from now
+        assert worker.wait(task_id, BOUND).status is Status.SUCCEEDED
+        assert worker.result(task_id) == "hi"
+    finally:
+        worker.stop(BOUND)
+        for thing in (scheduler, clock, payloads):
+            thing.close()
