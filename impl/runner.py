@@ -236,7 +236,8 @@ class Runner:
             processes did (default ``SHARED_POLL_SECONDS``).
 
     Raises:
-        ValueError: a bad argument, named with its value and the rule.
+        ValueError: a bad argument, named with its value and the rule; for a
+            shared runner, also a clock behind the scheduler's.
     """
 
     def __init__(
@@ -270,6 +271,14 @@ class Runner:
             from fencepost.impl import Scheduler
 
             scheduler = Scheduler()
+        if payloads is not None:
+            shared_now = getattr(scheduler, "now", None)
+            if isinstance(shared_now, int) and clock.now < shared_now:
+                raise ValueError(
+                    f"clock is behind the scheduler's: clock.now={clock.now} < scheduler.now={shared_now}; "
+                    f"runners sharing a scheduler need one time (SchedulerClock or DatabaseClock), "
+                    f"else every timed call is refused (time can't go backwards)"
+                )
         self._clock = clock
         self._lease = lease
         self._scheduler = scheduler

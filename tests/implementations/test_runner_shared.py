@@ -119,6 +119,16 @@ def test_a_shared_runner_refuses_work_it_could_not_store_and_writes_nothing() ->
         scheduler.task(1)
 
 
+def test_a_shared_runner_whose_clock_is_behind_the_schedulers_is_refused_at_once() -> None:
+    scheduler = Scheduler()
+    scheduler.advance(10)  # another client's time
+    with pytest.raises(ValueError, match="clock is behind the scheduler's: clock.now=3 < scheduler.now=10"):
+        Runner(workers=1, clock=ManualClock(3), scheduler=scheduler, payloads=NoPayloads(), functions={"echo": echo})
+    with pytest.raises(ValueError, match="unknown worker|worker"):
+        scheduler.dispatch("w1", 10, 5)  # no slot was added
+    Runner(workers=1, clock=SchedulerClock(scheduler), scheduler=scheduler, payloads=NoPayloads(), functions={"echo": echo})
+
+
 # ---------------------------------------------------------------- one clock, kept by the scheduler (no server)
 
 
