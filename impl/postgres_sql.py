@@ -99,19 +99,21 @@ INSERT INTO {s}.meta (version) VALUES ({version}) ON CONFLICT DO NOTHING;
 """
 
 #: The start of every timed call, inlined into each function (a nested call
-#: costs a statement of its own). Read the clock; if ``p_now`` moves it, take
-#: the clock lock exclusively, move it (the WHERE re-checks against the newest
-#: row) and end every lease with ``expires_at <= p_now``; otherwise take the
-#: lock shared and read the clock again, since a move may have committed
-#: between the first read and the lock. Every later statement of the call
-#: takes a fresh snapshot, so it sees every call that committed before the
-#: lock was ours, and no move can commit until this call has.
+#: costs a statement of its own). Read the clock and, if ``p_now`` does not
+#: move it, take the clock lock shared in the same statement (a dispatch also
+#: takes the dispatch lock there: ``{also}``). If ``p_now`` moves it, take the
+#: clock lock exclusively, move it (the WHERE re-checks against the newest
+#: row) and end every lease with ``expires_at <= p_now``. A move may have
+#: committed between the first read and a shared lock, so the call's main
+#: statement checks ``p_now >= now`` again (it takes a fresh snapshot, after
+#: the lock); until this call commits, no move can.
 _BEGIN = """
-    SELECT now INTO v_clock FROM {s}.meta;
+    SELECT now, CASE WHEN p_now <= now THEN pg_advisory_xact_lock_shared({lk}, {clock_lock})::text{also} END
+        INTO v_clock, v_locked FROM {s}.meta;
     IF p_now > v_clock THEN
         PERFORM pg_advisory_xact_lock({lk}, {clock_lock});
         v_hold := true;
-        UPDATE {s}.meta SET now = p_now WHERE now <= p_now RETURNING last_task INTO v_last;
+        UPDATE {s}.meta SET now = p_now WHERE now <= p_now;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, (SELECT now FROM {s}.meta)
                 USING ERRCODE = '{err}';
@@ -123,14 +125,29 @@ _BEGIN = """
             expired_token = token,
             worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
         WHERE status = 'running' AND expires_at <= p_now;
-    ELSE
-        PERFORM pg_advisory_xact_lock_shared({lk}, {clock_lock});
+    END IF;
+"""
+
+#: What a call's main statement checks again, under the clock lock: time has not moved past ``p_now``.
+_IN_TIME = "p_now >= (SELECT now FROM {s}.meta)"
+
+#: Why a timed call's main statement changed nothing, when that is an error: time
+#: moved past ``p_now`` after the first read (raised first, as the model does),
+#: or, for a call about one task, its id was never issued.
+_CHECK_TIME = """
         SELECT now, last_task INTO v_clock, v_last FROM {s}.meta;
         IF p_now < v_clock THEN
             RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock
                 USING ERRCODE = '{err}';
         END IF;
-    END IF;
+"""
+_CHECK_TASK = _CHECK_TIME + """
+        IF p_id < 1 OR p_id > v_last THEN
+            IF v_last = 0 THEN
+                RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
+            END IF;
+            RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
+        END IF;
 """
 
 #: The end of every protocol procedure: the call's answer is in its OUT
@@ -153,16 +170,6 @@ _END = """
     IF NOT v_wrote AND current_setting('synchronous_commit') <> 'off'
        AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
-    END IF;
-"""
-
-#: ``_BEGIN`` for a call about one task: the id must have been issued.
-_BEGIN_TASK = _BEGIN + """
-    IF p_id < 1 OR p_id > v_last THEN
-        IF v_last = 0 THEN
-            RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
-        END IF;
-        RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
     END IF;
 """
 
@@ -241,28 +248,32 @@ END $$;
 CREATE OR REPLACE PROCEDURE {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
                                             OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_capacity bigint; v_load bigint;
-        v_hold boolean := true; v_wrote boolean := false;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := true; v_wrote boolean := false;
 BEGIN
-{begin}
-    PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});
-    SELECT capacity, (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
-        INTO v_capacity, v_load FROM {s}.workers WHERE name = p_worker;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
-            USING ERRCODE = '{err}';
+{begin_dispatch}
+    IF v_locked IS NULL THEN
+        PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
-    IF v_load < v_capacity THEN  -- else full: no id, no token, nothing assigned
-        UPDATE {s}.tasks t SET
-            status = 'running', attempts = t.attempts + 1, worker = p_worker, token = nextval('{s}.tokens'),
-            started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
-        WHERE t.id = (SELECT id FROM {s}.tasks
-                      WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
-                      ORDER BY priority DESC, due_at, id
-                      LIMIT 1
-                      FOR UPDATE SKIP LOCKED)
-          AND t.status IN ('pending', 'retry_wait')
-        RETURNING t.id, t.token INTO o_task, o_token;
+    UPDATE {s}.tasks t SET
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = nextval('{s}.tokens'),
+        started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
+    WHERE t.id = (SELECT id FROM {s}.tasks
+                  WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
+                  ORDER BY priority DESC, due_at, id
+                  LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+      AND t.status IN ('pending', 'retry_wait')
+      AND {in_time}
+      AND (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
+          < (SELECT capacity FROM {s}.workers WHERE name = p_worker)
+    RETURNING t.id, t.token INTO o_task, o_token;
+    IF NOT FOUND THEN  -- full, or nothing due, unless one of these
+{check_time}
+        PERFORM 1 FROM {s}.workers WHERE name = p_worker;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
+                USING ERRCODE = '{err}';
+        END IF;
     END IF;
 {end}
 END $$;
@@ -271,14 +282,17 @@ END $$;
 CREATE OR REPLACE PROCEDURE {s}.fp_complete(p_id bigint, p_token bigint, p_now bigint,
                                             OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean := false; v_wrote boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET status = 'succeeded',
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now;
+    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
     accepted := FOUND;
-    IF NOT accepted THEN reason := {s}.fp_rejection(p_id, p_token); END IF;
+    IF NOT accepted THEN
+{check_task}
+        reason := {s}.fp_rejection(p_id, p_token);
+    END IF;
     v_wrote := accepted;
 {end}
 END $$;
@@ -286,9 +300,9 @@ END $$;
 CREATE OR REPLACE PROCEDURE {s}.fp_fail(p_id bigint, p_token bigint, p_now bigint,
                                         OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean := false; v_wrote boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET
         status = CASE WHEN cancel_requested THEN 'cancelled'
                       WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
@@ -296,9 +310,12 @@ BEGIN
         due_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts) THEN due_at
                       ELSE (p_now + retry_delay * power(2::numeric, attempts - 1))::bigint END,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now;
+    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
     accepted := FOUND;
-    IF NOT accepted THEN reason := {s}.fp_rejection(p_id, p_token); END IF;
+    IF NOT accepted THEN
+{check_task}
+        reason := {s}.fp_rejection(p_id, p_token);
+    END IF;
     v_wrote := accepted;
 {end}
 END $$;
@@ -306,14 +323,15 @@ END $$;
 CREATE OR REPLACE PROCEDURE {s}.fp_renew(p_id bigint, p_token bigint, p_now bigint, p_duration bigint,
                                          OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean := false; v_wrote boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET expires_at = p_now + p_duration
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now
-      AND NOT cancel_requested;
+      AND NOT cancel_requested AND {in_time};
     accepted := FOUND;
     IF NOT accepted THEN
+{check_task}
         reason := coalesce({s}.fp_rejection(p_id, p_token), 'cancel_requested');
     END IF;
     v_wrote := accepted;
@@ -323,24 +341,30 @@ END $$;
 -- cancel: one UPDATE; a waiting task ends cancelled, a running one is asked to stop.
 CREATE OR REPLACE PROCEDURE {s}.fp_cancel(p_id bigint, p_now bigint, OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean := false; v_wrote boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET
         cancel_requested = (status = 'running'),
         status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END
-    WHERE id = p_id AND status NOT IN ('succeeded', 'failed', 'cancelled');
+    WHERE id = p_id AND status NOT IN ('succeeded', 'failed', 'cancelled') AND {in_time};
     accepted := FOUND;
-    IF NOT accepted THEN reason := 'already_final'; END IF;
+    IF NOT accepted THEN
+{check_task}
+        reason := 'already_final';
+    END IF;
     v_wrote := accepted;
 {end}
 END $$;
 
 CREATE OR REPLACE PROCEDURE {s}.fp_advance(p_now bigint)
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean := false; v_wrote boolean := false;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean := false;
 BEGIN
 {begin}
+    IF NOT v_hold THEN
+{check_time}
+    END IF;
 {end}
 END $$;
 
@@ -348,16 +372,18 @@ END $$;
 -- (functions: they run inside the caller's transaction).
 CREATE OR REPLACE FUNCTION {s}.fp_begin(p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean;
 BEGIN
 {begin}
+{check_time}
 END $$;
 
 CREATE OR REPLACE FUNCTION {s}.fp_begin_task(p_id bigint, p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_hold boolean;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean;
 BEGIN
-{begin_task}
+{begin}
+{check_task}
 END $$;
 """
 
@@ -370,7 +396,15 @@ def schema_ddl(schema: str, lock_key: int) -> str:
     (``impl.postgres.lock_key``).
     """
     tables = _TABLES.format(s=schema, version=SCHEMA_VERSION)
-    functions = _FUNCTIONS.replace("{begin_task}", _BEGIN_TASK).replace("{begin}", _BEGIN).replace("{end}", _END)
+    dispatch_also = " || pg_advisory_xact_lock({lk}, {dispatch_lock})::text"
+    functions = (
+        _FUNCTIONS.replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
+        .replace("{begin}", _BEGIN.replace("{also}", ""))
+        .replace("{check_task}", _CHECK_TASK)
+        .replace("{check_time}", _CHECK_TIME)
+        .replace("{in_time}", _IN_TIME)
+        .replace("{end}", _END)
+    )
     for name, value in (("{s}", schema), ("{err}", INVALID_ARGUMENT_STATE), ("{lk}", str(int(lock_key))),
                         ("{clock_lock}", str(CLOCK_LOCK)), ("{dispatch_lock}", str(DISPATCH_LOCK))):
         functions = functions.replace(name, value)
