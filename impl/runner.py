@@ -286,7 +286,6 @@ class Runner:
         self._lock = threading.Lock()  # guards everything below and every call on the scheduler
         self._changed = threading.Condition(self._lock)  # notified on every state change
         self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
-        self._name = name
         self._payloads = payloads  # None: a runner alone on its scheduler, functions in memory
         self._functions = registry  # shared: name -> function
         self._poll = (SHARED_POLL_SECONDS if poll is None else poll) if payloads is not None else None
@@ -342,8 +341,10 @@ class Runner:
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop taking work and wait for running user functions to return.
 
-        Tasks not yet started stay pending (and are lost with the process).
-        Calling it again, or before ``start``, is harmless.
+        Tasks not yet started stay pending (and are lost with the process,
+        unless the scheduler keeps them: a shared runner's tasks stay in the
+        database for the other runners). Calling it again, or before
+        ``start``, is harmless.
 
         Raises:
             TimeoutError: some user function was still running after ``timeout`` real seconds.
@@ -380,8 +381,17 @@ class Runner:
         a key the scheduler already knows names the task it made then, which
         keeps its first function. May be called from user work.
 
+        A shared runner (``payloads``) first stores the task's payload, the
+        name of ``fn`` in ``functions`` (or of the function ``fn`` is a
+        ``functools.partial`` of) and its arguments as JSON, under ``key``
+        (a fresh ``PAYLOAD_KEY_PREFIX`` key when None), then submits with that
+        key; a refused submit deletes the payload it wrote. Two round trips.
+
         Raises:
-            ValueError: ``fn`` is not callable, or the scheduler refused an option.
+            ValueError: ``fn`` is not callable, or the scheduler refused an
+                option, or (shared) ``fn`` is not a registered function or a
+                partial of one with arguments that survive JSON unchanged.
+                Nothing is stored or submitted.
             RuntimeError: the runner is stopped.
         """
         if not callable(fn):
