@@ -65,7 +65,10 @@ _QUERIES = {
 
 @dataclass(frozen=True)
 class Payload:
-    """What a task runs: ``functions[function](*args, ctx, **kwargs)`` (as the submitted partial is called); ``attempts`` as the scheduler counts them."""
+    """What a task runs, and how often it has been dispatched (``attempts``, as the scheduler counts).
+
+    The runner calls ``functions[function](*args, ctx, **kwargs)``: as the submitted partial is called.
+    """
 
     function: str
     args: list

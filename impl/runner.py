@@ -260,7 +260,9 @@ class Runner:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, got {isolation!r}")
         if name is not None and (not isinstance(name, str) or not name or name != name.strip()):
-            raise ValueError(f"name must be None or a non-empty str without surrounding spaces (its slots are NAME-w1..), got {name!r}")
+            raise ValueError(
+                f"name must be None or a non-empty str without surrounding spaces (its slots are NAME-w1..), got {name!r}"
+            )
         registry = _check_shared(functions, payloads, poll)
         if clock is None:
             clock = MonotonicClock()

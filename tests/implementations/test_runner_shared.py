@@ -84,7 +84,8 @@ def test_a_named_runners_slots_carry_its_name_and_the_default_stays_w1_to_wn() -
         (dict(payloads=NoPayloads(), functions={}), "functions must be a non-empty mapping"),
         (dict(payloads=NoPayloads(), functions={"": echo}), "functions must map non-empty str names to callables"),
         (dict(payloads=NoPayloads(), functions={"x": 3}), "functions must map non-empty str names to callables"),
-        (dict(payloads=NoPayloads(), functions={"echo": echo}, poll=0), "poll must be None or a number of real seconds > 0, got 0"),
+        (dict(payloads=NoPayloads(), functions={"echo": echo}, poll=0),
+         "poll must be None or a number of real seconds > 0, got 0"),
     ],
 )
 def test_bad_shared_options_are_refused_and_nothing_is_registered(options: dict, message: str) -> None:
@@ -216,7 +217,8 @@ def test_a_runner_refused_because_another_client_moved_time_reads_again_and_retr
     runner.save_trace(tmp_path / "trace.json")
     from fencepost.spec.formats.scenario import load_scenario
 
-    steps = [(s.op, s.args.get("now"), s.expect) for s in load_scenario(tmp_path / "trace.json").steps if s.op in ("dispatch", "complete")]
+    steps = [(s.op, s.args.get("now"), s.expect)
+             for s in load_scenario(tmp_path / "trace.json").steps if s.op in ("dispatch", "complete")]
     # each raced call was refused (behind the other client's time) and made again at the new time
     assert steps[0][0] == "dispatch" and steps[0][2] == "error" and steps[1][0] == "dispatch" and steps[1][1] == steps[0][1] + 1
     refused_completes = [s for s in steps if s[0] == "complete" and s[2] == "error"]
@@ -293,7 +295,8 @@ def test_a_task_nothing_here_can_run_fails_with_the_reason(shared) -> None:
         bare = plain.submit(max_attempts=1)  # no key, no payload: not a runner's task
     for task_id in (unknown, bare):
         assert worker.wait(task_id, BOUND).status is Status.FAILED
-    assert isinstance(worker.error(unknown), LookupError) and "runs function 'other', which this runner's functions (echo) lack" in str(worker.error(unknown))
+    assert isinstance(worker.error(unknown), LookupError)
+    assert "runs function 'other', which this runner's functions (echo) lack" in str(worker.error(unknown))
     assert "has no payload" in str(worker.error(bare))
     assert submitter.error(unknown) is None  # the failure was reported in the other process
 
