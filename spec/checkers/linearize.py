@@ -597,15 +597,18 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     if the next cannot go on from it, so a linearizable history costs little
     more than one pass. Each window's search is bounded by 2^k sets of placed
     calls times the model states reached, for k calls open at once in it; each
-    step is O(T) model work for T tasks.
+    step costs O(R + D + log T) for R running leases, D tasks changed since the
+    state's base and T tasks (``_State.apply``), independent of T in practice.
     """
     budget = _Budget(max_states)
     windows = quiescent_windows(history)
     if not windows:
         return Verdict(True, (), 0, 0)
     origin: Config = (_State.of(canonical(model.initial() if start is None else start)), frozenset())
-    reached: list[set[Config]] = [set() for _ in windows]  # configs each window was searched from
-    reached[0].add(origin)
+    # Configs each window was searched from, in the order met (a dict, not a set: the failing
+    # window's are tried in that order, so the answers shown do not depend on hash seeds).
+    reached: list[dict[Config, None]] = [{} for _ in windows]
+    reached[0][origin] = None
     frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
     try:
         while frames:
@@ -621,7 +624,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
             config, following = (found.state, found.pending), frame.window + 1
             if config in reached[following]:
                 continue  # searched from there before, and it did not reach the end
-            reached[following].add(config)
+            reached[following][config] = None
             frames.append(_Frame(following, _window_orders(history, config, windows[following], budget)))
         deepest = max(i for i, configs in enumerate(reached) if configs)
         failure = _locate(history, reached[deepest], windows[deepest], budget)
@@ -631,7 +634,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     return Verdict(False, (), budget.spent, len(windows), failure)
 
 
-def _locate(history: History, configs: set[Config], window: tuple[int, int], budget: _Budget) -> Failure:
+def _locate(history: History, configs: dict[Config, None], window: tuple[int, int], budget: _Budget) -> Failure:
     """The shortest prefix of the failing window that cannot be ordered from any of ``configs``.
 
     ``configs`` are every state the history before the window can end in, so
