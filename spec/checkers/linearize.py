@@ -170,7 +170,8 @@ def _canonical_task(task: model.Task) -> model.Task:
 #: Fold a state's differences into a new base, at the start of a window, once
 #: more than this many tasks differ (or this many parked tasks fell due since
 #: the base): every step scans or copies the differences, while a new base
-#: costs O(T log T), so each base is paid for by at least this many changes.
+#: copies the task table and its indexes (O(T), as memory copies), so each
+#: base is paid for by at least this many changes. 16 to 256 measured alike.
 REBASE_AT = 64
 
 #: Fold the differences in the middle of a window once they pass this: only
@@ -193,25 +194,40 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _due_at(entry: tuple[int, int]) -> int:
+    return entry[0]
+
+
 class _Base:
     """A canonical model state, materialised, with the indexes a view is built from. Never changed.
 
     ``eligible``: ``dispatch_order`` keys of the dispatchable tasks due by the
-    base's time, sorted; ``future``: (due_at, id) of those due later, sorted,
-    and their due times alone for bisection. Built in O(T log T).
+    base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
     """
 
-    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "future_due")
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future")
 
-    def __init__(self, state: model.State) -> None:
-        self.state = state
-        self.tasks_hash = sum(map(hash, state.tasks)) & _HASH_MASK
-        self.keys = {record.key: record for record in state.keys}
-        self.keys_hash = sum(map(hash, state.keys)) & _HASH_MASK
+    def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
+                 eligible: list[tuple[int, int, int]], future: list[tuple[int, int]]) -> None:
+        self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
+        self.eligible, self.future = eligible, future
+
+    @classmethod
+    def of(cls, state: model.State) -> _Base:
+        """``state`` (canonical) with its indexes built. O(T log T)."""
         ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES]
-        self.eligible = sorted(model.dispatch_order(t) for t in ready if t.due_at <= state.now)
-        self.future = sorted((t.due_at, t.id) for t in ready if t.due_at > state.now)
-        self.future_due = [due for due, _ in self.future]
+        return cls(
+            state,
+            sum(map(hash, state.tasks)) & _HASH_MASK,
+            {record.key: record for record in state.keys},
+            sum(map(hash, state.keys)) & _HASH_MASK,
+            sorted(model.dispatch_order(t) for t in ready if t.due_at <= state.now),
+            sorted((t.due_at, t.id) for t in ready if t.due_at > state.now),
+        )
+
+    def due_by(self, now: int) -> int:
+        """How many of ``future`` are due by ``now``. O(log T)."""
+        return bisect.bisect_right(self.future, now, key=_due_at)
 
 
 class _State:
@@ -240,11 +256,10 @@ class _State:
     hash: int
 
     @classmethod
-    def of(cls, state: model.State, running: dict[int, model.Task] | None = None) -> _State:
+    def of(cls, state: model.State) -> _State:
         """The search's form of a canonical ``state``. O(T log T)."""
-        base = _Base(state)
-        if running is None:
-            running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
+        base = _Base.of(state)
+        running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
         return cls(base, {}, len(state.tasks), running, [], {}, state.now, state.last_token, state.workers,
                    base.tasks_hash, base.keys_hash)
 
@@ -270,7 +285,8 @@ class _State:
             return self.materialise() == other.materialise()
         if self.keys != other.keys:
             return False
-        return all(self.task(i) == other.task(i) for i in self.delta.keys() | other.delta.keys())
+        # Sibling states share most task objects, so identity settles most comparisons.
+        return all((a := self.task(i)) is (b := other.task(i)) or a == b for i in self.delta.keys() | other.delta.keys())
 
     def task(self, task_id: int) -> model.Task:
         """Task ``task_id`` (1..size). O(1)."""
@@ -287,13 +303,49 @@ class _State:
         return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys)
 
     def rebased(self) -> _State:
-        """The same state on a base of its own (no differences). O(T log T)."""
-        return _State.of(self.materialise(), self.running)
+        """The same state on a base of its own, with no differences.
+
+        The new base's indexes are the old ones with the changed tasks
+        moved, and the parked tasks due by now made eligible: O(D log T) for
+        D changed tasks, besides copying the task table and the indexes
+        (O(T), but a memory copy).
+        """
+        base, delta = self.base, self.delta
+        old_tasks = base.state.tasks
+        tasks = list(old_tasks)
+        tasks.extend([None] * (self.size - len(tasks)))
+        eligible, future = list(base.eligible), list(base.future)
+        for task_id, task in delta.items():
+            tasks[task_id - 1] = task
+            old = old_tasks[task_id - 1] if task_id <= len(old_tasks) else None
+            if old is not None and old.status in DISPATCHABLE_STATUSES:
+                if old.due_at <= base.state.now:
+                    del eligible[bisect.bisect_left(eligible, model.dispatch_order(old))]
+                else:
+                    del future[bisect.bisect_left(future, (old.due_at, old.id))]
+        due = bisect.bisect_right(future, self.now, key=_due_at)
+        for _, task_id in future[:due]:  # unchanged since the old base: the changed ones left above
+            bisect.insort(eligible, model.dispatch_order(old_tasks[task_id - 1]))
+        del future[:due]
+        for task in delta.values():
+            if task.status in DISPATCHABLE_STATUSES:
+                if task.due_at <= self.now:
+                    bisect.insort(eligible, model.dispatch_order(task))
+                else:
+                    bisect.insort(future, (task.due_at, task.id))
+        keys = base.keys
+        if self.keys:
+            keys = {**keys, **self.keys}
+        records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
+                            keys=records)
+        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future)
+        return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
+                      self.tasks_hash, self.keys_hash)
 
     def settled(self) -> _State:
         """This state, rebased if its differences have grown past ``REBASE_AT`` (see there)."""
-        due_since = bisect.bisect_right(self.base.future_due, self.now)
-        return self.rebased() if len(self.delta) > REBASE_AT or due_since > REBASE_AT else self
+        return self.rebased() if len(self.delta) > REBASE_AT or self.base.due_by(self.now) > REBASE_AT else self
 
     def best_eligible(self, now: int) -> int | None:
         """The id of the dispatchable task a dispatch at ``now`` picks first (before expiry), or None.
@@ -303,7 +355,7 @@ class _State:
         delta, base = self.delta, self.base
         best = next((key for key in base.eligible if key[2] not in delta), None)
         tasks = base.state.tasks
-        for index in range(bisect.bisect_right(base.future_due, now)):
+        for index in range(base.due_by(now)):
             task_id = base.future[index][1]
             if task_id not in delta:
                 key = model.dispatch_order(tasks[task_id - 1])
