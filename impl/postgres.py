@@ -166,9 +166,9 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
         RuntimeError: the schema holds fencepost tables of another version.
     """
     quoted = sql.Identifier(schema).as_string(conn)
-    lock_key = int.from_bytes(hashlib.sha256(f"fencepost:{schema}".encode()).digest()[:8], "big", signed=True)
+    create_key = int.from_bytes(hashlib.sha256(f"fencepost:{schema}".encode()).digest()[:8], "big", signed=True)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (create_key,))
         row = conn.execute(
             "SELECT to_regclass(%s) IS NOT NULL, to_regprocedure(%s) IS NOT NULL",
             (f"{quoted}.meta", f"{quoted}.fp_advance(bigint)"),
@@ -179,7 +179,12 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        conn.execute(schema_ddl(quoted).encode())
+        conn.execute(schema_ddl(quoted, lock_key(schema)).encode())
+
+
+def lock_key(schema: str) -> int:
+    """The first key (a signed 32-bit int) of ``schema``'s two advisory locks (see postgres_sql)."""
+    return int.from_bytes(hashlib.sha256(f"fencepost-locks:{schema}".encode()).digest()[:4], "big", signed=True)
 
 
 class PostgresScheduler:
@@ -223,11 +228,8 @@ class PostgresScheduler:
         self._conn = _connection or _connect(dsn)
         # ours: given back when this object is closed or goes (never closed under another's feet)
         self._release = weakref.finalize(self, _release, dsn, self._conn) if _connection is None else None
-        # off: a call returns once its commit is in the server's WAL buffers, before the flush to
-        # disk: a server crash may lose the last few returned calls (a suffix of the commit
-        # order, never part of one), a client crash loses nothing. Saves one flush per call
-        # held under the scheduler's one lock; see the README's figures. Set either way: a
-        # reused connection may come from a scheduler with the other setting.
+        # Set either way: a reused connection may come from a scheduler with the other setting.
+        # Off: no call waits for the disk (see _END in impl/postgres_sql.py).
         self._conn.execute(f"SET synchronous_commit = {'on' if synchronous_commit else 'off'}")
         if _connection is None and not _schema_exists:
             ensure_schema(self._conn, schema)
@@ -267,7 +269,7 @@ class PostgresScheduler:
     @property
     def now(self) -> int:
         """The scheduler's clock: the latest ``now`` any client's valid timed call brought."""
-        return self._conn.execute(self._q["now"]).fetchone()[0]
+        return self._conn.execute(self._q["now"]).fetchone()[1]
 
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task; an unknown id raises ValueError."""
@@ -378,9 +380,18 @@ class PostgresScheduler:
         return Outcome(accepted, reason)
 
     def _call(self, op: str, args: tuple) -> tuple:
-        """Run one protocol function: one statement, one transaction. Invalid input -> ValueError."""
-        with self._invalid_as_value_error(op, args):
-            return self._conn.execute(self._q[op], args).fetchone()
+        """Run one protocol procedure: one statement, one round trip. Invalid input -> ValueError.
+
+        A call that raised is settled before the error is raised (``fp_settle``): the
+        refusal may rest on another call's change that is not yet on disk.
+        """
+        try:
+            with self._invalid_as_value_error(op, args):
+                cur = self._conn.execute(self._q[op], args)
+                return cur.fetchone() if cur.description else ()
+        except ValueError:
+            self._conn.execute(self._q["settle"])
+            raise
 
     @contextlib.contextmanager
     def _invalid_as_value_error(self, op: str, args: tuple) -> Iterator[None]:
@@ -395,21 +406,25 @@ class PostgresScheduler:
             raise
 
 
-#: One statement per protocol call; ``{}`` is the schema.
+#: One statement per protocol call; ``{}`` is the schema. The protocol calls are procedures
+#: (CALL, with NULL for each OUT parameter) because one that holds a lock others queue on
+#: commits twice: see ``_END`` in impl/postgres_sql.py. Reads settle first (``fp_settle``).
 _QUERIES = {
-    "now": "SELECT now FROM {}.meta",
+    "now": "SELECT {0}.fp_settle(), now FROM {0}.meta",
     "task": "SELECT m.last_task, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
-            " t.expires_at, t.cancel_requested FROM {0}.meta m LEFT JOIN {0}.tasks t ON t.id = %s",
-    "snapshot": "SELECT m.now, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
-                " t.expires_at, t.cancel_requested FROM {0}.meta m LEFT JOIN {0}.tasks t ON true ORDER BY t.id",
-    "add_worker": "SELECT {}.fp_add_worker(%s, %s)",
-    "submit": "SELECT {}.fp_submit(%s, %s, %s, %s, %s)",
-    "dispatch": "SELECT * FROM {}.fp_dispatch(%s, %s, %s)",
-    "complete": "SELECT * FROM {}.fp_complete(%s, %s, %s)",
-    "fail": "SELECT * FROM {}.fp_fail(%s, %s, %s)",
-    "cancel": "SELECT * FROM {}.fp_cancel(%s, %s)",
-    "renew": "SELECT * FROM {}.fp_renew(%s, %s, %s, %s)",
-    "advance": "SELECT {}.fp_advance(%s)",
+            " t.expires_at, t.cancel_requested, {0}.fp_settle() FROM {0}.meta m LEFT JOIN {0}.tasks t ON t.id = %s",
+    "snapshot": "WITH settled AS MATERIALIZED (SELECT {0}.fp_settle())"
+                " SELECT m.now, t.id, t.status, t.priority, t.due_at, t.attempts, t.worker, t.token,"
+                " t.expires_at, t.cancel_requested FROM settled, {0}.meta m LEFT JOIN {0}.tasks t ON true ORDER BY t.id",
+    "settle": "SELECT {0}.fp_settle()",
+    "add_worker": "SELECT {0}.fp_add_worker(%s, %s)",
+    "submit": "CALL {0}.fp_submit(%s, %s, %s, %s, %s, NULL)",
+    "dispatch": "CALL {0}.fp_dispatch(%s, %s, %s, NULL, NULL)",
+    "complete": "CALL {0}.fp_complete(%s, %s, %s, NULL, NULL)",
+    "fail": "CALL {0}.fp_fail(%s, %s, %s, NULL, NULL)",
+    "cancel": "CALL {0}.fp_cancel(%s, %s, NULL, NULL)",
+    "renew": "CALL {0}.fp_renew(%s, %s, %s, %s, NULL, NULL)",
+    "advance": "CALL {0}.fp_advance(%s)",
 }
 
 
@@ -478,7 +493,7 @@ _POOL: dict[str, list[tuple[str, psycopg.Connection]]] = {}
 #: Empties a pooled schema: what a fresh one holds (time 0, no worker, task, token or key).
 _RESET = (
     "DELETE FROM {0}.keys; DELETE FROM {0}.tasks; DELETE FROM {0}.workers;"
-    " UPDATE {0}.meta SET now = 0, last_token = 0, last_task = 0, epoch = clock_timestamp()"
+    " UPDATE {0}.meta SET now = 0, last_task = 0, epoch = clock_timestamp(); ALTER SEQUENCE {0}.tokens RESTART"
 )
 
 

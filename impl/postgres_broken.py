@@ -36,7 +36,7 @@ class StatusFencedScheduler(PostgresScheduler):
         args = (self._task_id(task_id), self._token(token), self._time(now))
         schema = sql.Identifier(self.schema)
         with self._invalid_as_value_error("complete", args), self._conn.transaction():
-            self._conn.execute(sql.SQL("SELECT {}.fp_advance_task(%s, %s)").format(schema), (args[0], args[2]))
+            self._conn.execute(sql.SQL("SELECT {}.fp_begin_task(%s, %s)").format(schema), (args[0], args[2]))
             done = self._conn.execute(
                 sql.SQL(
                     "UPDATE {}.tasks SET status = 'succeeded', worker = NULL, token = NULL, started_at = NULL,"
@@ -75,7 +75,7 @@ class UnlockedClaimScheduler(PostgresScheduler):
             ).fetchone()
             if self.between is not None:
                 self.between()
-            self._conn.execute(sql.SQL("SELECT {}.fp_advance(%s)").format(schema), (now,))
+            self._conn.execute(sql.SQL("SELECT {}.fp_begin(%s)").format(schema), (now,))
             capacity = self._conn.execute(
                 sql.SQL("SELECT capacity FROM {}.workers WHERE name = %s").format(schema), (worker,)
             ).fetchone()
@@ -88,7 +88,7 @@ class UnlockedClaimScheduler(PostgresScheduler):
             if row is None or load >= capacity[0]:
                 return None
             token = self._conn.execute(
-                sql.SQL("UPDATE {}.meta SET last_token = last_token + 1 RETURNING last_token").format(schema)
+                sql.SQL("SELECT nextval('{}.tokens')").format(schema)
             ).fetchone()[0]
             # ... then an UPDATE by id alone: whoever read the same row leases it too.
             self._conn.execute(

@@ -1,21 +1,33 @@
 """The SQL of ``PostgresScheduler``: tables and one PL/pgSQL function per protocol call.
 
 Kept apart from ``impl/postgres.py`` so the statements can be read in one
-place. Every function body is written for one schema; ``schema_ddl(schema)``
-fills the (already validated and quoted) schema name in.
+place. Every function body is written for one schema; ``schema_ddl(schema,
+lock_key)`` fills the (already validated and quoted) schema name and the
+schema's advisory-lock key in.
 
-How the functions serialise, in one paragraph: every mutating call starts by
-locking the single ``meta`` row (``SELECT ... FOR UPDATE``), which holds the
-scheduler's clock, the last token and the last task id. The call then checks
-time (never backwards), ends every lease with ``expires_at <= now`` (the
-contract's expiry, done eagerly, under the same lock), makes its change and
-commits; the row lock is released at commit. So the global token counter, the
-id counter, the clock and the per-worker loads change in one total order,
-which is the order the contract is written in. Inside that, the claim still
-uses ``FOR UPDATE SKIP LOCKED`` and every completion, failure and renewal is one
-``UPDATE`` whose ``WHERE`` re-checks the token and the expiry: those are what
-keep the fence even for a writer that does not take the ``meta`` lock (see
-``impl/postgres_broken.py`` for two that go wrong without them).
+How calls serialise, in one paragraph. Two advisory locks per schema, both
+taken for the transaction (released when it ends, after its changes became
+visible): the *clock lock*, which every timed call holds, shared while its
+``now`` equals the clock and exclusive when it moves the clock (a move also
+ends every lease with ``expires_at <= now``, the contract's expiry, so no
+lease is ever current past the clock and a call that does not move the
+clock has nothing to expire); and the *dispatch lock*, exclusive, which
+every dispatch holds while it picks the best waiting task (``FOR UPDATE SKIP
+LOCKED``) and takes the next token from the ``tokens`` sequence, so tokens,
+claims and their visibility come in one order. Completions, failures,
+renewals and cancels of different tasks do not wait for each other at all:
+each is one ``UPDATE`` of its task's row whose ``WHERE`` re-checks the token
+and the expiry (the fence is in the statement; ``impl/postgres_broken.py``
+shows two writers that go wrong without it). Submits take the ``meta`` row's
+lock for the id counter.
+
+Why the locks cost no disk flush: a session runs with ``synchronous_commit =
+off``, so a call's commit (and so the release of its locks) does not wait for
+the disk; the client then runs ``fp_sync()``, a transaction of its own that
+waits until the write-ahead log is on disk up to and including that commit,
+before it returns the call's answer. Calls still wait for one flush each,
+but no call holds a lock while it waits, so the flushes of many clients are
+grouped (PostgreSQL's group commit) instead of queued.
 
 Errors the contract calls invalid arguments are raised with SQLSTATE
 ``INVALID_ARGUMENT_STATE`` and a message in the model's words; the Python side
@@ -30,18 +42,23 @@ from __future__ import annotations
 INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
-#: version is re-created in place (functions) or refused (tables).
-SCHEMA_VERSION = 1
+#: version is refused (``ensure_schema`` raises, naming both versions).
+SCHEMA_VERSION = 2
+
+#: The second key of the two advisory locks (the first is the schema's ``lock_key``).
+CLOCK_LOCK = 1
+DISPATCH_LOCK = 2
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS {s}.meta (
     singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),  -- exactly one row
     now         bigint NOT NULL DEFAULT 0,     -- the scheduler's clock; never decreases
-    last_token  bigint NOT NULL DEFAULT 0,     -- tokens issued so far; the next is last_token + 1
     last_task   bigint NOT NULL DEFAULT 0,     -- ids issued so far (ids are 1..last_task, no gaps)
     epoch       timestamptz NOT NULL DEFAULT clock_timestamp(),  -- origin of DatabaseClock's ticks
     version     integer NOT NULL
 );
+-- tokens issued so far; taken only under the dispatch lock, by a dispatch that leases a task
+CREATE SEQUENCE IF NOT EXISTS {s}.tokens AS bigint MINVALUE 1;
 CREATE TABLE IF NOT EXISTS {s}.workers (
     name        text PRIMARY KEY,
     capacity    bigint NOT NULL CHECK (capacity >= 1)
@@ -82,34 +99,77 @@ INSERT INTO {s}.meta (version) VALUES ({version}) ON CONFLICT DO NOTHING;
 """
 
 #: The start of every timed call, inlined into each function (a nested call
-#: costs a statement of its own): lock the clock row and move it to ``p_now``
-#: in one statement that also checks time never goes backwards (under READ
-#: COMMITTED the WHERE is re-checked against the newest row once the lock is
-#: ours), then end every lease with ``expires_at <= p_now``. Every later
-#: statement of the call takes a fresh snapshot, so it sees every call that
-#: committed before this one got the lock.
+#: costs a statement of its own). Read the clock and, if ``p_now`` does not
+#: move it, take the clock lock shared in the same statement (a dispatch also
+#: takes the dispatch lock there: ``{also}``). If ``p_now`` moves it, take the
+#: clock lock exclusively, move it (the WHERE re-checks against the newest
+#: row) and end every lease with ``expires_at <= p_now``. A move may have
+#: committed between the first read and a shared lock, so the call's main
+#: statement checks ``p_now >= now`` again (it takes a fresh snapshot, after
+#: the lock); until this call commits, no move can.
 _BEGIN = """
-    UPDATE {s}.meta SET now = p_now WHERE now <= p_now RETURNING last_token, last_task INTO v_token, v_last;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, (SELECT now FROM {s}.meta)
-            USING ERRCODE = '{err}';
+    SELECT now, CASE WHEN p_now <= now THEN pg_advisory_xact_lock_shared({lk}, {clock_lock})::text{also} END
+        INTO v_clock, v_locked FROM {s}.meta;
+    IF p_now > v_clock THEN
+        PERFORM pg_advisory_xact_lock({lk}, {clock_lock});
+        v_hold := true;
+        UPDATE {s}.meta SET now = p_now WHERE now <= p_now;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, (SELECT now FROM {s}.meta)
+                USING ERRCODE = '{err}';
+        END IF;
+        UPDATE {s}.tasks SET
+            status = CASE WHEN cancel_requested THEN 'cancelled'
+                          WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
+                          ELSE 'pending' END,
+            expired_token = token,
+            worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
+        WHERE status = 'running' AND expires_at <= p_now;
     END IF;
-    UPDATE {s}.tasks SET
-        status = CASE WHEN cancel_requested THEN 'cancelled'
-                      WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
-                      ELSE 'pending' END,
-        expired_token = token,
-        worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-    WHERE status = 'running' AND expires_at <= p_now;
 """
 
-#: ``_BEGIN`` for a call about one task: the id must have been issued.
-_BEGIN_TASK = _BEGIN + """
-    IF p_id < 1 OR p_id > v_last THEN
-        IF v_last = 0 THEN
-            RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
+#: What a call's main statement checks again, under the clock lock: time has not moved past ``p_now``.
+_IN_TIME = "p_now >= (SELECT now FROM {s}.meta)"
+
+#: Why a timed call's main statement changed nothing, when that is an error: time
+#: moved past ``p_now`` after the first read (raised first, as the model does),
+#: or, for a call about one task, its id was never issued.
+_CHECK_TIME = """
+        SELECT now, last_task INTO v_clock, v_last FROM {s}.meta;
+        IF p_now < v_clock THEN
+            RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock
+                USING ERRCODE = '{err}';
         END IF;
-        RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
+"""
+_CHECK_TASK = _CHECK_TIME + """
+        IF p_id < 1 OR p_id > v_last THEN
+            IF v_last = 0 THEN
+                RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
+            END IF;
+            RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
+        END IF;
+"""
+
+#: The end of every protocol procedure: the call's answer is in its OUT
+#: parameters; make it durable without holding a lock while the disk works.
+#: A call that holds a lock other calls queue on (``v_hold``: it moved the
+#: clock, dispatched, or submitted) commits at once without waiting for the
+#: disk, which releases the lock as it becomes visible; then, in a second
+#: transaction, it writes one record and commits synchronously, so it returns
+#: only once the log is on disk up to and past its first commit. A call that
+#: held only shared or row locks commits synchronously itself (``v_wrote``), or,
+#: having written nothing, writes the record if anything it may have seen is
+#: not yet on disk. With ``synchronous_commit = off`` for the session (the
+#: scheduler's ``synchronous_commit=False``) nothing waits for the disk.
+_END = """
+    IF v_hold THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+        COMMIT;
+        v_wrote := false;
+    END IF;
+    IF NOT v_wrote AND current_setting('synchronous_commit') <> 'off'
+       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+        PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 """
 
@@ -125,6 +185,19 @@ LANGUAGE sql STABLE AS $$
     FROM {s}.tasks WHERE id = p_id
 $$;
 
+-- For reads (and raised calls): make the reading transaction wait, at its commit, until the log
+-- is on disk up to everything it may have seen. A call that dispatched, submitted or moved the
+-- clock is visible before its flush (see _END), so without this a read could report a change a
+-- server crash then undoes. Writes one record only when something is not yet on disk.
+CREATE OR REPLACE FUNCTION {s}.fp_settle() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('synchronous_commit') <> 'off'
+       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+        PERFORM pg_logical_emit_message(true, 'fencepost', '');
+    END IF;
+END $$;
+
 -- Untimed; needs no lock of its own: the name's primary key decides a race between two adds.
 CREATE OR REPLACE FUNCTION {s}.fp_add_worker(p_worker text, p_capacity bigint) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -135,12 +208,13 @@ BEGIN
     END IF;
 END $$;
 
--- Untimed: takes the clock row's lock for the id counter (and to read the key table after it).
-CREATE OR REPLACE FUNCTION {s}.fp_submit(
-    p_priority bigint, p_due_at bigint, p_max_attempts bigint, p_retry_delay bigint, p_key text
-) RETURNS bigint
+-- Untimed: takes the meta row's lock for the id counter (and to read the key table after it).
+CREATE OR REPLACE PROCEDURE {s}.fp_submit(
+    p_priority bigint, p_due_at bigint, p_max_attempts bigint, p_retry_delay bigint, p_key text,
+    OUT o_id bigint
+)
 LANGUAGE plpgsql AS $$
-DECLARE v_now bigint; v_id bigint; k record;
+DECLARE v_now bigint; k record; v_hold boolean := true; v_wrote boolean := true;
 BEGIN
     IF p_key IS NOT NULL THEN
         PERFORM 1 FROM {s}.meta FOR UPDATE;
@@ -148,7 +222,8 @@ BEGIN
         IF FOUND THEN
             IF k.priority = p_priority AND k.due_at IS NOT DISTINCT FROM p_due_at
                AND k.max_attempts IS NOT DISTINCT FROM p_max_attempts AND k.retry_delay = p_retry_delay THEN
-                RETURN k.task_id;  -- a duplicate: the first id, nothing changes
+                o_id := k.task_id;  -- a duplicate: the first id, nothing changes
+                RETURN;
             END IF;
             RAISE EXCEPTION 'key % was already used for task % with other arguments: first (priority=%, due_at=%, max_attempts=%, retry_delay=%), now (priority=%, due_at=%, max_attempts=%, retry_delay=%)',
                 quote_literal(p_key), k.task_id,
@@ -157,33 +232,30 @@ BEGIN
                 USING ERRCODE = '{err}';
         END IF;
     END IF;
-    UPDATE {s}.meta SET last_task = last_task + 1 RETURNING last_task, now INTO v_id, v_now;
+    UPDATE {s}.meta SET last_task = last_task + 1 RETURNING last_task, now INTO o_id, v_now;
     INSERT INTO {s}.tasks (id, priority, due_at, max_attempts, retry_delay)
-        VALUES (v_id, p_priority, coalesce(p_due_at, v_now), p_max_attempts, p_retry_delay);
+        VALUES (o_id, p_priority, coalesce(p_due_at, v_now), p_max_attempts, p_retry_delay);
     IF p_key IS NOT NULL THEN
-        INSERT INTO {s}.keys VALUES (p_key, v_id, p_priority, p_due_at, p_max_attempts, p_retry_delay);
+        INSERT INTO {s}.keys VALUES (p_key, o_id, p_priority, p_due_at, p_max_attempts, p_retry_delay);
     END IF;
-    RETURN v_id;
+{end}
 END $$;
 
--- The claim: the best waiting task that is due, locked with SKIP LOCKED, leased under a fresh token.
-CREATE OR REPLACE FUNCTION {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
-                                           OUT o_task bigint, OUT o_token bigint)
+-- The claim: under the dispatch lock, the best waiting task that is due, locked with SKIP
+-- LOCKED (a row another call is changing right now, e.g. a cancel, is that call's), leased
+-- under the next token, if the worker has a free slot. A dispatch that leases nothing takes
+-- no token: nextval runs only for the row the UPDATE changes.
+CREATE OR REPLACE PROCEDURE {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
+                                            OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint; v_capacity bigint; v_load bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := true; v_wrote boolean := false;
 BEGIN
-{begin}
-    SELECT capacity, (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
-        INTO v_capacity, v_load FROM {s}.workers WHERE name = p_worker;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
-            USING ERRCODE = '{err}';
-    END IF;
-    IF v_load >= v_capacity THEN
-        RETURN;  -- full: no id, no token, nothing assigned
+{begin_dispatch}
+    IF v_locked IS NULL THEN
+        PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
     UPDATE {s}.tasks t SET
-        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = v_token + 1,
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = nextval('{s}.tokens'),
         started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
     WHERE t.id = (SELECT id FROM {s}.tasks
                   WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
@@ -191,32 +263,46 @@ BEGIN
                   LIMIT 1
                   FOR UPDATE SKIP LOCKED)
       AND t.status IN ('pending', 'retry_wait')
+      AND {in_time}
+      AND (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
+          < (SELECT capacity FROM {s}.workers WHERE name = p_worker)
     RETURNING t.id, t.token INTO o_task, o_token;
-    IF o_task IS NOT NULL THEN
-        UPDATE {s}.meta SET last_token = o_token;
+    IF NOT FOUND THEN  -- full, or nothing due, unless one of these
+{check_time}
+        PERFORM 1 FROM {s}.workers WHERE name = p_worker;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
+                USING ERRCODE = '{err}';
+        END IF;
     END IF;
+{end}
 END $$;
 
 -- complete, fail and renew: one UPDATE each, fenced by token AND expiry in its WHERE.
-CREATE OR REPLACE FUNCTION {s}.fp_complete(p_id bigint, p_token bigint, p_now bigint,
-                                           OUT accepted boolean, OUT reason text)
+CREATE OR REPLACE PROCEDURE {s}.fp_complete(p_id bigint, p_token bigint, p_now bigint,
+                                            OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET status = 'succeeded',
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now;
+    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
     accepted := FOUND;
-    IF NOT accepted THEN reason := {s}.fp_rejection(p_id, p_token); END IF;
+    IF NOT accepted THEN
+{check_task}
+        reason := {s}.fp_rejection(p_id, p_token);
+    END IF;
+    v_wrote := accepted;
+{end}
 END $$;
 
-CREATE OR REPLACE FUNCTION {s}.fp_fail(p_id bigint, p_token bigint, p_now bigint,
-                                       OUT accepted boolean, OUT reason text)
+CREATE OR REPLACE PROCEDURE {s}.fp_fail(p_id bigint, p_token bigint, p_now bigint,
+                                        OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET
         status = CASE WHEN cancel_requested THEN 'cancelled'
                       WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
@@ -224,63 +310,102 @@ BEGIN
         due_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts) THEN due_at
                       ELSE (p_now + retry_delay * power(2::numeric, attempts - 1))::bigint END,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now;
-    accepted := FOUND;
-    IF NOT accepted THEN reason := {s}.fp_rejection(p_id, p_token); END IF;
-END $$;
-
-CREATE OR REPLACE FUNCTION {s}.fp_renew(p_id bigint, p_token bigint, p_now bigint, p_duration bigint,
-                                        OUT accepted boolean, OUT reason text)
-LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
-BEGIN
-{begin_task}
-    UPDATE {s}.tasks SET expires_at = p_now + p_duration
-    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now
-      AND NOT cancel_requested;
+    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
     accepted := FOUND;
     IF NOT accepted THEN
+{check_task}
+        reason := {s}.fp_rejection(p_id, p_token);
+    END IF;
+    v_wrote := accepted;
+{end}
+END $$;
+
+CREATE OR REPLACE PROCEDURE {s}.fp_renew(p_id bigint, p_token bigint, p_now bigint, p_duration bigint,
+                                         OUT accepted boolean, OUT reason text)
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
+BEGIN
+{begin}
+    UPDATE {s}.tasks SET expires_at = p_now + p_duration
+    WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now
+      AND NOT cancel_requested AND {in_time};
+    accepted := FOUND;
+    IF NOT accepted THEN
+{check_task}
         reason := coalesce({s}.fp_rejection(p_id, p_token), 'cancel_requested');
     END IF;
+    v_wrote := accepted;
+{end}
 END $$;
 
 -- cancel: one UPDATE; a waiting task ends cancelled, a running one is asked to stop.
-CREATE OR REPLACE FUNCTION {s}.fp_cancel(p_id bigint, p_now bigint, OUT accepted boolean, OUT reason text)
+CREATE OR REPLACE PROCEDURE {s}.fp_cancel(p_id bigint, p_now bigint, OUT accepted boolean, OUT reason text)
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
-{begin_task}
+{begin}
     UPDATE {s}.tasks SET
         cancel_requested = (status = 'running'),
         status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END
-    WHERE id = p_id AND status NOT IN ('succeeded', 'failed', 'cancelled');
+    WHERE id = p_id AND status NOT IN ('succeeded', 'failed', 'cancelled') AND {in_time};
     accepted := FOUND;
-    IF NOT accepted THEN reason := 'already_final'; END IF;
+    IF NOT accepted THEN
+{check_task}
+        reason := 'already_final';
+    END IF;
+    v_wrote := accepted;
+{end}
 END $$;
 
--- advance, and the start of a timed call for the broken schedulers in impl/postgres_broken.py.
-CREATE OR REPLACE FUNCTION {s}.fp_advance(p_now bigint) RETURNS void
+CREATE OR REPLACE PROCEDURE {s}.fp_advance(p_now bigint)
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean := false;
 BEGIN
 {begin}
+    IF NOT v_hold THEN
+{check_time}
+    END IF;
+{end}
 END $$;
 
-CREATE OR REPLACE FUNCTION {s}.fp_advance_task(p_id bigint, p_now bigint) RETURNS void
+-- The start of a timed call, alone, for the broken schedulers in impl/postgres_broken.py
+-- (functions: they run inside the caller's transaction).
+CREATE OR REPLACE FUNCTION {s}.fp_begin(p_now bigint) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE v_token bigint; v_last bigint;
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean;
 BEGIN
-{begin_task}
+{begin}
+{check_time}
+END $$;
+
+CREATE OR REPLACE FUNCTION {s}.fp_begin_task(p_id bigint, p_now bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean;
+BEGIN
+{begin}
+{check_task}
 END $$;
 """
 
 
-def schema_ddl(schema: str) -> str:
+def schema_ddl(schema: str, lock_key: int) -> str:
     """Every statement that creates ``schema``'s tables and functions (idempotent).
 
-    ``schema`` must already be a validated, double-quoted identifier.
+    ``schema`` must already be a validated, double-quoted identifier;
+    ``lock_key`` is the schema's advisory-lock key, a 32-bit signed int
+    (``impl.postgres.lock_key``).
     """
     tables = _TABLES.format(s=schema, version=SCHEMA_VERSION)
-    functions = _FUNCTIONS.replace("{begin_task}", _BEGIN_TASK).replace("{begin}", _BEGIN)
-    functions = functions.replace("{s}", schema).replace("{err}", INVALID_ARGUMENT_STATE)
+    dispatch_also = " || pg_advisory_xact_lock({lk}, {dispatch_lock})::text"
+    functions = (
+        _FUNCTIONS.replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
+        .replace("{begin}", _BEGIN.replace("{also}", ""))
+        .replace("{check_task}", _CHECK_TASK)
+        .replace("{check_time}", _CHECK_TIME)
+        .replace("{in_time}", _IN_TIME)
+        .replace("{end}", _END)
+    )
+    for name, value in (("{s}", schema), ("{err}", INVALID_ARGUMENT_STATE), ("{lk}", str(int(lock_key))),
+                        ("{clock_lock}", str(CLOCK_LOCK)), ("{dispatch_lock}", str(DISPATCH_LOCK))):
+        functions = functions.replace(name, value)
     return tables + functions

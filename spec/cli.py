@@ -34,9 +34,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("fencepost.spec.checkers.replay", "run a scenario headless and print one line per step"),
     "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
     "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
-    "bench": ("fencepost.impl.bench", "measure both implementations against the heapq floor"),
+    "bench": ("fencepost.impl.bench", "measure the schedulers against their floors"),
     "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
-    "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads and watch it"),
+    "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize", "decide whether a concurrent history could come from the model"),
 }
 
@@ -218,10 +218,27 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _CommandListFormatter(argparse.HelpFormatter):
+    """Help whose command list keeps each command's help on its line.
+
+    argparse measures subcommand names without the extra indent they are
+    printed with, so the longest one (``linearize``) pushed its help to the
+    next line; this counts the indent.
+    """
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS:
+            for sub in self._iter_indented_subactions(action):  # indents while it iterates
+                width = len(self._format_action_invocation(sub)) + self._current_indent
+                self._action_max_length = max(self._action_max_length, width)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: lists the subcommands without importing them."""
     parser = _OneLineParser(
         prog="fencepost",
+        formatter_class=_CommandListFormatter,
         description="Reference spec, implementations and visualizer for lease-based task scheduling. "
         "With no command, opens the onboarding walkthrough in the terminal UI.",
     )

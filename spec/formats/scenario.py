@@ -910,6 +910,8 @@ def resolve(name_or_path: str | Path) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise ScenarioError(f"{text}: is a folder, not a scenario file (give one .toml file, or a built-in name)")
     raise _unknown(text)
 
 

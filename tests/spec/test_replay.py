@@ -122,6 +122,26 @@ def test_a_builtin_name_replays(capsys) -> None:
 # ---------------------------------------------------------------- exit 2: one line on stderr, nothing else
 
 
+def test_a_folder_is_exit_2_saying_it_is_a_folder(tmp_path, capsys) -> None:
+    assert main(["replay", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"fencepost replay: error: {tmp_path}: is a folder, not a scenario file (give one .toml file, or a built-in name)\n"
+
+
+def test_the_command_list_keeps_every_help_on_its_commands_line(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("  COMMAND") + 1
+    commands = [line.split()[0] for line in lines[start:] if line.startswith("    ") and not line.startswith("     ")]
+    assert "linearize" in commands and "check" in commands
+    for line in lines[start:]:
+        if line.startswith("    ") and not line.startswith("     "):
+            assert len(line.split()) > 1, f"a command's help wrapped to the next line: {line!r}"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
