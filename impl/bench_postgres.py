@@ -18,6 +18,12 @@ The floors are the cheapest ways to hand out the same work with PostgreSQL:
   removes it when the work is done (a second commit), so a crashed worker's
   job is still in the table: the same two round trips and two commits as a
   dispatch and a complete.
+* ``bare lease``: the least a leasing queue can do: the claim takes a token
+  from a sequence (``SKIP LOCKED``), the completion is an ``UPDATE`` fenced
+  by that token. No clock, no capacity, no dispatch order, no locks beyond the
+  row's: it is *not* linearizable (two claims may take tokens in the other
+  order than their rows), so it bounds from above what any scheduler with
+  fenced, durable dispatch and completion can reach on this server.
 
 Measurements alternate (floor, two-step floor, scheduler, for each client
 count, ``ROUNDS`` times) and each figure is the best round, so every ratio
@@ -51,10 +57,11 @@ DURATION = 1_000_000_000
 #: Real seconds a client may take to start or to finish before the run is abandoned.
 BOUND = 300
 
-KINDS = ("floor", "two_step", "scheduler", "floor_async", "scheduler_async")
+KINDS = ("floor", "two_step", "lease", "scheduler", "floor_async", "scheduler_async")
 LABELS = {
     "floor": "floor: claim-and-delete",
     "two_step": "floor: claim, then delete",
+    "lease": "floor: bare lease",
     "scheduler": "PostgresScheduler",
     "floor_async": "floor, async commit",
     "scheduler_async": "scheduler, async commit",
@@ -67,6 +74,13 @@ def _floor_setup(conn: psycopg.Connection, schema: str, tasks: int) -> None:
     conn.execute(f'CREATE TABLE "{schema}".q (id bigserial PRIMARY KEY, claimed_by text)')
     conn.execute(f'INSERT INTO "{schema}".q (claimed_by) SELECT NULL FROM generate_series(1, %s)', (tasks,))
     conn.execute(f'ANALYZE "{schema}".q')
+    # the bare lease's table: waiting rows found by a partial index, as the scheduler's are
+    conn.execute(f'CREATE TABLE "{schema}".leases (id bigserial PRIMARY KEY, status text NOT NULL DEFAULT \'waiting\','
+                 f' worker text, token bigint)')
+    conn.execute(f'CREATE INDEX ON "{schema}".leases (id) WHERE status = \'waiting\'')
+    conn.execute(f'CREATE SEQUENCE "{schema}".tokens')
+    conn.execute(f'INSERT INTO "{schema}".leases (worker) SELECT NULL FROM generate_series(1, %s)', (tasks,))
+    conn.execute(f'ANALYZE "{schema}".leases')
 
 
 def _client(kind: str, dsn: str, schema: str, worker: str, cycles: int, barrier, results) -> None:
@@ -88,6 +102,16 @@ def _client(kind: str, dsn: str, schema: str, worker: str, cycles: int, barrier,
 
             def cycle() -> None:
                 assert conn.execute(take).fetchone() is not None
+        elif kind == "lease":
+            lease = (f'UPDATE "{schema}".leases SET status = \'running\', worker = %s, token = nextval(\'"{schema}".tokens\')'
+                     f' WHERE id = (SELECT id FROM "{schema}".leases WHERE status = \'waiting\' ORDER BY id LIMIT 1'
+                     f' FOR UPDATE SKIP LOCKED) RETURNING id, token')
+            finish = (f'UPDATE "{schema}".leases SET status = \'done\', worker = NULL, token = NULL'
+                      f' WHERE id = %s AND status = \'running\' AND token = %s')
+
+            def cycle() -> None:
+                job, token = conn.execute(lease, (worker,)).fetchone()
+                assert conn.execute(finish, (job, token)).rowcount == 1
         else:
             claim = (f'UPDATE "{schema}".q SET claimed_by = %s WHERE id = (SELECT id FROM "{schema}".q'
                      f' WHERE claimed_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id')
@@ -162,15 +186,21 @@ def server_line(dsn: str) -> str:
 
 
 def format_table(best: dict[tuple[str, int], float], counts: Sequence[int]) -> list[str]:
-    lines = [f"{'clients':>7}" + "".join(f"  {LABELS[k]:>25}" for k in KINDS) + f"  {'sched/floor':>11}  {'async/async':>11}"]
+    ratios = ("sched/floor", "async/async", "lease/floor", "sched/lease")
+    lines = [f"{'clients':>7}" + "".join(f"  {LABELS[k]:>25}" for k in KINDS) + "".join(f"  {r:>11}" for r in ratios)]
     for clients in counts:
         rates = [best[k, clients] for k in KINDS]
-        sync_ratio = best["scheduler", clients] / best["floor", clients]
-        async_ratio = best["scheduler_async", clients] / best["floor_async", clients]
-        lines.append(f"{clients:>7}" + "".join(f"  {r:>25,.0f}" for r in rates) + f"  {sync_ratio:>10.2f}x  {async_ratio:>10.2f}x")
+        values = (
+            best["scheduler", clients] / best["floor", clients],
+            best["scheduler_async", clients] / best["floor_async", clients],
+            best["lease", clients] / best["floor", clients],
+            best["scheduler", clients] / best["lease", clients],
+        )
+        lines.append(f"{clients:>7}" + "".join(f"  {r:>25,.0f}" for r in rates) + "".join(f"  {v:>10.2f}x" for v in values))
     lines.append("cycles/s: one dispatch + one complete (scheduler), one claim-and-delete statement (floor),")
-    lines.append("one claim + one delete (two-step floor); best of the rounds. async: synchronous_commit=off")
-    lines.append("for both sides (a server crash may lose the last returned calls; see the README).")
+    lines.append("one claim + one delete (two-step floor), one token-taking claim + one token-fenced completion")
+    lines.append("(bare lease: not linearizable, the ceiling for fenced durable leases); best of the rounds.")
+    lines.append("async: synchronous_commit=off for both sides (a server crash may lose the last returned calls).")
     if TARGET_CLIENTS in counts:
         for label, kind, floor in (("synchronous commit", "scheduler", "floor"), ("async commit", "scheduler_async", "floor_async")):
             ratio = best[kind, TARGET_CLIENTS] / best[floor, TARGET_CLIENTS]

@@ -2,21 +2,31 @@
 
 Any number of ``PostgresScheduler`` objects, in any number of processes on any
 number of machines, may open the same ``schema`` of one database: together
-they are one scheduler. Every call is one transaction (one ``SELECT`` of a
-PL/pgSQL function in ``impl/postgres_sql.py``, in autocommit mode), so a call
-that returned has committed and a call that raised changed nothing.
+they are one scheduler. Every call is one round trip: one ``CALL`` of a
+PL/pgSQL procedure in ``impl/postgres_sql.py``, in autocommit mode, so a call
+that returned has committed (and, by default, is on disk) and a call that
+raised changed nothing.
 
 Guarantees under concurrency (``tests/implementations/test_postgres_concurrency.py``
-and the stress test show them):
+and the stress tests show them):
 
 * The calls of all clients take effect in one total order that is consistent
-  with real time (each call locks the ``meta`` row, which holds the clock, the
-  last token and the last id, until it commits), and each call's result is
-  the model's result in that order: the history is linearizable.
+  with real time, and each call's result is the model's result in that
+  order: the history is linearizable. Calls that must be ordered are
+  ordered by locks held until they are visible: a timed call holds the
+  schema's clock lock (shared, or exclusive when it moves the clock), a
+  dispatch also the dispatch lock (tokens and the choice of task come in one
+  order), a submit the ``meta`` row (ids). Completions, failures, renewals
+  and cancels of different tasks do not wait for each other.
 * A completion, failure or renewal is one ``UPDATE`` fenced by the token and
   the expiry in its ``WHERE`` clause, so at most one completion is accepted
   per task and a task never has two current leases, whatever the
   interleaving of workers, zombies and reclaimers.
+* No call holds a lock while it waits for the disk: one that holds a lock
+  others queue on commits without waiting, then waits for the flush in a
+  second transaction of the same procedure, so many clients' flushes are
+  grouped. Reads (``task``, ``now``, ``snapshot``) wait for the flush of
+  what they may have seen.
 * Time is the caller's, as the contract says, and never goes backwards for the
   scheduler as a whole: a call whose ``now`` is behind the clock any client
   has already moved to raises ``ValueError`` ("time can't go backwards") and
@@ -24,6 +34,10 @@ and the stress test show them):
   the database server; a client that read it just before another client's
   call moved the clock on gets that ``ValueError`` and re-reads (see the
   README, "Time across clients").
+* Tokens come from a sequence, taken only by a dispatch that leases a task:
+  1, 2, 3... as the model issues them. After a crash of the database server
+  (not of a client) the sequence may skip values; tokens stay unique and
+  increasing.
 
 Limits: times, priorities, durations and the other int arguments are stored
 as 64-bit integers; a value outside that range is refused with ``ValueError``.
@@ -200,15 +214,17 @@ class PostgresScheduler:
             it returns once the commit is logged in memory; a server (not
             client) crash may then lose the last few returned calls, always
             a suffix of the order they took effect in, never half a call.
+            A lost dispatch's token may then be issued again, so a worker
+            still holding that lease could act on the new attempt: after a
+            server crash, every lease held must be dropped by its worker.
 
     Raises:
         ValueError: ``dsn`` is not a str, or ``schema`` is not a plain lower-case name.
         psycopg.OperationalError: the server cannot be reached.
 
     Every protocol method raises ``ValueError`` for an invalid argument and
-    then changes nothing. Each call is one round trip and one transaction;
-    mutating calls are serialised by one row lock (``meta``), held only for
-    the call's own transaction. Costs inside the server: ``submit`` and
+    then changes nothing. Each call is one round trip (see the module
+    docstring for what waits for what). Costs inside the server: ``submit`` and
     ``add_worker`` O(log T); ``dispatch`` O(log T) plus the leases it
     expires; ``complete``/``fail``/``renew``/``cancel`` O(log T) plus expired
     leases; ``task`` and ``now`` O(log T), T the number of tasks. One object

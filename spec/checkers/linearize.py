@@ -27,7 +27,8 @@ cannot go on from it. That is exact, not an approximation: a window is never
 checked from a guessed state. The cost is exponential in the number of calls
 open at once (at most 2^k sets of placed calls for k overlapping calls, times
 the model states they reach), and about linear in the number of windows for a
-linearizable history.
+linearizable history. A step shows the model only the tasks the call can read
+or change (``_State``), so it costs about the same whatever the number of tasks.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ from fencepost.spec import model
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
 from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
 from fencepost.spec.formats.values import same_result
-from fencepost.spec.protocol import FINAL_STATUSES, Status
+from fencepost.spec.protocol import DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
 
 #: Exit status when the search passed its budget before deciding.
 EXIT_UNDECIDED = 3
 
 #: Default bound on (placed calls, model state) pairs explored, over the whole
-#: history. A pair costs about 240 bytes (measured), so the default stays near 500 MB.
+#: history. A pair costs about 300 bytes with few tasks and under 1 KB with a
+#: thousand (peak memory over pairs, measured), so the default stays under 2 GB.
 DEFAULT_MAX_STATES = 2_000_000
 
 #: How many of the model's different answers to the failing call are shown.
@@ -95,64 +97,29 @@ class Verdict:
 # ---------------------------------------------------------------- the search
 
 
-class _StateKey:
-    """A model state as a memo key: its hash computed once, from the hashes of its tasks."""
-
-    __slots__ = ("state", "hash")
-
-    def __init__(self, state: model.State, hash_: int) -> None:
-        self.state = state
-        self.hash = hash_
-
-    def __hash__(self) -> int:
-        return self.hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _StateKey) and self.hash == other.hash and self.state == other.state
-
-
 class _Budget:
-    """The search's bound on pairs explored, and the hashes of the tasks it has met.
-
-    A state's hash is the hash of every task in it, and a step changes one or
-    two tasks of the many a state shares with the one before; hashing each
-    task object once makes a state's key O(T) dictionary lookups instead of
-    O(T) dataclass hashes, which dominated the search.
-    """
+    """The search's bound on (placed calls, model state) pairs explored."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.spent = 0
-        self._task_hashes: dict[int, tuple[model.Task, int]] = {}  # id(task) -> (task, hash), the task kept alive
 
     def spend(self) -> None:
         self.spent += 1
         if self.spent > self.limit:
             raise Undecided
 
-    def key(self, state: model.State) -> _StateKey:
-        """``state`` as a memo key. O(T), a lookup per task."""
-        cache = self._task_hashes
-        hashes = []
-        for task in state.tasks:
-            entry = cache.get(id(task))
-            if entry is None or entry[0] is not task:
-                entry = cache[id(task)] = (task, hash(task))
-            hashes.append(entry[1])
-        # Equal states give equal hashes; fields not hashed here only make collisions likelier.
-        return _StateKey(state, hash((state.now, state.last_token, state.workers, tuple(hashes))))
 
-
-def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
+def _step(call: Call, state: _State) -> tuple[_State | None, object]:
     """Apply ``call`` to the model: (next state, the model's answer), next state None on a mismatch."""
     try:
-        after, value = model.apply(state, call.op, call.args)
+        after, value = state.apply(call.op, call.args)
     except ValueError as exc:
         matches = call.kind == INFO or (call.kind == ERROR and call.error == "ValueError")
         return (state if matches else None), exc
     if call.kind == ERROR or (call.kind != INFO and not same_result(call.op, value, call.result)):
         return None, value
-    return canonical(after), value
+    return after, value
 
 
 #: What a final task is kept as: every later call on a final task is refused
@@ -174,7 +141,8 @@ def canonical(state: model.State) -> model.State:
     ``started_at`` (they only shape a rejection's reason or a task view, and a
     history records neither), and the order workers were added in. Two states
     with the same canonical form give the same results to every sequence of
-    calls, so the search stays exact.
+    calls, so the search stays exact. The search keeps its states canonical
+    task by task (``_State.apply``), which gives the same states as this.
     """
     tasks = tuple(_canonical_task(t) for t in state.tasks)
     workers = tuple(sorted(state.workers))
@@ -191,19 +159,331 @@ def _canonical_task(task: model.Task) -> model.Task:
     return replace(task, expired_token=None, started_at=None)
 
 
+# ---------------------------------------------------------------- the search's states
+#
+# The model's State is a tuple of every task, and each of its transitions scans
+# it and copies it: O(T) per step for T tasks, and so is hashing or comparing
+# one. The search therefore keeps its states as differences from a shared,
+# materialised base, and applies the model's own transition functions to a
+# small State holding only the tasks the call can read or change (a view),
+# renumbered 1..k in id order. A step then costs O(R + D + log T), for R
+# running leases and D tasks changed since the base, instead of O(T).
+
+#: Fold a state's differences into a new base, at the start of a window, once
+#: more than this many tasks differ (or this many parked tasks fell due since
+#: the base): every step scans or copies the differences, while a new base
+#: copies the task table and its indexes (O(T), as memory copies), so each
+#: base is paid for by at least this many changes. 16 to 256 measured alike.
+REBASE_AT = 64
+
+#: Fold the differences in the middle of a window once they pass this: only
+#: a window without a quiescent point for hundreds of calls reaches it.
+#: States on different bases are compared task by task (O(T)), so this is
+#: kept well above ``REBASE_AT``.
+REBASE_IN_WINDOW = 512
+
+#: Hashes of the task table are sums of the tasks' hashes modulo 2^64, so a
+#: step updates them by the tasks it changed.
+_HASH_MASK = (1 << 64) - 1
+
+#: Operations that name a task (``task_id``), and operations that expire leases (``now``).
+_TASK_OPS = frozenset({"complete", "fail", "cancel", "renew"})
+_TIMED_OPS = _TASK_OPS | {"dispatch", "advance"}
+
+
+def _is_int(value: object) -> bool:
+    """What the model's ``require_int`` accepts."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _due_at(entry: tuple[int, int]) -> int:
+    return entry[0]
+
+
+class _Base:
+    """A canonical model state, materialised, with the indexes a view is built from. Never changed.
+
+    ``eligible``: ``dispatch_order`` keys of the dispatchable tasks due by the
+    base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
+    """
+
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future")
+
+    def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
+                 eligible: list[tuple[int, int, int]], future: list[tuple[int, int]]) -> None:
+        self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
+        self.eligible, self.future = eligible, future
+
+    @classmethod
+    def of(cls, state: model.State) -> _Base:
+        """``state`` (canonical) with its indexes built. O(T log T)."""
+        ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES]
+        return cls(
+            state,
+            sum(map(hash, state.tasks)) & _HASH_MASK,
+            {record.key: record for record in state.keys},
+            sum(map(hash, state.keys)) & _HASH_MASK,
+            sorted(model.dispatch_order(t) for t in ready if t.due_at <= state.now),
+            sorted((t.due_at, t.id) for t in ready if t.due_at > state.now),
+        )
+
+    def due_by(self, now: int) -> int:
+        """How many of ``future`` are due by ``now``. O(log T)."""
+        return bisect.bisect_right(self.future, now, key=_due_at)
+
+
+class _State:
+    """A canonical model state as the search holds it: a base and the tasks that differ from it.
+
+    Plain data, never changed once built (``apply`` builds a new one). Equal
+    when the model states they stand for are equal, and hashed alike then,
+    so it is the memo's key for the state. The hash of the task table is
+    kept as a sum over tasks, so building a state costs O(tasks changed).
+    """
+
+    __slots__ = ("base", "delta", "size", "running", "ready", "keys", "now", "last_token", "workers",
+                 "tasks_hash", "keys_hash", "hash")
+
+    base: _Base
+    delta: dict[int, model.Task]  # id -> the task, for every task that differs from the base (or is newer)
+    size: int  # tasks in all: ids are 1..size
+    running: dict[int, model.Task]  # id -> the task, for every running task
+    ready: list[tuple[int, int, int]]  # dispatch_order keys of the dispatchable tasks in delta, sorted
+    keys: dict[str, model.KeyRecord]  # idempotency keys submitted since the base
+    now: int
+    last_token: int
+    workers: tuple[tuple[str, int], ...]  # sorted by name (canonical)
+    tasks_hash: int  # sum of the tasks' hashes, modulo 2^64
+    keys_hash: int  # sum of the key records' hashes, modulo 2^64
+    hash: int
+
+    @classmethod
+    def of(cls, state: model.State) -> _State:
+        """The search's form of a canonical ``state``. O(T log T)."""
+        base = _Base.of(state)
+        running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
+        return cls(base, {}, len(state.tasks), running, [], {}, state.now, state.last_token, state.workers,
+                   base.tasks_hash, base.keys_hash)
+
+    def __init__(self, base, delta, size, running, ready, keys, now, last_token, workers, tasks_hash, keys_hash):
+        self.base, self.delta, self.size, self.running, self.ready, self.keys = base, delta, size, running, ready, keys
+        self.now, self.last_token, self.workers = now, last_token, workers
+        self.tasks_hash, self.keys_hash = tasks_hash, keys_hash
+        self.hash = hash((now, last_token, workers, size, tasks_hash, keys_hash))
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        """Equal model states. O(tasks changed) on a shared base, O(T) otherwise (rare: see ``REBASE_AT``)."""
+        if self is other:
+            return True
+        if not isinstance(other, _State) or self.hash != other.hash:
+            return False
+        if (self.now, self.last_token, self.workers, self.size, self.tasks_hash, self.keys_hash) != (
+                other.now, other.last_token, other.workers, other.size, other.tasks_hash, other.keys_hash):
+            return False
+        if self.base is not other.base:
+            return self.materialise() == other.materialise()
+        if self.keys != other.keys:
+            return False
+        if self.delta == other.delta:  # the usual memo hit: the same tasks changed, alike (compared in C)
+            return True
+        # Sibling states share most task objects, so identity settles most comparisons.
+        return all((a := self.task(i)) is (b := other.task(i)) or a == b for i in self.delta.keys() | other.delta.keys())
+
+    def task(self, task_id: int) -> model.Task:
+        """Task ``task_id`` (1..size). O(1)."""
+        found = self.delta.get(task_id)
+        return found if found is not None else self.base.state.tasks[task_id - 1]
+
+    def materialise(self) -> model.State:
+        """The model state this stands for. O(T)."""
+        tasks = list(self.base.state.tasks)
+        tasks.extend([None] * (self.size - len(tasks)))
+        for task_id, task in self.delta.items():
+            tasks[task_id - 1] = task
+        keys = self.base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys)
+
+    def rebased(self) -> _State:
+        """The same state on a base of its own, with no differences.
+
+        The new base's indexes are the old ones with the changed tasks
+        moved, and the parked tasks due by now made eligible: O(D log T) for
+        D changed tasks, besides copying the task table and the indexes
+        (O(T), but a memory copy).
+        """
+        base, delta = self.base, self.delta
+        old_tasks = base.state.tasks
+        tasks = list(old_tasks)
+        tasks.extend([None] * (self.size - len(tasks)))
+        eligible, future = list(base.eligible), list(base.future)
+        for task_id, task in delta.items():
+            tasks[task_id - 1] = task
+            old = old_tasks[task_id - 1] if task_id <= len(old_tasks) else None
+            if old is not None and old.status in DISPATCHABLE_STATUSES:
+                if old.due_at <= base.state.now:
+                    del eligible[bisect.bisect_left(eligible, model.dispatch_order(old))]
+                else:
+                    del future[bisect.bisect_left(future, (old.due_at, old.id))]
+        due = bisect.bisect_right(future, self.now, key=_due_at)
+        for _, task_id in future[:due]:  # unchanged since the old base: the changed ones left above
+            bisect.insort(eligible, model.dispatch_order(old_tasks[task_id - 1]))
+        del future[:due]
+        for task in delta.values():
+            if task.status in DISPATCHABLE_STATUSES:
+                if task.due_at <= self.now:
+                    bisect.insort(eligible, model.dispatch_order(task))
+                else:
+                    bisect.insort(future, (task.due_at, task.id))
+        keys = base.keys
+        if self.keys:
+            keys = {**keys, **self.keys}
+        records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
+                            keys=records)
+        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future)
+        return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
+                      self.tasks_hash, self.keys_hash)
+
+    def settled(self) -> _State:
+        """This state, rebased if its differences have grown past ``REBASE_AT`` (see there)."""
+        return self.rebased() if len(self.delta) > REBASE_AT or self.base.due_by(self.now) > REBASE_AT else self
+
+    def best_eligible(self, now: int) -> int | None:
+        """The id of the dispatchable task a dispatch at ``now`` picks first (before expiry), or None.
+
+        O(D + the base's parked tasks due by ``now``), D the tasks changed since the base.
+        """
+        delta, base = self.delta, self.base
+        best = next((key for key in base.eligible if key[2] not in delta), None)
+        tasks = base.state.tasks
+        for index in range(base.due_by(now)):
+            task_id = base.future[index][1]
+            if task_id not in delta:
+                key = model.dispatch_order(tasks[task_id - 1])
+                if best is None or key < best:
+                    best = key
+        # ``ready`` is sorted by the whole key, so its first entry due by now is its best.
+        key = next((key for key in self.ready if key[1] <= now), None)
+        if key is not None and (best is None or key < best):
+            best = key
+        return None if best is None else best[2]
+
+    def apply(self, op: str, args: dict[str, object]) -> tuple[_State, object]:
+        """``model.apply`` on the state this stands for: the same answer, the next state (canonical).
+
+        The model is applied to a view: a State with this one's time, workers,
+        token count, and only the tasks the call can read or change, numbered
+        1..k in id order -- the leases that expire by the call's time, the
+        named task, and for a dispatch the worker's running tasks and the best
+        task eligible before expiry (the model picks the best of these and the
+        expired ones, as it would of all) -- and, for a submit, the record of
+        its key. Every argument check the model makes reads only the
+        arguments, time, workers and keys, or (an unknown task id) the number
+        of tasks, which is checked here against the full table.
+
+        Raises:
+            ValueError: where ``model.apply`` does, with its message (nothing changes).
+
+        O(R + D + log T): R running leases, D tasks changed since the base.
+        """
+        ids: set[int] = set()
+        records: tuple[model.KeyRecord, ...] = ()
+        if op in _TASK_OPS:
+            task_id = args.get("task_id")
+            if not _is_int(task_id) or not 1 <= task_id <= self.size:
+                model.apply(self.materialise(), op, args)  # raises, with the model's words for the id
+                raise AssertionError(f"the model accepted {op} of unknown task {task_id!r}")
+            ids.add(task_id)
+        if op in _TIMED_OPS:
+            now = args.get("now")
+            if _is_int(now) and now >= self.now:  # otherwise the model refuses the time before expiring
+                ids.update(i for i, t in self.running.items() if t.expires_at <= now)
+                if op == "dispatch":
+                    worker = args.get("worker")
+                    ids.update(i for i, t in self.running.items() if t.worker == worker)
+                    best = self.best_eligible(now)
+                    if best is not None:
+                        ids.add(best)
+        elif op == "submit":
+            key = args.get("key")
+            if isinstance(key, str):
+                record = self.keys.get(key) or self.base.keys.get(key)
+                if record is not None:
+                    records = (record,)  # with its real task id, which the model hands back as it is
+        order = sorted(ids)
+        view_tasks = tuple(replace(self.task(i), id=n) for n, i in enumerate(order, 1))
+        if op in _TASK_OPS:
+            args = {**args, "task_id": order.index(args["task_id"]) + 1}
+        view = model.State(now=self.now, tasks=view_tasks, workers=self.workers, last_token=self.last_token,
+                           keys=records)
+        after, value = model.apply(view, op, args)
+        if after is view:
+            return self, value
+        changes = {order[n]: _canonical_task(replace(t, id=order[n]))
+                   for n, t in enumerate(after.tasks[:len(order)]) if t is not view_tasks[n]}
+        size = self.size
+        if len(after.tasks) > len(order):  # a submit made one task
+            size += 1
+            changes[size] = _canonical_task(replace(after.tasks[-1], id=size))
+            if op == "submit":
+                value = size
+        if isinstance(value, Lease):
+            value = replace(value, task_id=order[value.task_id - 1])
+        keys, keys_hash = self.keys, self.keys_hash
+        if len(after.keys) > len(records):
+            keys = dict(keys)
+            for record in after.keys[len(records):]:
+                record = model.KeyRecord(record.key, size, record.arguments)
+                keys[record.key] = record
+                keys_hash = (keys_hash + hash(record)) & _HASH_MASK
+        workers = after.workers if after.workers == self.workers else tuple(sorted(after.workers))
+        if not changes:
+            return _State(self.base, self.delta, size, self.running, self.ready, keys, after.now, after.last_token,
+                          workers, self.tasks_hash, keys_hash), value
+        delta, running, ready, tasks_hash = dict(self.delta), self.running, self.ready, self.tasks_hash
+        copied_running = copied_ready = False
+        for task_id, task in changes.items():
+            old = self.task(task_id) if task_id <= self.size else None
+            if old is not None:
+                tasks_hash -= hash(old)
+                if task_id in self.delta and old.status in DISPATCHABLE_STATUSES:
+                    if not copied_ready:
+                        ready, copied_ready = list(ready), True
+                    del ready[bisect.bisect_left(ready, model.dispatch_order(old))]
+            tasks_hash += hash(task)
+            delta[task_id] = task
+            if task.status in DISPATCHABLE_STATUSES:
+                if not copied_ready:
+                    ready, copied_ready = list(ready), True
+                bisect.insort(ready, model.dispatch_order(task))
+            if task.status is Status.RUNNING or task_id in running:
+                if not copied_running:
+                    running, copied_running = dict(running), True
+                if task.status is Status.RUNNING:
+                    running[task_id] = task
+                else:
+                    del running[task_id]
+        following = _State(self.base, delta, size, running, ready, keys, after.now, after.last_token, workers,
+                           tasks_hash & _HASH_MASK, keys_hash)
+        return (following.rebased() if len(delta) > REBASE_IN_WINDOW else following), value
+
+
 #: Kinds of entries in the search's list.
 _CALL, _RETURN, _UNKNOWN_RETURN = 0, 1, 2
 
 
 @dataclass
 class _Found:
-    state: _StateKey
+    state: _State
     pending: frozenset[int]  # info calls not taken, carried into the next window
     path: tuple[int, ...]  # call indices placed in this window, in order
 
 
 def _orders(
-    start: model.State,
+    start: _State,
     calls: list[Call],
     unknown: set[int],
     budget: _Budget,
@@ -252,16 +532,16 @@ def _orders(
             nxt[prv[node]] = node
             prv[nxt[node]] = node
 
-    seen: set[tuple[int, _StateKey]] = set()
-    stack: list[tuple[int, model.State]] = []  # (entry placed, the state before it)
-    ends: set[tuple[_StateKey, frozenset[int]]] = set()
+    seen: set[tuple[int, _State]] = set()
+    stack: list[tuple[int, _State]] = []  # (entry placed, the state before it)
+    ends: set[tuple[_State, frozenset[int]]] = set()
     state, placed = start, 0
     entry = nxt[head]
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
             pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
-            end_key = budget.key(state)
+            end_key = state
             if (end_key, pending) not in ends:
                 ends.add((end_key, pending))
                 yield _Found(end_key, pending, tuple(calls[local_of[e]].index for e, _ in stack))
@@ -269,7 +549,7 @@ def _orders(
             local = local_of[entry]
             after, answer = _step(calls[local], state)
             if after is not None:
-                key = (placed | 1 << local, budget.key(after))
+                key = (placed | 1 << local, after)
                 if key not in seen:
                     budget.spend()
                     seen.add(key)
@@ -314,7 +594,7 @@ def quiescent_windows(history: History) -> list[tuple[int, int]]:
 
 
 #: A point between windows: the model state, and the info calls not taken so far.
-Config = tuple[_StateKey, frozenset[int]]
+Config = tuple[_State, frozenset[int]]
 
 
 def _window_orders(
@@ -338,7 +618,7 @@ def _window_orders(
     calls = carried + _invoked_between(history, first, last)
     unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None or c.completed > last}
     watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
-    return _orders(state.state, calls, unknown, budget, watch_local, answers)
+    return _orders(state.settled(), calls, unknown, budget, watch_local, answers)
 
 
 def _invoked_between(history: History, first: int, last: int) -> list[Call]:
@@ -373,15 +653,18 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     if the next cannot go on from it, so a linearizable history costs little
     more than one pass. Each window's search is bounded by 2^k sets of placed
     calls times the model states reached, for k calls open at once in it; each
-    step is O(T) model work for T tasks.
+    step costs O(R + D + log T) for R running leases, D tasks changed since the
+    state's base and T tasks (``_State.apply``), independent of T in practice.
     """
     budget = _Budget(max_states)
     windows = quiescent_windows(history)
     if not windows:
         return Verdict(True, (), 0, 0)
-    origin: Config = (budget.key(canonical(model.initial() if start is None else start)), frozenset())
-    reached: list[set[Config]] = [set() for _ in windows]  # configs each window was searched from
-    reached[0].add(origin)
+    origin: Config = (_State.of(canonical(model.initial() if start is None else start)), frozenset())
+    # Configs each window was searched from, in the order met (a dict, not a set: the failing
+    # window's are tried in that order, so the answers shown do not depend on hash seeds).
+    reached: list[dict[Config, None]] = [{} for _ in windows]
+    reached[0][origin] = None
     frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
     try:
         while frames:
@@ -397,7 +680,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
             config, following = (found.state, found.pending), frame.window + 1
             if config in reached[following]:
                 continue  # searched from there before, and it did not reach the end
-            reached[following].add(config)
+            reached[following][config] = None
             frames.append(_Frame(following, _window_orders(history, config, windows[following], budget)))
         deepest = max(i for i, configs in enumerate(reached) if configs)
         failure = _locate(history, reached[deepest], windows[deepest], budget)
@@ -407,7 +690,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     return Verdict(False, (), budget.spent, len(windows), failure)
 
 
-def _locate(history: History, configs: set[Config], window: tuple[int, int], budget: _Budget) -> Failure:
+def _locate(history: History, configs: dict[Config, None], window: tuple[int, int], budget: _Budget) -> Failure:
     """The shortest prefix of the failing window that cannot be ordered from any of ``configs``.
 
     ``configs`` are every state the history before the window can end in, so

@@ -31,12 +31,14 @@ WORKERS = ("w1", "w2", "w3")
 PARKED_DUE = 10**9
 
 
-def generate(width: int, calls: int, seed: int, due_now: bool = False) -> list[Event]:
+def generate(width: int, calls: int, seed: int, due_now: bool = False, tasks: int = 0) -> list[Event]:
     """A linearizable history of about ``calls`` calls by ``width`` clients, all of a round overlapping.
 
     Tasks are submitted due at 0, unless ``due_now``: then due at the current
     time (``due_at`` left out), so a submit overlapping a call that moves time
     leaves two states the results do not tell apart (see the README).
+    ``tasks`` more are submitted one by one before the rounds (due at 0, of
+    random priority), so that the model holds at least that many tasks.
     """
     rng = random.Random(seed)
     state = model.initial()
@@ -50,6 +52,10 @@ def generate(width: int, calls: int, seed: int, due_now: bool = False) -> list[E
         state, task_id = model.apply(state, "submit", {"due_at": PARKED_DUE})
         parked.append(task_id)
         events += [Event("setup", "invoke", op="submit", args={"due_at": PARKED_DUE}), Event("setup", "ok", result=task_id)]
+    for _ in range(tasks):
+        args = {"priority": rng.randrange(3), "due_at": 0}
+        state, task_id = model.apply(state, "submit", args)
+        events += [Event("setup", "invoke", op="submit", args=args), Event("setup", "ok", result=task_id)]
     leases: list = []
     for _ in range(max(1, calls // width)):
         round_calls = [(f"c{n}", _pick(rng, state, leases, due_now)) for n in range(1, width + 1)]
@@ -99,12 +105,12 @@ def as_history(events: list[Event]) -> History:
     return read_history([(dumps_event(e) + "\n").encode() for e in events], "generated")
 
 
-def measure(width: int, calls: int, seed: int, max_states: int, due_now: bool = False) -> list[str]:
+def measure(width: int, calls: int, seed: int, max_states: int, due_now: bool = False, tasks: int = 0) -> list[str]:
     """One row of the table per history: width, calls, windows, verdict, states, seconds."""
     rows = []
-    for name, events in (("linearizable", generate(width, calls, seed, due_now)), ("one result changed", None)):
+    for name, events in (("linearizable", generate(width, calls, seed, due_now, tasks)), ("one result changed", None)):
         if events is None:
-            events = broken(generate(width, calls, seed, due_now))
+            events = broken(generate(width, calls, seed, due_now, tasks))
         history = as_history(events)
         started = time.perf_counter()
         verdict = check_history(history, max_states=max_states)
@@ -122,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-states", type=int, default=2_000_000)
     parser.add_argument("--due-now", action="store_true", help="submit tasks due at the current time (forks)")
+    parser.add_argument("--tasks", type=int, default=0, help="tasks submitted before the rounds (default 0)")
     args = parser.parse_args(argv)
     print(f"{'width':>5}  {'history':<18}  {'calls':>5}  {'windows':>7}  {'verdict':<12}  {'states':>10}  {'seconds':>8}")
     for width in (int(w) for w in args.widths.split(",")):
-        for row in measure(width, args.calls, args.seed, args.max_states, args.due_now):
+        for row in measure(width, args.calls, args.seed, args.max_states, args.due_now, args.tasks):
             print(row, flush=True)
     return 0
 
