@@ -308,6 +308,9 @@ class Runner:
         self._threads: list[threading.Thread] = []
         self._started = False
         self._stopping = False
+        # (thread name, exception) of the first pool thread that raised: the runner then stops, and
+        # every later public call says why instead of waiting for work no thread will do
+        self._broken: tuple[str, BaseException] | None = None
         with self._lock:
             for slot in self._slots:
                 try:
@@ -336,9 +339,36 @@ class Runner:
         names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
         targets = [lambda s=slot: self._slot_loop(s) for slot in self._slots] + [self._expiry_loop]
         for name, target in zip(names, targets):
-            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread = threading.Thread(target=self._guarded, args=(name, target), name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
+
+    def _guarded(self, name: str, target: Callable[[], None]) -> None:
+        """Run a pool thread's loop; if it raises (the scheduler's connection dropped, say), stop the runner.
+
+        User work never gets here (its exceptions are task failures); only the
+        runner's own calls to the scheduler and clock can. A slot that died
+        quietly would leave the pool short and ``wait``/``wait_idle`` waiting
+        for work no thread does, so the first such exception stops the runner
+        and every later public call raises ``RuntimeError`` from it.
+        """
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001 - re-raised to the caller by _check_broken
+            with self._lock:
+                if self._broken is None:
+                    self._broken = (name, exc)
+                self._stopping = True
+                for attempt in self._running.values():
+                    if attempt.wake is not None:
+                        attempt.wake()
+                self._changed.notify_all()
+
+    def _check_broken(self) -> None:
+        """Raise ``RuntimeError`` (from the thread's exception) if a pool thread stopped the runner."""
+        if self._broken is not None:
+            name, exc = self._broken
+            raise RuntimeError(f"the runner stopped: its thread {name} raised {type(exc).__name__}: {exc}") from exc
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop taking work and wait for running user functions to return.
@@ -350,6 +380,7 @@ class Runner:
 
         Raises:
             TimeoutError: some user function was still running after ``timeout`` real seconds.
+            RuntimeError: a pool thread had raised and stopped the runner (once stopped, says why).
         """
         with self._lock:
             self._stopping = True
@@ -362,6 +393,8 @@ class Runner:
             thread.join(timeout)
             if thread.is_alive():
                 raise TimeoutError(f"stop: {thread.name} still runs user work after {timeout} s")
+        with self._lock:
+            self._check_broken()
 
     # ------------------------------------------------------------ the public calls
 
@@ -404,6 +437,7 @@ class Runner:
         if self._payloads is not None:
             function, args, kwargs = self._describe(fn)  # refused before anything is written
             if self._stopping:
+                self._check_broken()
                 raise RuntimeError("cannot submit: the runner is stopped")
             if key is None:
                 key = f"{PAYLOAD_KEY_PREFIX}{uuid.uuid4().hex}"
@@ -413,6 +447,7 @@ class Runner:
             if self._stopping:
                 if wrote:
                     self._payloads.forget(key)
+                self._check_broken()
                 raise RuntimeError("cannot submit: the runner is stopped")
             options = {"key": key} if key is not None else {}
             try:
@@ -524,13 +559,16 @@ class Runner:
         Raises:
             ValueError: unknown id, or ``timeout`` is not a number > 0.
             TimeoutError: not final after ``timeout`` real seconds.
+            RuntimeError: a pool thread raised and stopped the runner (the message says which, and what).
         """
         _check_timeout(timeout)
         with self._lock:
+            self._check_broken()
             task = self._known(task_id)
             if self._payloads is not None:
                 deadline = time.monotonic() + timeout
                 while True:
+                    self._check_broken()
                     view = self._refresh(task_id)
                     remaining = deadline - time.monotonic()
                     if task.status in _FINAL:
@@ -538,8 +576,9 @@ class Runner:
                     if remaining <= 0:
                         raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
                     self._changed.wait(min(self._poll, remaining))
-            if not self._changed.wait_for(lambda: task.status in _FINAL, timeout):
+            if not self._changed.wait_for(lambda: task.status in _FINAL or self._broken is not None, timeout):
                 raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
+            self._check_broken()
             return self._scheduler.task(task_id)
 
     def wait_idle(self, timeout: float) -> None:
@@ -552,17 +591,21 @@ class Runner:
         Raises:
             ValueError: ``timeout`` is not a number > 0.
             TimeoutError: still busy after ``timeout`` real seconds.
+            RuntimeError: a pool thread raised and stopped the runner (the message says which, and what).
         """
         _check_timeout(timeout)
         with self._lock:
             if self._payloads is not None:
                 self._version += 1  # another process may have made work: look again
                 self._changed.notify_all()
-            if not self._changed.wait_for(self._is_idle, timeout):
+            self._check_broken()
+            if not self._changed.wait_for(lambda: self._is_idle() or self._broken is not None, timeout):
+                self._check_broken()
                 raise TimeoutError(
                     f"wait_idle: after {timeout} s, {len(self._running)} user function(s) still run "
                     f"(tasks {sorted(a.task_id for a in self._running.values())}) at t={self._clock.now}"
                 )
+            self._check_broken()
 
     def save_trace(self, path: str | Path, *, title: str | None = None, description: str | None = None) -> Path:
         """Write every protocol call so far as a scenario (JSON for ``.json``, else TOML); return the path.

@@ -252,3 +252,31 @@ def test_a_key_is_passed_on_only_when_given_and_names_the_same_task(runners) -> 
     runner._clock.advance_to(5)
     runner.wait_idle(BOUND)
     assert calls == ["first", "plain"]
+
+
+class _ConnectionLost:
+    """A scheduler whose ``dispatch`` raises as a dropped database connection does; the rest is real."""
+
+    def __init__(self) -> None:
+        from fencepost.impl import Scheduler
+
+        self.inner = Scheduler()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def dispatch(self, worker: str, now: int, duration: int) -> None:
+        raise ConnectionError("server closed the connection unexpectedly")
+
+
+def test_a_pool_thread_that_raises_stops_the_runner_and_every_call_says_why() -> None:
+    runner = Runner(workers=2, clock=ManualClock(), scheduler=_ConnectionLost())
+    runner.start()
+    said = "the runner stopped: its thread fencepost-runner-w[12] raised ConnectionError: server closed the connection"
+    with pytest.raises(RuntimeError, match=said) as raised:
+        runner.wait_idle(BOUND)  # no dispatch ever finds the pool idle: before, this waited out BOUND
+    assert isinstance(raised.value.__cause__, ConnectionError)
+    with pytest.raises(RuntimeError, match=said):
+        runner.submit(lambda ctx: None)
+    with pytest.raises(RuntimeError, match=said):
+        runner.stop()
