@@ -485,7 +485,9 @@ def _run_postgres(args: argparse.Namespace) -> int:
     try:
         psycopg.connect(dsn, connect_timeout=5).close()
     except psycopg.Error as exc:
-        raise UsageError(f"--dsn {dsn!r}: no PostgreSQL server answers: {str(exc).strip().splitlines()[0]}") from None
+        from fencepost.impl.postgres import connect_failure
+
+        raise UsageError(connect_failure("--dsn" if args.dsn else "FENCEPOST_PG_DSN", dsn, exc)) from None
     from fencepost.impl import bench_postgres
 
     return bench_postgres.run(dsn, quick=args.quick)

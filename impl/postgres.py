@@ -123,9 +123,42 @@ def _connect(dsn: str) -> psycopg.Connection:
         idle = _IDLE.get(dsn)
         conn = idle.pop() if idle else None
     if conn is None or conn.closed:
-        conn = psycopg.connect(dsn, autocommit=True)
-        conn.execute("SET jit = off")
+        conn = open_connection(dsn)
     return conn
+
+
+def open_connection(dsn: str) -> psycopg.Connection:
+    """A new autocommit connection to ``dsn`` with JIT compilation off (see ``_connect``).
+
+    Raises:
+        ValueError: ``dsn`` is not a PostgreSQL connection string or URL.
+        psycopg.OperationalError: no server accepted the connection; the
+            message is one line naming the dsn (its password hidden).
+    """
+    try:
+        conn = psycopg.connect(dsn, autocommit=True)
+    except psycopg.Error as exc:
+        message = connect_failure("dsn", dsn, exc)
+        if isinstance(exc, psycopg.OperationalError):
+            raise psycopg.OperationalError(message) from exc
+        raise ValueError(message) from None
+    conn.execute("SET jit = off")
+    return conn
+
+
+def redacted(dsn: str) -> str:
+    """``dsn`` with any password replaced by ``***``, for error messages."""
+    dsn = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", dsn)  # postgresql://user:secret@host
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn)  # password=secret
+
+
+def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
+    """One line saying why connecting to ``dsn`` (given as ``label``) failed, the password hidden."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    where = f"{label}={redacted(dsn)!r}"
+    if isinstance(exc, psycopg.OperationalError):
+        return f"cannot connect to PostgreSQL at {where}: {lines[0].strip()}"
+    return f"{where} is not a PostgreSQL connection string or URL: {lines[0].strip()}"
 
 
 class _ClosedConnection:
@@ -583,9 +616,11 @@ def temporary_scheduler(cls: type[PostgresScheduler] = PostgresScheduler, prefix
     dsn = dsn_from_environment()
     try:
         return _temporary(cls, prefix, dsn)
+    except ValueError as exc:  # the variable's value is no connection string
+        raise RuntimeError(str(exc).replace("dsn=", f"{DSN_VARIABLE}=", 1)) from None
     except psycopg.OperationalError as exc:
-        first_line = str(exc).strip().splitlines()[0]
-        raise RuntimeError(f"no PostgreSQL server answers at {DSN_VARIABLE}={dsn!r}: {first_line}") from None
+        cause = exc.__cause__ if isinstance(exc.__cause__, psycopg.Error) else exc
+        raise RuntimeError(connect_failure(DSN_VARIABLE, dsn, cause)) from None
 
 
 def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresScheduler:

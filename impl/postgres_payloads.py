@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from fencepost.impl.postgres import check_schema, ensure_schema
+from fencepost.impl.postgres import check_schema, ensure_schema, open_connection
 
 #: The payload table and the lookup index, created if missing (``{0}`` is the quoted schema).
 #: The index on the scheduler's ``keys(task_id)`` makes "which key made task N" O(log T);
@@ -93,8 +93,7 @@ class PostgresPayloads:
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a str: {dsn!r}")
         self.schema = check_schema(schema)
-        self._conn = psycopg.connect(dsn, autocommit=True)
-        self._conn.execute("SET jit = off")  # microsecond statements; see impl/postgres.py's _connect
+        self._conn = open_connection(dsn)  # its own: payloads are always written synchronously
         ensure_schema(self._conn, schema)
         quoted = sql.Identifier(schema).as_string(self._conn)
         # CREATE ... IF NOT EXISTS races with itself (a duplicate catalog row): one advisory lock per schema

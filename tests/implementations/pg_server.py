@@ -31,7 +31,9 @@ def _server() -> tuple[str | None, str]:
         with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        return None, f"no PostgreSQL server answers at FENCEPOST_PG_DSN={dsn!r}: {str(exc).strip().splitlines()[0]}"
+        from fencepost.impl.postgres import connect_failure
+
+        return None, connect_failure("FENCEPOST_PG_DSN", dsn, exc)
     return dsn, ""
 
 

@@ -269,7 +269,7 @@ def test_without_a_server_the_tests_skip_and_say_why(monkeypatch: pytest.MonkeyP
             pg.require_server()
         monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
         pg._server.cache_clear()
-        with pytest.raises(pytest.skip.Exception, match="no PostgreSQL server answers"):
+        with pytest.raises(pytest.skip.Exception, match="cannot connect to PostgreSQL at FENCEPOST_PG_DSN="):
             pg.require_server()
     finally:
         pg._server.cache_clear()
@@ -301,10 +301,29 @@ def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.Monke
     monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
     assert main(["check", "impl.postgres:temporary"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no PostgreSQL server answers at FENCEPOST_PG_DSN=" in err
+    assert err.count("\n") == 1 and "cannot connect to PostgreSQL at FENCEPOST_PG_DSN=" in err
+    monkeypatch.setenv("FENCEPOST_PG_DSN", "nonsense")
+    assert main(["check", "impl.postgres:temporary"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "FENCEPOST_PG_DSN='nonsense' is not a PostgreSQL connection string or URL" in err
     monkeypatch.delenv("FENCEPOST_PG_DSN")
     assert main(["check", "impl.postgres:temporary"]) == 2
     assert "FENCEPOST_PG_DSN is not set" in capsys.readouterr().err
+
+
+def test_connection_errors_name_the_dsn_and_hide_its_password() -> None:
+    from fencepost.impl.postgres import DatabaseClock, redacted
+
+    assert redacted("postgresql://app:s3cret@db:5432/jobs") == "postgresql://app:***@db:5432/jobs"
+    assert redacted("host=db password='a b' user=app") == "host=db password=*** user=app"
+    with pytest.raises(ValueError, match=r"^dsn='nonsense' is not a PostgreSQL connection string or URL: "):
+        PostgresScheduler("nonsense")
+    refused = "postgresql://nobody:s3cret@127.0.0.1:1/none"
+    with pytest.raises(psycopg.OperationalError) as raised:
+        DatabaseClock(refused)
+    message = str(raised.value)
+    assert message.startswith("cannot connect to PostgreSQL at dsn='postgresql://nobody:***@127.0.0.1:1/none': ")
+    assert "s3cret" not in message and "\n" not in message
 
 
 def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(dsn: str) -> None:
