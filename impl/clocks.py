@@ -21,7 +21,40 @@ def _check_int(name: str, value: object, rule: str, ok: Callable[[int], bool]) -
     return value
 
 
-class ManualClock:
+class _MovedByHand:
+    """What the clocks that move only when told share: listeners called after each move.
+
+    ``_lock`` serialises moves and the listener list; it is never held while
+    listeners run (a listener may read the clock, or take its own locks).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every move made through this object (in the moving thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        """Stop calling ``listener``; unknown listeners are ignored."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def seconds_until(self, t: int) -> float | None:
+        """Always ``None``: this time never moves on its own."""
+        return None
+
+    def _notify(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+
+class ManualClock(_MovedByHand):
     """Logical time for tests: it moves only when ``advance`` or ``advance_to`` is called.
 
     Moving it calls every subscribed listener (the runner wakes its pool), so
@@ -32,8 +65,7 @@ class ManualClock:
     def __init__(self, start: int = 0) -> None:
         """Raises ``ValueError`` unless ``start`` is an int >= 0."""
         self._now = _check_int("start", start, "an int >= 0", lambda v: v >= 0)
-        self._lock = threading.Lock()  # serialises moves, never held while listeners run
-        self._listeners: list[Callable[[], None]] = []
+        super().__init__()
 
     @property
     def now(self) -> int:
@@ -64,27 +96,6 @@ class ManualClock:
             self._now = t
         self._notify()
         return t
-
-    def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call ``listener()`` after every move (in the moving thread)."""
-        with self._lock:
-            self._listeners.append(listener)
-
-    def unsubscribe(self, listener: Callable[[], None]) -> None:
-        """Stop calling ``listener``; unknown listeners are ignored."""
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-    def seconds_until(self, t: int) -> float | None:
-        """Always ``None``: a manual clock never reaches a time on its own."""
-        return None
-
-    def _notify(self) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener()
 
 
 #: Ticks are milliseconds unless told otherwise.
@@ -129,7 +140,7 @@ TIME_RETRIES = 1_000
 BACKWARDS = "time can't go backwards"
 
 
-class SchedulerClock:
+class SchedulerClock(_MovedByHand):
     """Logical time kept by the scheduler itself: one time for every process sharing it, moved by hand.
 
     ``now`` reads the scheduler's own clock (``scheduler.now``: for a
@@ -157,8 +168,7 @@ class SchedulerClock:
         if missing:
             raise ValueError(f"scheduler must offer now and advance; {scheduler!r} lacks {', '.join(missing)}")
         self._scheduler = scheduler
-        self._lock = threading.Lock()  # one move at a time through this object; never held while listeners run
-        self._listeners: list[Callable[[], None]] = []
+        super().__init__()
 
     @property
     def now(self) -> int:
@@ -203,24 +213,3 @@ class SchedulerClock:
             self._scheduler.advance(now=t)
         self._notify()
         return t
-
-    def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call ``listener()`` after every move made through this object (in the moving thread)."""
-        with self._lock:
-            self._listeners.append(listener)
-
-    def unsubscribe(self, listener: Callable[[], None]) -> None:
-        """Stop calling ``listener``; unknown listeners are ignored."""
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-    def seconds_until(self, t: int) -> float | None:
-        """Always ``None``: this time moves only when some client moves it."""
-        return None
-
-    def _notify(self) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener()

@@ -141,7 +141,7 @@ def open_connection(dsn: str) -> psycopg.Connection:
         message = connect_failure("dsn", dsn, exc)
         if isinstance(exc, psycopg.OperationalError):
             raise psycopg.OperationalError(message) from exc
-        raise ValueError(message) from None
+        raise ValueError(message) from exc
     conn.execute("SET jit = off")
     return conn
 
@@ -616,10 +616,11 @@ def temporary_scheduler(cls: type[PostgresScheduler] = PostgresScheduler, prefix
     dsn = dsn_from_environment()
     try:
         return _temporary(cls, prefix, dsn)
-    except ValueError as exc:  # the variable's value is no connection string
-        raise RuntimeError(str(exc).replace("dsn=", f"{DSN_VARIABLE}=", 1)) from None
-    except psycopg.OperationalError as exc:
+    except (ValueError, psycopg.OperationalError) as exc:
         cause = exc.__cause__ if isinstance(exc.__cause__, psycopg.Error) else exc
+        if not isinstance(cause, psycopg.Error):
+            raise
+        # said again under the variable's name: that is what the user set
         raise RuntimeError(connect_failure(DSN_VARIABLE, dsn, cause)) from None
 
 

@@ -150,6 +150,15 @@ _CHECK_TASK = _CHECK_TIME + """
         END IF;
 """
 
+#: What ``complete`` and ``fail`` answer after their fenced UPDATE: accepted if it
+#: changed the row; else an error if time moved on or the id is unknown, else why not.
+_FENCED_OUTCOME = """    accepted := FOUND;
+    IF NOT accepted THEN
+{check_task}
+        reason := {s}.fp_rejection(p_id, p_token);
+    END IF;
+    v_wrote := accepted;"""
+
 #: The end of every protocol procedure: the call's answer is in its OUT
 #: parameters; make it durable without holding a lock while the disk works.
 #: A call that holds a lock other calls queue on (``v_hold``: it moved the
@@ -288,12 +297,7 @@ BEGIN
     UPDATE {s}.tasks SET status = 'succeeded',
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
-    accepted := FOUND;
-    IF NOT accepted THEN
-{check_task}
-        reason := {s}.fp_rejection(p_id, p_token);
-    END IF;
-    v_wrote := accepted;
+{fenced_outcome}
 {end}
 END $$;
 
@@ -311,12 +315,7 @@ BEGIN
                       ELSE (p_now + retry_delay * power(2::numeric, attempts - 1))::bigint END,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
-    accepted := FOUND;
-    IF NOT accepted THEN
-{check_task}
-        reason := {s}.fp_rejection(p_id, p_token);
-    END IF;
-    v_wrote := accepted;
+{fenced_outcome}
 {end}
 END $$;
 
@@ -400,6 +399,7 @@ def schema_ddl(schema: str, lock_key: int) -> str:
     functions = (
         _FUNCTIONS.replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
         .replace("{begin}", _BEGIN.replace("{also}", ""))
+        .replace("{fenced_outcome}", _FENCED_OUTCOME)
         .replace("{check_task}", _CHECK_TASK)
         .replace("{check_time}", _CHECK_TIME)
         .replace("{in_time}", _IN_TIME)
