@@ -174,7 +174,7 @@ def test_an_exec_hang_is_a_replayable_counterexample_ending_in_the_hung_call(tmp
     assert main(["check", "--exec", command, "--call-timeout", "0.5", "--trace-out", str(cx)]) == 1
     out = capsys.readouterr().out
     assert "did not return within 0.5 s" in out
-    assert [s.op for s in load_scenario(cx).steps] == ["add_worker", "submit", "dispatch", "cancel"]
+    assert [s.op for s in load_scenario(cx).steps] == ["submit", "add_worker", "dispatch", "cancel"]
     assert load_scenario(cx).meta["exec"] == command
     assert main(["replay", str(cx), "--exec", command, "--call-timeout", "0.5"]) == 1
     last = capsys.readouterr().out.strip().splitlines()[-1]
