@@ -216,3 +216,43 @@ def test_the_durable_scheduler_deletes_the_rows_and_keeps_its_counters(tmp_path)
         reopened.check_invariants()
     finally:
         reopened.close()
+
+
+#: The layout of a version 1 file (before prune), as that version wrote it, with two tasks:
+#: task 1 (key "k") succeeded under token 1 at some time before the clock, 4; task 2 pending.
+V1_FILE = """
+CREATE TABLE scheduler (only_row INTEGER PRIMARY KEY CHECK (only_row = 1), now INTEGER NOT NULL);
+INSERT INTO scheduler (only_row, now) VALUES (1, 4);
+CREATE TABLE workers (name TEXT PRIMARY KEY, capacity INTEGER NOT NULL CHECK (capacity >= 1)) WITHOUT ROWID;
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY, priority INTEGER NOT NULL, due_at INTEGER NOT NULL, max_attempts INTEGER,
+    retry_delay INTEGER NOT NULL, status TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
+    token INTEGER, worker TEXT, started_at INTEGER, expires_at INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0, expired_token INTEGER
+);
+CREATE INDEX tasks_waiting ON tasks (priority DESC, due_at, id) WHERE status IN ('pending', 'retry_wait');
+CREATE TABLE keys (key TEXT PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES tasks (id), due_at INTEGER) WITHOUT ROWID;
+INSERT INTO workers VALUES ('w', 1);
+INSERT INTO tasks (id, priority, due_at, retry_delay, status, attempts, token) VALUES (1, 0, 0, 1, 'succeeded', 1, 1);
+INSERT INTO tasks (id, priority, due_at, retry_delay) VALUES (2, 0, 4, 1);
+INSERT INTO keys VALUES ('k', 1, NULL);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_version_1_file_is_upgraded_and_its_final_tasks_count_as_ended_at_the_upgrade(tmp_path) -> None:
+    import sqlite3
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(V1_FILE)
+    conn.close()
+    upgraded = durable.DurableScheduler(path)
+    try:
+        upgraded.check_invariants()
+        assert upgraded.prune(4, 4) == 0  # task 1 counts as ended at the upgrade, t=4
+        assert upgraded.prune(5, 5) == 1
+        assert upgraded.submit(key="k") == 3
+        assert upgraded.dispatch("w", 5, 1).token == 2
+    finally:
+        upgraded.close()
