@@ -256,3 +256,19 @@ def test_a_version_1_file_is_upgraded_and_its_final_tasks_count_as_ended_at_the_
         assert upgraded.dispatch("w", 5, 1).token == 2
     finally:
         upgraded.close()
+
+
+@pytest.mark.skipif("postgres" not in FACTORIES, reason="FENCEPOST_PG_DSN is not set: no PostgreSQL server to test on")
+def test_the_postgres_scheduler_deletes_the_rows_and_keeps_its_counters() -> None:
+    s = _postgres()
+    _churn(s, 300, live=3)
+    now, views = s.snapshot()
+    assert len(views) == 3
+    assert s._conn.execute(f"SELECT count(*) FROM {s.schema}.keys").fetchone()[0] == 0
+    other = s.reopen()
+    try:
+        assert other.submit() == 304
+        assert other.dispatch("w", now, 5).token == 300 - 43 + 4
+    finally:
+        other.close()
+        s.close()
