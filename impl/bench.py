@@ -430,7 +430,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
-    from fencepost.spec.cli import UsageError
+    from fencepost.spec.arguments import UsageError
 
     for name in ("cycles", "repeats", "simple_max", "tasks"):
         value = getattr(args, name)
@@ -473,7 +473,7 @@ def _run_postgres(args: argparse.Namespace) -> int:
     """``--postgres``: hand over to ``impl/bench_postgres.py`` once the server and psycopg are there."""
     import os
 
-    from fencepost.spec.cli import UsageError
+    from fencepost.spec.arguments import UsageError
 
     dsn = args.dsn or os.environ.get("FENCEPOST_PG_DSN")
     if not dsn:

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 
 from fencepost.impl.runner import ManualClock, Runner, TaskContext
-from fencepost.spec.cli import EXIT_OK, UsageError, check_output_path
+from fencepost.spec.arguments import EXIT_OK, UsageError, check_output_path
 
 #: The demo's lease, in ticks: short, so the stalled task's expiry comes early in the run.
 LEASE = 10

@@ -24,16 +24,8 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.formats.scenario import (
-    Scenario,
-    ScenarioError,
-    builtin_names,
-    builtin_summary,
-    curriculum,
-    dump_scenario,
-    load_scenario,
-    resolve,
-)
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from fencepost.walkthroughs import builtin_names, builtin_summary, curriculum, resolve
 from fencepost.tui.commands import CommandError, parse_command
 from fencepost.tui.launch import DEFAULT_IMPL
 from fencepost.tui.lanes import LanesView

@@ -23,19 +23,11 @@ import argparse
 import os
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.arguments import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.formats.scenario import (
-    DEFAULT_WALKTHROUGH,
-    Scenario,
-    ScenarioError,
-    builtin_names,
-    builtin_summary,
-    curriculum,
-    load_scenario,
-    resolve,
-)
+from fencepost.walkthroughs import DEFAULT_WALKTHROUGH, builtin_names, builtin_summary, curriculum, resolve
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario
 
 DEFAULT_IMPL = "impl:Scheduler"
 

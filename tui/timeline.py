@@ -40,10 +40,8 @@ from typing import Literal, NamedTuple
 from fencepost.spec import model
 from fencepost.spec.protocol import RESTART
 from fencepost.tui.commands import expect_from
-from fencepost.spec.formats.scenario import (
-    Scenario,
-    Step,
-    StepResult,
+from fencepost.spec.formats.scenario import Scenario, Step, StepResult
+from fencepost.spec.checkers.steps import (
     apply_step,
     bool_field,
     check_expect,

@@ -29,7 +29,7 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
-from fencepost.spec.cli import (
+from fencepost.spec.arguments import (
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,

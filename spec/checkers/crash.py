@@ -62,7 +62,7 @@ from fencepost.spec.checkers.machine import (
     normalize,
     view_tuple,
 )
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
 from fencepost.spec.protocol import OPERATIONS
 
 #: Kills a run makes when ``--kills`` is not given.

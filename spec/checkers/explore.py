@@ -90,7 +90,7 @@ from fencepost.spec import invariants, model
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.check import probe_factory
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, run_watched, watched_factory
-from fencepost.spec.cli import (
+from fencepost.spec.arguments import (
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,

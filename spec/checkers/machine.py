@@ -39,7 +39,7 @@ from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.protocol import RESTART, Status
-from fencepost.spec.formats.scenario import bad_task_ids, bool_field, check_bad_task_ids, int_field
+from fencepost.spec.checkers.steps import bad_task_ids, bool_field, check_bad_task_ids, int_field
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
 #: few enough that the model's O(T) copies stay cheap.

@@ -135,7 +135,7 @@ def test_bad_sizes_are_a_usage_error(argv: tuple[str, ...]) -> None:
 
 
 def test_a_count_below_one_is_a_usage_error() -> None:
-    from fencepost.spec.cli import UsageError
+    from fencepost.cli import UsageError
 
     with pytest.raises(UsageError, match="--repeats must be >= 1, got 0"):
         bench.run(parse("--sizes", "10", "--repeats", "0", "--no-spec"))

@@ -8,7 +8,7 @@ import pytest
 from runner_helpers import replay_mismatches
 
 from fencepost.impl import demo
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 

@@ -62,6 +62,6 @@ def test_linearize_rejects_a_claim_without_a_lock(tmp_path) -> None:
     assert verdict.linearizable is False
     failing = history.calls[verdict.failure.call]
     assert failing.op == "dispatch"  # the second lease of one task is what no order explains
-    from fencepost.spec.cli import main
+    from fencepost.cli import main
 
     assert main(["linearize", str(tmp_path / "history.jsonl")]) == 1

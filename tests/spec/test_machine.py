@@ -16,7 +16,7 @@ from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
 from fencepost.spec.checkers.check import check_factory
-from fencepost.spec.cli import load_factory
+from fencepost.cli import load_factory
 from fencepost.spec.checkers.machine import (
     INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, Lockstep, invalid_calls, minimize, normalize, run_calls,
     view_tuple,

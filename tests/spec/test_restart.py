@@ -16,7 +16,7 @@ from fencepost.spec.checkers.capabilities import ALL, NONE, Capabilities, detect
 from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.checkers.explore import Scope, explore
 from fencepost.spec.checkers.machine import run_calls
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 from restartable import (
