@@ -101,7 +101,9 @@ from fencepost.spec.arguments import (
     open_exec,
 )
 from fencepost.spec.checkers.coverage import Coverage, classify
-from fencepost.spec.checkers.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
+from fencepost.spec.formats.trace import TraceStep
+from fencepost.spec.checkers.results import comparable, format_trace, normalize, view_tuple
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
 from fencepost.spec.formats.trace import write_trace
 

@@ -68,7 +68,10 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model, profiles
 from fencepost.spec.checkers.check import COVERAGE_BATCHES
 from fencepost.spec.checkers.coverage import Coverage
-from fencepost.spec.checkers.machine import conformance_machine, format_call, format_trace, run_calls
+from fencepost.spec.checkers.machine import conformance_machine
+from fencepost.spec.formats.trace import format_call
+from fencepost.spec.checkers.results import format_trace
+from fencepost.spec.checkers.lockstep import run_calls
 
 SHIPPED = [SimpleScheduler, IndexedScheduler]
 
