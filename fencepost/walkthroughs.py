@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fencepost.spec.formats.scenario import ScenarioError, _one_line, load_scenario
 
+
 #: Where the built-in walkthroughs live: ``tui/walkthroughs/`` (package data).
 # Found through the import system, not a relative path, so it is the same
 # folder in a checkout, an editable install and a wheel (and importing the

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.spec.checkers.linearize import EXIT_UNDECIDED, check_history, quiescent_windows, report
+from fencepost.spec.checkers.linearize_command import EXIT_UNDECIDED, report
+from fencepost.spec.checkers.linearize import check_history, quiescent_windows
 from fencepost.cli import main
 from histories import ACCEPTED, REJECTED, history, lease, lines
 
