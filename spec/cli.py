@@ -36,7 +36,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
     "bench": ("fencepost.impl.bench", "measure the schedulers against their floors"),
     "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
-    "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads"),
+    "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize", "decide whether a concurrent history could come from the model"),
 }
 
