@@ -45,4 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     from fencepost.tui import launch  # Textual only on a terminal
 
-    return launch.run(argparse.Namespace(scenario=str(out), list=False, new=False, impl=None))
+    # The arguments `fencepost tui FILE` would get, every default included (--call-timeout, --exec).
+    parser = argparse.ArgumentParser(prog="fencepost tui")
+    launch.add_arguments(parser)
+    return launch.run(parser.parse_args([str(out)]))
