@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from fencepost import walkthroughs
 from fencepost.spec.arguments import (  # noqa: F401 - re-exported: the command line's helpers, by one name
+    DEFAULT_IMPL,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_VIOLATION,
@@ -45,14 +46,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
     "bench": ("fencepost.impl.bench", "measure the schedulers against their floors"),
     "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
-    "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads"),
+    "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize_command", "decide whether a concurrent history could come from the model"),
 }
-
-
-#: The scheduler a subcommand runs when not told which (``replay`` without
-#: ``--impl``): named here, at the top, so ``spec/`` never names ``impl/``.
-DEFAULT_IMPL = "impl:Scheduler"
 
 
 class _OneLineParser(argparse.ArgumentParser):

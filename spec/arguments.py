@@ -26,6 +26,11 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 
+#: The scheduler a subcommand drives when not told which (``replay`` and
+#: ``tui`` without ``--impl``): fencepost's default, by its short name.
+DEFAULT_IMPL = "impl:Scheduler"
+
+
 class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 

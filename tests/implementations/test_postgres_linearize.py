@@ -16,12 +16,9 @@ import pytest
 import pg_server
 from fencepost.impl.postgres import temporary
 from fencepost.impl.postgres_broken import status_fenced, unlocked_claim
+from fencepost.spec.checkers.linearize import check_history
+from fencepost.spec.formats.history import HistoryLog, dumps_event, loads_history
 from test_postgres_concurrency import claim_race, forced_claim_race, zombie_race
-
-linearize = pytest.importorskip("fencepost.spec.checkers.linearize", reason="fencepost linearize is not in this tree yet")
-histories = pytest.importorskip("fencepost.spec.formats.history", reason="the history format is not in this tree yet")
-check_history = linearize.check_history
-HistoryLog, dumps_event, loads_history = histories.HistoryLog, histories.dumps_event, histories.loads_history
 
 
 @pytest.fixture(autouse=True)
