@@ -50,7 +50,7 @@ the protocol, and measured faster than copying one: see
 ``ImplementationCheck``). Its result, clock and every task view must equal
 the model's, and its own ``check_invariants()`` must pass when it has one;
 equal views mean the invariants hold over its views too. A failing transition
-is replayed in ``spec.checkers.machine.Lockstep`` (``run_calls``) for the
+is replayed in ``spec.checkers.lockstep.Lockstep`` (``run_calls``) for the
 counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
 the model's state, so an implementation is driven along one path to each
 model state, the first in breadth-first order: a bug that needs the

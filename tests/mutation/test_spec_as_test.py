@@ -15,7 +15,7 @@ a mutant costs a second or two instead of a whole Hypothesis run:
   exactly the calls the first batch of ``fencepost check`` makes to any
   scheduler that conforms.
 * the check: each recorded run is replayed into a fresh scheduler in lockstep
-  with the model (``spec.checkers.machine.run_calls``, what ``fencepost check`` uses to
+  with the model (``spec.checkers.lockstep.run_calls``, what ``fencepost check`` uses to
   shrink): results, every task view and the clock compared after every call,
   every invariant of ``spec.invariants`` and the scheduler's own
   ``check_invariants()`` checked after every call.
