@@ -18,8 +18,12 @@ Optional capabilities (``spec.checkers.capabilities``) add rules: with
 idempotency keys, most submits carry a key from a small pool, so keys repeat
 often, with the same arguments and with different ones; with ``reopen()``, a
 ``restart`` rule replaces the implementation with its reopened self (the
-model does not change) and everything must still agree. A scheduler that
-offers neither is driven exactly as before.
+model does not change) and everything must still agree; with ``prune``, a
+``prune`` rule forgets final tasks, its ``before`` landing exactly on a final
+task's ``ended_at`` (kept) or one past it (forgotten), and afterwards every
+call naming a forgotten id must raise ``ValueError`` and its ``task()`` say
+it was forgotten, while submits reuse the forgotten tasks' keys. A scheduler
+that offers none of these is driven exactly as before.
 
 Only the public protocol is used, so any object with the protocol's methods
 can be checked.
@@ -66,6 +70,10 @@ KEY_POOL = ("a", "b", "c")
 KEY_KINDS = ("none", "none", "pool", "pool", "repeat")
 #: Keys ``invalid_key`` offers: wrong types and the empty string.
 BAD_KEYS = ("", 1, ["a"], True)
+#: Where a prune's ``before`` lands: exactly a final task's ``ended_at`` (it is
+#: kept), one past it (forgotten), the call's ``now`` (every earlier end), 0
+#: (nothing), or an invalid value (past ``now``, negative, not an int).
+PRUNE_KINDS = ("at_end", "at_end", "past_end", "past_end", "now", "zero", "after_now", "negative", "not_int")
 
 
 picks = st.integers(min_value=0, max_value=7)
@@ -260,6 +268,18 @@ def conformance_machine(
             self.run.plan(submits)
             for op, args in submits:
                 self.step(op, **args)
+
+        @precondition(lambda self: offered.prune)
+        @rule(kind=st.sampled_from(PRUNE_KINDS), when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
+        def prune(self, kind: str, when: str, pick: int, offset: int) -> None:
+            """Forget final tasks that ended before ``before``, the bound landing on an end time or past it."""
+            now = self.time(when, pick, offset)
+            ends = sorted({t.ended_at for t in model.expire(self.state, now).tasks
+                           if t.ended_at is not None and not t.forgotten})
+            end = ends[pick % len(ends)] if ends else now
+            before = {"at_end": end, "past_end": min(end + 1, now), "now": now, "zero": 0,
+                      "after_now": now + 1, "negative": -1, "not_int": str(now)}[kind]
+            self.step("prune", before=before, now=now)
 
         @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:

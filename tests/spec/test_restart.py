@@ -42,7 +42,7 @@ KEYLESS_BUDGET = 40
 @pytest.mark.parametrize(
     ("factory", "expected"),
     [
-        (SimpleScheduler, Capabilities(keys=True)),
+        (SimpleScheduler, Capabilities(keys=True, prune=True)),
         (ModelScheduler, Capabilities(keys=True)),
         (ReopenableScheduler, ALL),
         (KeylessScheduler, NONE),
