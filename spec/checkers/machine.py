@@ -269,18 +269,6 @@ def conformance_machine(
             for op, args in submits:
                 self.step(op, **args)
 
-        @precondition(lambda self: offered.prune)
-        @rule(kind=st.sampled_from(PRUNE_KINDS), when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
-        def prune(self, kind: str, when: str, pick: int, offset: int) -> None:
-            """Forget final tasks that ended before ``before``, the bound landing on an end time or past it."""
-            now = self.time(when, pick, offset)
-            ends = sorted({t.ended_at for t in model.expire(self.state, now).tasks
-                           if t.ended_at is not None and not t.forgotten})
-            end = ends[pick % len(ends)] if ends else now
-            before = {"at_end": end, "past_end": min(end + 1, now), "now": now, "zero": 0,
-                      "after_now": now + 1, "negative": -1, "not_int": str(now)}[kind]
-            self.step("prune", before=before, now=now)
-
         @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
             self.step("dispatch", worker=self.worker(worker), now=self.time(when, pick, offset), duration=duration)
@@ -384,12 +372,32 @@ def conformance_machine(
             """The implementation's own ``check_invariants()``, when it has one."""
             self.run.implementation_invariants()
 
+    if offered.prune:
+        # Added only when offered: a new rule changes every derandomized draw, and a scheduler
+        # without prune must be driven exactly as before.
+        ConformanceMachine.prune = _prune_rule()
     for check in invariants.INVARIANTS:
         setattr(ConformanceMachine, check.__name__, _invariant_rule(check))
     # Hypothesis seeds a derandomized run from this name: a factory may offer a stable one
     stable = getattr(factory, "machine_name", None) or getattr(factory, "__name__", "factory")
     ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = name or f"Conformance_{stable}"
     return ConformanceMachine
+
+
+def _prune_rule() -> Callable[..., None]:
+    """The machine's ``prune`` rule: ``before`` on a final task's end time, one past it, or invalid."""
+
+    @rule(kind=st.sampled_from(PRUNE_KINDS), when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
+    def prune(self: RuleBasedStateMachine, kind: str, when: str, pick: int, offset: int) -> None:
+        """Forget final tasks that ended before ``before``, the bound landing on an end time or past it."""
+        now = self.time(when, pick, offset)
+        ends = sorted({t.ended_at for t in model.expire(self.state, now).tasks if t.ended_at is not None and not t.forgotten})
+        end = ends[pick % len(ends)] if ends else now
+        before = {"at_end": end, "past_end": min(end + 1, now), "now": now, "zero": 0,
+                  "after_now": now + 1, "negative": -1, "not_int": str(now)}[kind]
+        self.step("prune", before=before, now=now)
+
+    return prune
 
 
 def _invariant_rule(check: Callable[[invariants.Observation, invariants.History], None]) -> Callable[[object], None]:
