@@ -22,7 +22,10 @@ file, or the same structure in JSON when the name ends in ``.json``::
 table of any subset of the Lease fields; for ``complete``, ``fail``,
 ``cancel`` and ``renew`` a table with ``accepted`` and optionally ``reason``
 (only with ``accepted = false``); for ``submit`` a table with ``task_id``;
-for any operation the string ``"error"``: the call must raise ``ValueError``.
+for ``prune`` a table with ``forgotten`` (how many tasks it forgot); for
+any operation the string ``"error"``: the call must raise ``ValueError``.
+``op = "prune"`` (with ``before`` and ``now``) is the optional retention
+operation; a scheduler without it cannot run such a step.
 
 ``submit`` takes an optional ``key`` (an idempotency key, a non-empty
 string). ``op = "restart"`` is a step with no arguments and no ``expect``:
@@ -74,7 +77,7 @@ from fencepost.spec.formats.limits import (
     parse_toml,
     read_bounded,
 )
-from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import OPERATIONS, PRUNE_OPERATIONS, RESTART, Lease, PruneProtocol, SchedulerProtocol, Status
 
 
 class ScenarioError(ValueError):
@@ -94,7 +97,7 @@ class Param(NamedTuple):
 
 
 def _signature(op: str) -> tuple[Param, ...]:
-    method = getattr(SchedulerProtocol, op)
+    method = getattr(SchedulerProtocol if op in OPERATIONS else PruneProtocol, op)
     hints = typing.get_type_hints(method)
     params = []
     for p in list(inspect.signature(method).parameters.values())[1:]:  # skip self
@@ -106,11 +109,12 @@ def _signature(op: str) -> tuple[Param, ...]:
 
 
 #: Every operation's keyword arguments, in protocol order.
-SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in OPERATIONS}
+SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in (*OPERATIONS, *PRUNE_OPERATIONS)}
 SIGNATURES[RESTART] = ()  # a restart step takes no arguments
 
-#: What a step's ``op`` may be: the protocol's operations and ``restart``.
-STEP_OPS = (*OPERATIONS, RESTART)
+#: What a step's ``op`` may be: the protocol's operations, ``prune`` (the optional
+#: retention operation: its ``expect`` is how many tasks it forgot) and ``restart``.
+STEP_OPS = (*OPERATIONS, *PRUNE_OPERATIONS, RESTART)
 
 #: Lease fields a dispatch ``expect`` table may name, with their types.
 LEASE_FIELDS: dict[str, type] = {
@@ -407,6 +411,8 @@ def _expect_from_data(op: str, expect: object, fail) -> object:
         return table
     if op == "submit":
         return _expect_table(expect, {"task_id": int}, ("task_id",), '"error" or a table with task_id', fail)
+    if op == "prune":
+        return _expect_table(expect, {"forgotten": int}, ("forgotten",), '"error" or a table with forgotten', fail)
     if op == RESTART:
         raise fail("expect", f"a restart step has no expect (use expect_state), got {_show(expect)}")
     raise fail("expect", f'{op} can only expect "error", got {_show(expect)}')
@@ -669,6 +675,8 @@ def expect_from(step: Step, result: StepResult) -> object:
         return {"accepted": bool(value.accepted)}
     if step.op == "submit":
         return {"task_id": value}
+    if step.op == "prune":
+        return {"forgotten": value}
     return None
 
 
