@@ -211,7 +211,9 @@ class DurableScheduler:
         self._batch_depth = 0
         self._touched = False  # a cache changed inside the open call: reload it if the call rolls back
         try:
-            self._conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            # Any thread, one call at a time (a Runner makes its calls under its lock): the
+            # caller serialises, and SQLite itself is built serialized (sqlite3.threadsafety 3).
+            self._conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise ValueError(f"path {str(path)!r} cannot be opened as a SQLite file: {exc}") from None
         # After the connection, so that it is closed before what it keeps alive is released.
