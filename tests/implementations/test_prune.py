@@ -272,3 +272,26 @@ def test_the_postgres_scheduler_deletes_the_rows_and_keeps_its_counters() -> Non
     finally:
         other.close()
         s.close()
+
+
+@pytest.mark.skipif("postgres" not in FACTORIES, reason="FENCEPOST_PG_DSN is not set: no PostgreSQL server to test on")
+def test_a_pruned_shared_task_takes_its_payload_with_it() -> None:
+    from fencepost.impl.postgres_payloads import PostgresPayloads
+
+    s = _postgres()
+    store = PostgresPayloads(s.dsn, schema=s.schema)
+    try:
+        s.add_worker("w", 1)
+        for key in ("k1", "k2"):
+            store.put(key, "noop", [], {})
+            s.submit(key=key)
+        lease = s.dispatch("w", 0, 10)
+        s.complete(lease.task_id, lease.token, 1)
+        assert store.stamp() == (1, 2)
+        assert s.prune(2, 2) == 1
+        count = s._conn.execute(f"SELECT count(*) FROM {s.schema}.payloads").fetchone()[0]
+        assert count == 1 and store.for_task(2) is not None and store.for_task(1) is None
+        assert store.stamp() == (2, 2)  # the id counter, whatever rows are gone
+    finally:
+        store.close()
+        s.close()
