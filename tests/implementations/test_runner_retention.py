@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from runner_helpers import BOUND
+from test_runner_shared import NoPayloads
 
 from fencepost.impl.clocks import MonotonicClock
 from fencepost.impl.indexed import IndexedScheduler
@@ -88,21 +89,12 @@ def test_the_trace_is_kept_only_when_asked_for(tmp_path) -> None:
         assert ops[0] == "add_worker" and ops.count("submit") == ops.count("complete") == 1 and "dispatch" in ops
 
 
-class CountingStore:
+class CountingStore(NoPayloads):
     """An in-memory payload store for a shared runner: stamp() is its poll; ``reached(n)`` waits for n polls."""
 
     def __init__(self) -> None:
         self.polls = 0
         self._changed = threading.Condition()
-
-    def put(self, key, function, args, kwargs):
-        return True
-
-    def forget(self, key):
-        pass
-
-    def for_task(self, task_id):
-        return None
 
     def stamp(self):
         with self._changed:
