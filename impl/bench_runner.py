@@ -103,14 +103,14 @@ def format_runner_benches(benches: list[RunnerBench]) -> str:
     first = benches[0]
     lines = [
         f"{first.tasks:,} no-op tasks, best of {first.repeats} alternating turns (median in brackets)",
-        f"{'workers':>7}  {'ThreadPoolExecutor':>28}  {'Runner':>28}  {'overhead':>11}  {'ratio':>5}",
+        f"{'workers':>7}  {'ThreadPoolExecutor':>28}  {'Runner':>28}  {'overhead':>14}  {'ratio':>5}",
     ]
     for b in benches:
         def cell(best: float, median: float) -> str:
             return f"{b.tasks / best:>9,.0f}/s ({b.tasks / median:>7,.0f}) {best / b.tasks * 1e6:>5.1f} us"
 
         lines.append(f"{b.workers:>7}  {cell(b.executor_best, b.executor_median):>28}  "
-                     f"{cell(b.runner_best, b.runner_median):>28}  {b.overhead_us:>6.1f} us/t  {b.ratio:>4.2f}x")
+                     f"{cell(b.runner_best, b.runner_median):>28}  {b.overhead_us:>6.1f} us/task  {b.ratio:>4.2f}x")
     target = next((b for b in benches if b.workers == WORKERS), benches[-1])
     verdict = "holds" if target.ratio >= TARGET_RATIO else "MISSES"
     lines.append(f"target: Runner(workers={WORKERS}) >= {TARGET_RATIO}x ThreadPoolExecutor({WORKERS})'s tasks/s   "
