@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from fencepost.spec.cli import UsageError
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     Scenario,
@@ -154,11 +155,15 @@ class FencepostApp(App[None]):
         notice: str | None = None,
         save_path: str | None = None,
         walkthrough: str | None = None,
+        opener: Callable[[Scenario], tuple[Callable[[], object], str, str | None]] | None = None,
     ) -> None:
         """``walkthrough``: the built-in's name when the scenario is one, so its last step
-        can point to the next in the curriculum."""
+        can point to the next in the curriculum. ``opener``: how a scenario loaded later
+        (``o``, the load prompt) gets its scheduler, as ``(factory, name, notice)``
+        (``tui.launch.choose_factory``); without one it runs on this timeline's factory."""
         super().__init__()
         self.walkthrough = walkthrough
+        self.opener = opener
         self.timeline = timeline
         self.impl_name = impl_name
         self.notice = notice
@@ -501,10 +506,19 @@ class FencepostApp(App[None]):
         except ScenarioError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
+        factory, notices = self.timeline.factory, None
+        if self.opener is not None:  # the scenario's needs may choose another shipped scheduler
+            try:
+                factory, name, notice = self.opener(scenario)
+            except UsageError as exc:
+                self.notify(str(exc), severity="error", markup=False)
+                return
+            self.impl_name, notices = (None if name == DEFAULT_IMPL else name), [notice] if notice else []
         self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
-        self.replace_timeline(open_timeline(scenario, self.timeline.factory))
-        running = {"impl": self.impl_name or DEFAULT_IMPL}
-        for line in suggestions(scenario.meta, running):  # shown, never run: files are data
+        self.replace_timeline(open_timeline(scenario, factory))
+        if notices is None:
+            notices = suggestions(scenario.meta, {"impl": self.impl_name or DEFAULT_IMPL})
+        for line in notices:  # shown, never run: files are data
             self.notify(line, severity="warning", timeout=8, markup=False)
 
     def replace_timeline(self, timeline: Timeline) -> None:

@@ -23,7 +23,8 @@ import argparse
 import os
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.shipped import DEFAULT_IMPL, open_for
+from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec  # noqa: F401 (load_factory: tests patch it here)
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
@@ -37,7 +38,6 @@ from fencepost.spec.formats.scenario import (
     resolve,
 )
 
-DEFAULT_IMPL = "impl:Scheduler"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,17 +73,17 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
     """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
 
     Only the command line names code: ``impl`` (``--impl``) is imported, and
-    without it the default scheduler runs. What the scenario records
+    without it the shipped scheduler that offers what the scenario needs runs
+    (``fencepost.shipped``: the default scheduler unless it needs more). What the scenario records
     (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
     the notice as the option that would run it.
 
     Raises:
         UsageError: ``impl`` was given and cannot be loaded.
     """
-    name = impl or DEFAULT_IMPL
-    factory = load_factory(name, "--impl")
-    notice = "; ".join(suggestions(scenario.meta, {"impl": name})) or None
-    return factory, name, notice
+    opened = open_for(scenario, impl)
+    notice = "; ".join(filter(None, [opened.reason, *suggestions(scenario.meta, {"impl": opened.name})])) or None
+    return opened.factory, opened.name, notice
 
 
 def builtin_name(args: argparse.Namespace) -> str | None:
@@ -112,7 +112,12 @@ def run(args: argparse.Namespace) -> int:
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
             return _show(args, scenario, program, exec_name(args.exec_command), None)
-    factory, impl_name, notice = choose_factory(scenario, args.impl)
+    try:
+        factory, impl_name, notice = choose_factory(scenario, args.impl)
+    except UsageError as exc:
+        if args.impl is not None:
+            raise
+        raise UsageError(f"{args.scenario or DEFAULT_WALKTHROUGH}: {exc}") from None
     return _show(args, scenario, factory, impl_name, notice)
 
 
@@ -120,8 +125,10 @@ def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_na
     from fencepost.tui.app import FencepostApp, open_timeline  # Textual only once the input is good
 
     timeline = build_watched(scenario, factory, args.call_timeout, impl_name)
+    opener = None if args.exec_command is not None else (lambda later: choose_factory(later, args.impl))
     app = FencepostApp(
         timeline,
+        opener=opener,
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,

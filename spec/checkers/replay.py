@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.shipped import DEFAULT_IMPL, open_for
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
@@ -39,7 +40,6 @@ from fencepost.spec.formats.scenario import (
     resolve,
 )
 
-DEFAULT_IMPL = "impl:Scheduler"
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--impl",
         default=None,
         metavar="MODULE:FACTORY",
-        help=f"a zero-argument factory returning a fresh scheduler (default: {DEFAULT_IMPL})",
+        help=f"a zero-argument factory returning a fresh scheduler (default: {DEFAULT_IMPL}, "
+        "or the shipped scheduler that offers what the scenario needs)",
     )
     add_exec_arguments(parser)
 
@@ -201,8 +202,14 @@ def run(args: argparse.Namespace) -> int:
             except UsageError as exc:
                 raise UsageError(f"{args.scenario}: {exc}") from None
             return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
-    impl = args.impl or DEFAULT_IMPL
-    factory = load_factory(impl, "--impl")
+    if args.impl is not None:
+        impl, factory, chosen = args.impl, load_factory(args.impl, "--impl"), None
+    else:
+        try:
+            opened = open_for(scenario)
+        except UsageError as exc:
+            raise UsageError(f"{args.scenario}: {exc}") from None
+        impl, factory, chosen = opened.name, opened.factory, opened.reason
     try:
         replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}")
     except UsageError as exc:
@@ -211,13 +218,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:
         raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    return _report(args, scenario, impl, replayed)
+    return _report(args, scenario, impl, replayed, chosen)
 
 
-def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
+def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep],
+            chosen: str | None = None) -> int:
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
-    running = {"impl": args.impl or DEFAULT_IMPL, "exec": args.exec_command}
+    if chosen:
+        print(f"note: {chosen}")  # no --impl: the scenario's needs chose a shipped scheduler
+    running = {"impl": name if args.exec_command is None else DEFAULT_IMPL, "exec": args.exec_command}
     for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):

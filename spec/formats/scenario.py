@@ -5,6 +5,7 @@ file, or the same structure in JSON when the name ends in ``.json``::
 
     title = "The capacity-one worker"        # required string
     description = "Markdown shown first"     # optional string
+    needs = ["restart"]                       # optional: capabilities (NEEDS) it needs
     steps = [...]                             # required array of step tables
 
     [meta]                                    # optional: free-form str/int/bool
@@ -28,6 +29,11 @@ for any operation the string ``"error"``: the call must raise ``ValueError``.
 string). ``op = "restart"`` is a step with no arguments and no ``expect``:
 the scheduler is replaced by its ``reopen()`` and every later step, and the
 step's own ``expect_state``, is checked against the reopened one.
+
+``needs`` names the optional capabilities a scheduler must offer to run
+every step (``NEEDS`` lists them). A ``restart`` step needs ``"restart"``
+whether or not it is declared (``needs_of``); the command line and the TUI
+open a scenario on a shipped scheduler that offers what it needs.
 
 A step may also ask the reader to predict its result before it is shown
 (the TUI hides the result until an answer is picked)::
@@ -122,7 +128,14 @@ LEASE_FIELDS: dict[str, type] = {
 OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 
 _STEP_KEYS = ("op", "note", "expect", "expect_state", "ask", "choices", "answer", "why")
-_TOP_KEYS = ("title", "description", "meta", "steps")
+_TOP_KEYS = ("title", "description", "needs", "meta", "steps")
+
+#: The capabilities a scenario may declare in ``needs``, each with what a
+#: scheduler must offer for it. Capabilities other parts of the contract add
+#: (a new optional operation, a declared variant) are added here by name.
+NEEDS: dict[str, str] = {
+    RESTART: "reopen(): a scheduler over the same storage, as a new process would see it",
+}
 
 
 # ---------------------------------------------------------------- the data
@@ -171,16 +184,31 @@ class Step:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A titled sequence of steps; ``meta`` holds free-form str/int/bool facts."""
+    """A titled sequence of steps; ``meta`` holds free-form str/int/bool facts.
+
+    ``needs`` is what the scenario declares it needs (names from ``NEEDS``);
+    ``needs_of`` adds what its steps imply.
+    """
 
     title: str
     steps: tuple[Step, ...]
     description: str | None = None
     meta: dict = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "meta", dict(self.meta))
+        object.__setattr__(self, "needs", tuple(self.needs))
+
+
+def needs_of(scenario: Scenario) -> tuple[str, ...]:
+    """Every capability ``scenario`` needs, in ``NEEDS`` order: the declared ones and
+    those its steps imply (a ``restart`` step needs ``restart``). O(steps)."""
+    needed = set(scenario.needs)
+    if any(step.op == RESTART for step in scenario.steps):
+        needed.add(RESTART)
+    return tuple(name for name in NEEDS if name in needed)
 
 
 # ---------------------------------------------------------------- reading
@@ -278,6 +306,7 @@ def _from_data(data: dict, source: str) -> Scenario:
     description = None
     if "description" in data:
         description = _expect_type(data["description"], str, lambda p: fail("field 'description': ", p))
+    needs = _needs_from_data(data.get("needs", []), lambda p: fail("field 'needs': ", p))
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise fail("field 'meta': ", f"expected a table, got {_show(meta)}")
@@ -295,7 +324,19 @@ def _from_data(data: dict, source: str) -> Scenario:
         if not isinstance(raw, dict):
             raise fail(where, f"expected a table, got {_show(raw)}")
         steps.append(_step_from_data(raw, lambda name, problem, w=where: fail(f"{w}field {_name(name)}: ", problem)))
-    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta))
+    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta), needs=needs)
+
+
+def _needs_from_data(value: object, fail) -> tuple[str, ...]:
+    """``needs``: an array of distinct names from ``NEEDS``."""
+    if not isinstance(value, list):
+        raise fail(f"expected an array of capability names ({', '.join(NEEDS)}), got {_show(value)}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or name not in NEEDS:
+            raise fail(f"unknown capability {_show(name)} (known: {', '.join(NEEDS)})")
+        if name in value[:index]:
+            raise fail(f"named twice: {_show(name)}")
+    return tuple(value)
 
 
 def _step_from_data(raw: dict, fail) -> Step:
@@ -514,6 +555,8 @@ def _to_data(scenario: Scenario, source: str) -> dict:
     data: dict = {"title": scenario.title}
     if scenario.description is not None:
         data["description"] = scenario.description
+    if scenario.needs:
+        data["needs"] = list(scenario.needs)
     if scenario.meta:
         data["meta"] = dict(scenario.meta)
     steps = []
@@ -561,7 +604,7 @@ def _check_writable(data: dict, source: str, fmt: str) -> None:
             for v in value:
                 visit(v, where)
 
-    for key in ("title", "description", "meta"):
+    for key in ("title", "description", "needs", "meta"):
         if key in data:
             visit(data[key], f"field {_name(key)}: ")
     for number, raw in enumerate(data["steps"], start=1):
@@ -583,6 +626,8 @@ def _toml_document(data: dict) -> str:
     lines = [f"title = {_toml_string(data['title'])}"]
     if "description" in data:
         lines.append(f"description = {_toml_string(data['description'], multiline=True)}")
+    if "needs" in data:
+        lines.append(f"needs = {_toml_value(data['needs'])}")
     if not data["steps"]:
         lines.append("steps = []")
     if "meta" in data:
