@@ -32,10 +32,11 @@ class Shipped:
 
 #: The shipped schedulers, in the order they are preferred: the default first,
 #: then the in-process ones that add capabilities. (PostgreSQL is left out: it
-#: needs a server named by the user.) ``tests/packaging`` checks each ``offers``
+#: needs a server named by the user.) ``tests/spec/test_needs.py`` checks each ``offers``
 #: against what ``spec.checkers.capabilities.detect`` finds.
 SHIPPED: tuple[Shipped, ...] = (
     Shipped(DEFAULT_IMPL, frozenset()),
+    Shipped("impl.simple:SimpleScheduler", frozenset()),
     Shipped("impl.durable:temporary", frozenset({RESTART})),
 )
 
