@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fencepost.spec.cli import UsageError, load_factory
-from fencepost.spec.formats.scenario import NEEDS, Scenario, needs_of
+from fencepost.spec.formats.scenario import NEEDS, Scenario, is_variant_need, needs_of
 from fencepost.spec.protocol import RESTART
 
 #: The scheduler that runs a scenario that needs nothing optional.
@@ -24,7 +24,8 @@ DEFAULT_IMPL = "impl:Scheduler"
 
 @dataclass(frozen=True)
 class Shipped:
-    """One shipped scheduler factory, by its MODULE:NAME, and the ``NEEDS`` it offers."""
+    """One shipped scheduler factory, by its MODULE:NAME, and the ``NEEDS`` it offers
+    (variants it follows as ``NAME=VALUE``)."""
 
     name: str
     offers: frozenset[str]
@@ -48,7 +49,7 @@ def scheduler_for(needs: Iterable[str]) -> str:
         UsageError: no shipped scheduler offers them all (one line naming what is missing).
     """
     wanted = set(needs)
-    unknown = sorted(wanted - set(NEEDS))
+    unknown = sorted(name for name in wanted if name not in NEEDS and not is_variant_need(name))
     if unknown:
         raise UsageError(f"needs {', '.join(unknown)}, which fencepost does not know (known: {', '.join(NEEDS)})")
     for shipped in SHIPPED:

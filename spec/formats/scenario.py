@@ -81,7 +81,8 @@ from fencepost.spec.formats.limits import (
     parse_toml,
     read_bounded,
 )
-from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.variants import VALUES as VARIANT_VALUES
 
 
 class ScenarioError(ValueError):
@@ -131,11 +132,21 @@ _STEP_KEYS = ("op", "note", "expect", "expect_state", "ask", "choices", "answer"
 _TOP_KEYS = ("title", "description", "needs", "meta", "steps")
 
 #: The capabilities a scenario may declare in ``needs``, each with what a
-#: scheduler must offer for it. Capabilities other parts of the contract add
-#: (a new optional operation, a declared variant) are added here by name.
+#: scheduler must offer for it. A need may also be a declared variant,
+#: ``NAME=VALUE`` from ``spec.variants.VALUES`` (``"order=fifo"``): a
+#: scheduler that follows that choice. New optional parts of the contract are
+#: added here by name.
 NEEDS: dict[str, str] = {
     RESTART: "reopen(): a scheduler over the same storage, as a new process would see it",
+    "prune": "prune(before, now): forgets final tasks that ended before `before`",
+    "batch": ", ".join(BATCH_OPERATIONS) + ": many single calls as one atomic call",
 }
+
+
+def is_variant_need(name: str) -> bool:
+    """True when ``name`` is ``NAME=VALUE`` for a declared variant other than the contract's own value."""
+    variant, sep, value = name.partition("=")
+    return bool(sep) and variant in VARIANT_VALUES and value in VARIANT_VALUES[variant][1:]
 
 
 # ---------------------------------------------------------------- the data
@@ -203,12 +214,14 @@ class Scenario:
 
 
 def needs_of(scenario: Scenario) -> tuple[str, ...]:
-    """Every capability ``scenario`` needs, in ``NEEDS`` order: the declared ones and
-    those its steps imply (a ``restart`` step needs ``restart``). O(steps)."""
+    """Every capability ``scenario`` needs, in ``NEEDS`` order then its variants as
+    declared: the declared ones and those its steps imply (a ``restart`` step
+    needs ``restart``). O(steps)."""
     needed = set(scenario.needs)
     if any(step.op == RESTART for step in scenario.steps):
         needed.add(RESTART)
-    return tuple(name for name in NEEDS if name in needed)
+    variants = [name for name in scenario.needs if is_variant_need(name)]
+    return tuple(name for name in NEEDS if name in needed) + tuple(variants)
 
 
 # ---------------------------------------------------------------- reading
@@ -328,12 +341,12 @@ def _from_data(data: dict, source: str) -> Scenario:
 
 
 def _needs_from_data(value: object, fail) -> tuple[str, ...]:
-    """``needs``: an array of distinct names from ``NEEDS``."""
+    """``needs``: an array of distinct names from ``NEEDS`` or variants ``NAME=VALUE``."""
     if not isinstance(value, list):
         raise fail(f"expected an array of capability names ({', '.join(NEEDS)}), got {_show(value)}")
     for index, name in enumerate(value):
-        if not isinstance(name, str) or name not in NEEDS:
-            raise fail(f"unknown capability {_show(name)} (known: {', '.join(NEEDS)})")
+        if not isinstance(name, str) or not (name in NEEDS or is_variant_need(name)):
+            raise fail(f"unknown capability {_show(name)} (known: {', '.join(NEEDS)}, or a variant NAME=VALUE)")
         if name in value[:index]:
             raise fail(f"named twice: {_show(name)}")
     return tuple(value)

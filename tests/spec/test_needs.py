@@ -17,7 +17,8 @@ from fencepost.spec.cli import UsageError, load_factory, main
 from fencepost.spec.formats.scenario import (
     NEEDS, Scenario, ScenarioError, builtin_names, dumps_scenario, load_scenario, loads_scenario, needs_of, resolve,
 )
-from fencepost.spec.protocol import RESTART
+from fencepost.spec.formats.scenario import is_variant_need
+from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 
 WALKTHROUGHS = {name: load_scenario(resolve(name)) for name in builtin_names()}
 
@@ -51,9 +52,12 @@ def test_every_walkthrough_runs_on_some_shipped_scheduler_and_the_default_runs_m
 
 @pytest.mark.parametrize("shipped", SHIPPED, ids=lambda s: s.name)
 def test_what_the_table_says_a_shipped_scheduler_offers_is_what_it_offers(shipped) -> None:
-    found = detect(load_factory(shipped.name))
-    assert found.restart == (RESTART in shipped.offers)
-    assert set(shipped.offers) <= set(NEEDS)
+    factory = load_factory(shipped.name)
+    assert detect(factory).restart == (RESTART in shipped.offers)
+    sample = factory()
+    assert callable(getattr(sample, "prune", None)) == ("prune" in shipped.offers)
+    assert all(callable(getattr(sample, op, None)) for op in BATCH_OPERATIONS) == ("batch" in shipped.offers)
+    assert all(name in NEEDS or is_variant_need(name) for name in shipped.offers)
 
 
 def test_durability_opens_on_the_durable_scheduler_and_says_why(capsys) -> None:
@@ -78,6 +82,7 @@ def test_a_restart_step_implies_the_need_without_declaring_it() -> None:
 
 
 HEAD = 'title = "t"\n'
+KNOWN = "known: restart, prune, batch, or a variant NAME=VALUE"
 STEPS = '\n[[steps]]\nop = "add_worker"\nworker = "w1"\ncapacity = 1\n'
 
 
@@ -93,10 +98,12 @@ def test_needs_is_read_and_written_back_in_place() -> None:
 @pytest.mark.parametrize(
     ("needs", "message"),
     [
-        ('"restart"', "field 'needs': expected an array of capability names (restart), got \"restart\""),
-        ('["teleport"]', "field 'needs': unknown capability \"teleport\" (known: restart)"),
-        ("[1]", "field 'needs': unknown capability 1 (known: restart)"),
-        ('[["restart"]]', "field 'needs': unknown capability [\"restart\"] (known: restart)"),
+        ('"restart"', "field 'needs': expected an array of capability names (restart, prune, batch), got \"restart\""),
+        ('["teleport"]', f"field 'needs': unknown capability \"teleport\" ({KNOWN})"),
+        ("[1]", f"field 'needs': unknown capability 1 ({KNOWN})"),
+        ('[["restart"]]', f"field 'needs': unknown capability [\"restart\"] ({KNOWN})"),
+        ('["order=random"]', f"field 'needs': unknown capability \"order=random\" ({KNOWN})"),
+        ('["order=priority"]', f"field 'needs': unknown capability \"order=priority\" ({KNOWN})"),
         ('["restart", "restart"]', "field 'needs': named twice: \"restart\""),
     ],
 )
@@ -110,7 +117,18 @@ def test_bad_needs_are_one_line_naming_the_field_and_value(needs: str, message: 
     assert capsys.readouterr().err == f"fencepost replay: error: {path}: {message}\n"
 
 
-def test_a_need_no_shipped_scheduler_offers_is_one_line(monkeypatch) -> None:
-    monkeypatch.setitem(NEEDS, "teleport", "a capability nothing ships")
-    with pytest.raises(UsageError, match="^needs teleport, which no shipped scheduler offers together; name one with --impl$"):
-        scheduler_for(["teleport"])
+@pytest.mark.parametrize("needs", [["prune"], ["order=fifo"], ["restart", "batch"]])
+def test_a_need_no_shipped_scheduler_offers_is_one_line_exit_2(needs: list[str], tmp_path, capsys) -> None:
+    wanted = ", ".join(sorted(needs))
+    with pytest.raises(UsageError, match=f"^needs {wanted}, which no shipped scheduler offers together; name one with --impl$"):
+        scheduler_for(needs)
+    path = tmp_path / "n.toml"
+    path.write_text(HEAD + f"needs = {needs!r}\n".replace("'", '"') + STEPS)
+    assert loads_scenario(path.read_text()).needs == tuple(needs)
+    assert main(["replay", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(f"fencepost replay: error: {path}: needs {wanted}, which no shipped")
+
+
+def test_a_variant_need_is_kept_after_the_named_ones() -> None:
+    scenario = loads_scenario(HEAD + 'needs = ["interval=closed", "restart"]\n' + STEPS)
+    assert needs_of(scenario) == ("restart", "interval=closed")
