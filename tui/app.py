@@ -483,7 +483,7 @@ class FencepostApp(App[None]):
         meta.pop("impl", None)  # the results below came from what ran, not from what the file recorded
         if self.impl_name:
             meta["impl"] = self.impl_name
-        return Scenario(scenario.title, self.timeline.steps, scenario.description, meta)
+        return Scenario(scenario.title, self.timeline.steps, scenario.description, meta, scenario.needs)
 
     def write_session(self, path: str | None) -> None:
         if not path:

@@ -93,8 +93,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
          "expired; nobody holds the task now. Once the task is leased again, the same token gets "
          "`stale_token` instead."),
-    Term("already_final", r"already_final", "Rejection reason: the task is final. For a duplicate of an accepted "
-         "report it means \"an outcome is recorded, stop\", not \"your work failed\"."),
+    Term("already_final", r"already_final", "Rejection reason: the task is final, and no more: a duplicate of the "
+         "accepted report and a late report from an older lease get it alike. It means \"an outcome is recorded, "
+         "stop\", not \"your work failed\" nor \"yours was the one that counted\"."),
     Term("not_running", r"not_running", "Rejection reason: the task is not running and the token names no lease "
          "that expired, e.g. a report for a task never dispatched, or a second `fail` with a token whose lease "
          "already ended."),
@@ -151,8 +152,8 @@ GLOSSARY: tuple[Term, ...] = (
          "A waiting task (`pending`, `retry_wait`) is `cancelled` at once; a running one only gets a request "
          "(cooperative)."),
     Term("cancel requested", r"cancel requested|cancel_requested|cancel req|cancel request|cancel requests",
-         "A running task someone cancelled: it keeps its lease; renew is refused (reason `cancel_requested`); "
-         "`complete` still succeeds; `fail` or expiry ends it `cancelled`."),
+         "A running task someone cancelled: it keeps its lease and its slot; renew is refused (reason "
+         "`cancel_requested`); `complete` still succeeds; `fail` or expiry ends it `cancelled`."),
     Term("cancelled", r"cancelled", "Final: cancelled while waiting, or its lease ended by `fail` or expiry after "
          "a cancel request. After an expiry it says nothing about whether the work ran."),
     Term("cooperative", r"cooperative|cooperatively", "Cancellation that relies on the worker to notice (a refused "

@@ -71,3 +71,23 @@ async def test_every_step_of_the_curriculum_opened_with_o_shows_no_error_and_no_
             await pilot.press("o")
     assert seen == curriculum()
     assert shown == [], f"(walkthrough, step, problem): {shown}"
+
+
+async def test_tui_durability_by_name_steps_through_its_restart_on_the_durable_scheduler(started, tmp_path) -> None:
+    assert main(["tui", "durability"]) == 0
+    (app,) = started
+    assert app.impl_name == "impl.durable:temporary"
+    async with app.run_test(size=SIZE) as pilot:
+        for index in range(1, app.timeline.last + 1):
+            question = app.quiz.open(index)
+            if question is not None:
+                app.quiz.answer(index, question.answer)
+            app.step = index
+            await pilot.pause()
+            bar = app.query_one(StatusBar)
+            status = " ".join(strip.text for strip in bar.render_lines(bar.region.reset_offset))
+            assert f"step {index}/" in status and "✗ expect" not in status and "≠ model" not in status
+    written = tmp_path / "session.toml"
+    app.write_session(str(written))
+    saved = written.read_text(encoding="utf-8")
+    assert 'needs = ["restart"]' in saved and main(["replay", str(written)]) == 0
