@@ -38,6 +38,17 @@ def problems(app: FencepostApp) -> list[tuple[int, str]]:
     return found
 
 
+async def status_at(app: FencepostApp, pilot, index: int) -> str:
+    """The status line at step ``index``, its question (if any) answered rightly first."""
+    question = app.quiz.open(index)
+    if question is not None:
+        app.quiz.answer(index, question.answer)
+    app.step = index
+    await pilot.pause()
+    bar = app.query_one(StatusBar)
+    return " ".join(strip.text for strip in bar.render_lines(bar.region.reset_offset))
+
+
 @pytest.mark.parametrize("name", builtin_names())
 def test_tui_name_opens_every_walkthrough_on_a_scheduler_that_runs_every_step(name: str, started) -> None:
     assert main(["tui", name]) == 0
@@ -59,13 +70,7 @@ async def test_every_step_of_the_curriculum_opened_with_o_shows_no_error_and_no_
                 await app.workers.wait_for_complete()
             shown += [(name, step, problem) for step, problem in problems(app)]
             for index in range(1, app.timeline.last + 1):
-                question = app.quiz.open(index)
-                if question is not None:
-                    app.quiz.answer(index, question.answer)
-                app.step = index
-                await pilot.pause()
-                status = " ".join(strip.text for strip in app.query_one(StatusBar).render_lines(
-                    app.query_one(StatusBar).region.reset_offset))
+                status = await status_at(app, pilot, index)
                 if "✗ expect" in status or "≠ model" in status:
                     shown.append((name, index, status.strip()))
             await pilot.press("o")
@@ -79,13 +84,7 @@ async def test_tui_durability_by_name_steps_through_its_restart_on_the_durable_s
     assert app.impl_name == "impl.durable:temporary"
     async with app.run_test(size=SIZE) as pilot:
         for index in range(1, app.timeline.last + 1):
-            question = app.quiz.open(index)
-            if question is not None:
-                app.quiz.answer(index, question.answer)
-            app.step = index
-            await pilot.pause()
-            bar = app.query_one(StatusBar)
-            status = " ".join(strip.text for strip in bar.render_lines(bar.region.reset_offset))
+            status = await status_at(app, pilot, index)
             assert f"step {index}/" in status and "✗ expect" not in status and "≠ model" not in status
     written = tmp_path / "session.toml"
     app.write_session(str(written))
