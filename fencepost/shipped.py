@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from fencepost.spec.cli import UsageError, load_factory
+from fencepost.spec.arguments import DEFAULT_IMPL, UsageError, load_factory
 from fencepost.spec.formats.scenario import NEEDS, Scenario, is_variant_need, needs_of
 from fencepost.spec.protocol import RESTART
-
-#: The scheduler that runs a scenario that needs nothing optional.
-DEFAULT_IMPL = "impl:Scheduler"
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,19 @@ class Opened:
     reason: str | None
 
 
+def choose_impl(scenario: Scenario) -> tuple[str, str | None]:
+    """The MODULE:NAME to run ``scenario`` on when the command line names none, and a
+    line saying why when it is not the default (else None).
+
+    Raises:
+        UsageError: no shipped scheduler offers what the scenario needs.
+    """
+    needs = needs_of(scenario)
+    name = scheduler_for(needs)
+    reason = None if name == DEFAULT_IMPL else f"it needs {', '.join(needs)}: opened on {name} (--impl chooses another)"
+    return name, reason
+
+
 def open_for(scenario: Scenario, impl: str | None = None) -> Opened:
     """The scheduler to run ``scenario`` on: ``impl`` if given (``--impl``), else the one its needs choose.
 
@@ -75,7 +85,5 @@ def open_for(scenario: Scenario, impl: str | None = None) -> Opened:
     """
     if impl is not None:
         return Opened(load_factory(impl, "--impl"), impl, None)
-    needs = needs_of(scenario)
-    name = scheduler_for(needs)
-    reason = None if name == DEFAULT_IMPL else f"it needs {', '.join(needs)}: opened on {name} (--impl chooses another)"
+    name, reason = choose_impl(scenario)
     return Opened(load_factory(name, "--impl"), name, reason)

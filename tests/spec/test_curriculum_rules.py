@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fencepost.spec.formats.scenario import curriculum, load_scenario, resolve
+from fencepost.spec.formats.scenario import load_scenario
+from fencepost.walkthroughs import curriculum, resolve
 from fencepost.spec.protocol import OPERATIONS, Reason, Status
 from fencepost.tui.glossary import BY_WORD
 

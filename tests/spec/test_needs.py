@@ -13,10 +13,12 @@ import pytest
 from fencepost.shipped import DEFAULT_IMPL, SHIPPED, open_for, scheduler_for
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.replay import replay
-from fencepost.spec.cli import UsageError, load_factory, main
+from fencepost.cli import main
+from fencepost.spec.arguments import UsageError, load_factory
 from fencepost.spec.formats.scenario import (
-    NEEDS, Scenario, ScenarioError, builtin_names, dumps_scenario, load_scenario, loads_scenario, needs_of, resolve,
+    NEEDS, Scenario, ScenarioError, dumps_scenario, load_scenario, loads_scenario, needs_of,
 )
+from fencepost.walkthroughs import builtin_names, resolve
 from fencepost.spec.formats.scenario import is_variant_need
 from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.spec.cli import main
-from fencepost.spec.formats.scenario import builtin_names, curriculum
+from fencepost.cli import main
+from fencepost.walkthroughs import builtin_names, curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import StatusBar
 from tui_helpers import SIZE
