@@ -1,21 +1,21 @@
 """Record concurrent histories of a real queue, driven from several real threads.
 
-``python -m fencepost.impl.peers.record FACTORY RACE PATH [--rounds N] [--threads N]``
-drives the scheduler FACTORY makes (``fencepost.impl.peers.sqs:standard``, ...)
-from ``--threads`` threads, each one client with its own process name, in
-``--rounds`` rounds of the race RACE, and writes every call as a history in
-the pinned format (``spec.formats.history``) to PATH, ready for
-``fencepost linearize PATH``. The header carries the factory's declared
-variants when the history format has a header (see ``write``).
+``python -m fencepost.impl.peers.record FACTORY RACE PATH [--rounds N]
+[--threads N] [--switch-interval SECONDS]`` drives the scheduler FACTORY makes
+(``fencepost.impl.peers.sqs:fifo``, ...) from ``--threads`` threads, each one
+client with its own process name, in ``--rounds`` rounds of the race RACE,
+and writes every call as a history in the pinned format
+(``spec.formats.history``) to PATH, ready for ``fencepost linearize PATH``.
 
-Races, each round at its own logical time ``t`` (every call of a round
-carries the same ``now``, so the clock never decides a result; rounds run one
-after another):
+Races, each round at its own logical time (the calls that race carry the
+same ``now``, so the clock never decides who wins; rounds run one after
+another):
 
 * ``claim``: ``threads - 1`` tasks are submitted, then every thread
-  dispatches at once, one tick later, (released together by a barrier). A queue that hands one
-  message to two receivers at once shows it as two overlapping leases of one
-  task.
+  dispatches at once (released together by a barrier), one tick later so a
+  queue whose tasks are due strictly after their due time has them ready; the
+  holders complete at once. A queue that hands one message to two receivers
+  at once shows it as two overlapping leases of one task.
 * ``zombie``: one task is leased, left to expire, and leased again; then at
   once the expired holder completes with its old token, the new holder
   completes, another renews with the new token, and one more dispatches.
@@ -110,8 +110,17 @@ def zombie_race(cs: list[object], rounds: int) -> None:
 RACES = {"claim": claim_race, "zombie": zombie_race}
 
 
-def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4) -> HistoryLog:
+def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4,
+           switch_interval: float | None = None) -> HistoryLog:
     """Run ``race`` for ``rounds`` rounds on ``threads`` recorded clients of one scheduler from ``factory``.
+
+    ``switch_interval`` (seconds), when given, is the interpreter's thread
+    switch interval while recording (``sys.setswitchinterval``; restored
+    after): a queue written in Python, like moto, runs its critical sections
+    under the GIL, and the default 5 ms slice lets most of them finish
+    untouched; a slice of about 10 microseconds interleaves threads the way
+    a multi-core server's requests are, so a race shows within a few hundred
+    rounds instead of never.
 
     Raises:
         ValueError: an unknown race, or fewer than 2 threads or 1 round.
@@ -122,11 +131,15 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
         raise ValueError(f"threads must be >= 2 and rounds >= 1: threads={threads!r}, rounds={rounds!r}")
     scheduler = factory()
     log = HistoryLog()
+    previous = sys.getswitchinterval()
     raw = clients_of(scheduler, threads)
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
     try:
+        if switch_interval is not None:
+            sys.setswitchinterval(switch_interval)
         RACES[race](cs, rounds)
     finally:
+        sys.setswitchinterval(previous)
         for c in {id(c): c for c in raw}.values():
             close = getattr(c, "close", None)
             if close:
@@ -143,10 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", metavar="PATH")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                        help="the interpreter's thread switch interval while recording (see record())")
     args = parser.parse_args(argv)
     try:
         factory = load_factory(args.factory)
-        log = record(factory, args.race, args.rounds, args.threads)
+        log = record(factory, args.race, args.rounds, args.threads, args.switch_interval)
     except (UsageError, ValueError) as exc:
         print(f"record: error: {exc}", file=sys.stderr)
         return 2
