@@ -16,6 +16,11 @@ another):
   queue whose tasks are due strictly after their due time has them ready; the
   holders complete at once. A queue that hands one message to two receivers
   at once shows it as two overlapping leases of one task.
+* ``delete``: ``threads - 1`` tasks are leased, one to each client but the
+  last; then at once the holders complete and the last client submits a new
+  task; then one client drains the queue (dispatch and complete until nothing
+  is handed out). A queue whose deletes and sends race loses the new task
+  (never handed out) or brings a completed one back (handed out again).
 * ``zombie``: one task is leased, left to expire, and leased again; then at
   once the expired holder completes with its old token, the new holder
   completes, another renews with the new token, and one more dispatches.
@@ -31,7 +36,9 @@ import sys
 import threading
 from collections.abc import Callable
 
-from fencepost.spec.formats.history import HistoryLog
+from dataclasses import dataclass, replace
+
+from fencepost.spec.formats.history import Event, HistoryLog, write_history
 
 #: The longest any thread waits at a barrier, in seconds; a round that takes longer is abandoned.
 BOUND = 30.0
@@ -67,51 +74,89 @@ def _together(calls: list[Callable[[], object]]) -> list[object]:
     return results
 
 
-def claim_race(cs: list[object], rounds: int) -> None:
-    """Per round: fewer tasks than clients, everyone dispatches at once, holders complete at once."""
-    first = cs[0]
+def _add_workers(cs: list[object]) -> None:
     for i in range(len(cs)):
-        first.add_worker(f"w{i + 1}", 1)
-    for round_ in range(rounds):
-        t = ROUND_SPAN * (round_ + 1)
-        first.advance(t)
-        for _ in range(len(cs) - 1):
-            first.submit()
-        now = t + 1  # one after the submits: a queue that makes a task due strictly after its due time
-        leases = _together([lambda c=c, i=i: c.dispatch(f"w{i + 1}", now, LEASE) for i, c in enumerate(cs)])
-        held = [(c, lease) for c, lease in zip(cs, leases) if lease is not None and not isinstance(lease, Exception)]
-        if held:
-            _together([lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now) for c, lease in held])
+        cs[0].add_worker(f"w{i + 1}", 1)
 
 
-def zombie_race(cs: list[object], rounds: int) -> None:
-    """Per round: an expired holder and the current one race to end one task, beside a renew and a dispatch."""
-    first = cs[0]
-    for i in range(len(cs)):
-        first.add_worker(f"w{i + 1}", 1)
-    for round_ in range(rounds):
-        t = ROUND_SPAN * (round_ + 1)
-        first.advance(t)
-        task = first.submit()
-        old = first.dispatch("w1", t + 1, LEASE)
-        new = cs[1 % len(cs)].dispatch(f"w{1 % len(cs) + 1}", t + LEASE + 2, LEASE)
-        if old is None or new is None:
-            continue
-        now = t + LEASE + 3
-        calls = [
-            lambda c=cs[0]: c.complete(task, old.token, now),  # the zombie
-            lambda c=cs[1 % len(cs)]: c.complete(task, new.token, now),  # the current holder
-            lambda c=cs[2 % len(cs)]: c.renew(task, new.token, now, LEASE) if hasattr(c, "renew") else None,
-            lambda c=cs[3 % len(cs)]: c.dispatch(f"w{3 % len(cs) + 1}", now, LEASE),
-        ][: max(2, len(cs))]
-        _together(calls)
+def claim_round(cs: list[object], t: int) -> str | None:
+    """Fewer tasks than clients, everyone dispatches at once, the holders complete at once."""
+    for _ in range(len(cs) - 1):
+        cs[0].submit()
+    now = t + 1  # one after the submits: a queue that makes a task due strictly after its due time
+    results = _together([lambda c=c, i=i: c.dispatch(f"w{i + 1}", now, LEASE) for i, c in enumerate(cs)])
+    held = [(c, r) for c, r in zip(cs, results) if r is not None and not isinstance(r, Exception)]
+    if held:
+        _together([lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now) for c, lease in held])
+    ids = sorted(lease.task_id for _, lease in held)
+    if len(ids) != len(set(ids)):
+        return f"one task leased to two clients at once: the leases were of tasks {ids}"
+    return None
 
 
-RACES = {"claim": claim_race, "zombie": zombie_race}
+def delete_round(cs: list[object], t: int) -> str | None:
+    """Completions race each other and a submit; then a drain shows what the queue kept."""
+    first, last = cs[0], cs[-1]
+    now = t + 1
+    for _ in range(len(cs) - 1):
+        first.submit()
+    leases = [c.dispatch(f"w{i + 1}", now, LEASE) for i, c in enumerate(cs[:-1])]
+    calls = [lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now)
+             for c, lease in zip(cs, leases) if lease is not None]
+    results = _together([*calls, lambda: last.submit()])
+    new = results[-1]
+    drained = []
+    for _ in range(len(cs) + 1):  # bounded: at most every task of the round, plus one
+        lease = first.dispatch("w1", now, LEASE)
+        if lease is None:
+            break
+        drained.append(lease.task_id)
+        first.complete(lease.task_id, lease.token, now)
+    if drained != [new]:
+        return f"after the completions raced a submit of task {new}, the queue handed out {drained}"
+    return None
+
+
+def zombie_round(cs: list[object], t: int) -> str | None:
+    """An expired holder and the current one race to end one task, beside a renew and a dispatch."""
+    first, second = cs[0], cs[1]
+    task = first.submit()
+    old = first.dispatch("w1", t + 1, LEASE)
+    new = second.dispatch("w2", t + LEASE + 2, LEASE)  # after the closed end of [t+1, t+1+LEASE]
+    if old is None or new is None:
+        return f"task {task} was not leased twice: {old}, {new}"
+    now = t + LEASE + 3
+    calls = [
+        lambda: first.complete(task, old.token, now),  # the zombie
+        lambda: second.complete(task, new.token, now),  # the current holder
+    ]
+    if len(cs) > 2 and hasattr(cs[2], "renew"):
+        calls.append(lambda c=cs[2]: c.renew(task, new.token, now, LEASE))
+    if len(cs) > 3:
+        calls.append(lambda c=cs[3]: c.dispatch("w4", now, LEASE))
+    results = _together(calls)
+    if getattr(results[0], "accepted", False):
+        return f"the zombie's completion of task {task} with its expired token was accepted"
+    return None
+
+
+#: Each race: one round at logical time ``t`` on the clients; returns what went wrong, or None.
+RACES: dict[str, Callable[[list[object], int], str | None]] = {
+    "claim": claim_round, "delete": delete_round, "zombie": zombie_round,
+}
+
+
+@dataclass
+class Recording:
+    """A recorded history and what the race itself saw go wrong, round by round."""
+
+    log: HistoryLog
+    problems: list[tuple[int, str]]  # (round, 1-based; what went wrong)
+    rounds: int  # rounds run
 
 
 def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4,
-           switch_interval: float | None = None) -> HistoryLog:
+           switch_interval: float | None = None, stop_at_problem: bool = False) -> Recording:
     """Run ``race`` for ``rounds`` rounds on ``threads`` recorded clients of one scheduler from ``factory``.
 
     ``switch_interval`` (seconds), when given, is the interpreter's thread
@@ -120,7 +165,8 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     under the GIL, and the default 5 ms slice lets most of them finish
     untouched; a slice of about 10 microseconds interleaves threads the way
     a multi-core server's requests are, so a race shows within a few hundred
-    rounds instead of never.
+    rounds instead of never. ``stop_at_problem``: end after the first round
+    in which the race saw something go wrong.
 
     Raises:
         ValueError: an unknown race, or fewer than 2 threads or 1 round.
@@ -134,17 +180,67 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     previous = sys.getswitchinterval()
     raw = clients_of(scheduler, threads)
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
+    problems: list[tuple[int, str]] = []
+    done = 0
     try:
         if switch_interval is not None:
             sys.setswitchinterval(switch_interval)
-        RACES[race](cs, rounds)
+        _add_workers(cs)
+        for round_ in range(1, rounds + 1):
+            t = ROUND_SPAN * round_
+            cs[0].advance(t)
+            problem = RACES[race](cs, t)
+            done = round_
+            if problem:
+                problems.append((round_, problem))
+                if stop_at_problem:
+                    break
     finally:
         sys.setswitchinterval(previous)
         for c in {id(c): c for c in raw}.values():
             close = getattr(c, "close", None)
             if close:
                 close()
-    return log
+    return Recording(log, problems, done)
+
+
+def excerpt(events: tuple[Event, ...], round_: int) -> list[Event]:
+    """The set-up calls and round ``round_`` (1-based) alone, its task ids renumbered from 1.
+
+    Rounds are delimited by the ``advance`` each starts with; a round that
+    starts with an empty queue (every earlier round clean) is a history of its
+    own once its ids count from 1, which is what makes a finding a few dozen
+    lines instead of thousands. Raises ValueError for a round not recorded.
+    """
+    starts = [i for i, e in enumerate(events) if e.type == "invoke" and e.op == "advance" and e.process == "c1"]
+    if not 1 <= round_ <= len(starts):
+        raise ValueError(f"round must be 1..{len(starts)}: {round_!r}")
+    setup = list(events[: starts[0]])
+    body = list(events[starts[round_ - 1]: starts[round_] if round_ < len(starts) else len(events)])
+    invoked: dict[str, Event] = {}
+    ids: list[int] = []
+    for e in body:
+        if e.type == "invoke":
+            invoked[e.process] = e
+        elif e.type == "ok" and invoked.get(e.process) and invoked[e.process].op == "submit" and isinstance(e.result, int):
+            ids.append(e.result)
+    base = min(ids) - 1 if ids else 0
+
+    def renumber(e: Event, op: str | None) -> Event:
+        if e.type == "invoke" and "task_id" in (e.args or {}):
+            return replace(e, args={**e.args, "task_id": e.args["task_id"] - base})
+        if e.type == "ok" and op == "submit" and isinstance(e.result, int):
+            return replace(e, result=e.result - base)
+        if e.type == "ok" and op == "dispatch" and isinstance(e.result, dict):
+            return replace(e, result={**e.result, "task_id": e.result["task_id"] - base})
+        return e
+
+    out, open_op = [], {}
+    for e in body:
+        if e.type == "invoke":
+            open_op[e.process] = e.op
+        out.append(renumber(e, open_op.get(e.process)))
+    return setup + out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,15 +254,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
                         help="the interpreter's thread switch interval while recording (see record())")
+    parser.add_argument("--excerpt", action="store_true",
+                        help="stop at the first round the race saw go wrong and write only it (see excerpt())")
     args = parser.parse_args(argv)
     try:
         factory = load_factory(args.factory)
-        log = record(factory, args.race, args.rounds, args.threads, args.switch_interval)
+        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt)
     except (UsageError, ValueError) as exc:
         print(f"record: error: {exc}", file=sys.stderr)
         return 2
-    log.write(args.path)
-    print(f"{args.path}: {len(log.events)} events from {args.threads} threads, {args.rounds} rounds of {args.race}")
+    events = recording.log.events
+    if args.excerpt and recording.problems:
+        events = excerpt(events, recording.problems[0][0])
+    write_history(args.path, events)
+    seen = "; ".join(f"round {r}: {p}" for r, p in recording.problems[:3]) or "nothing"
+    print(f"{args.path}: {len(events)} events, {args.threads} threads, {recording.rounds} rounds of {args.race}; "
+          f"the race saw {len(recording.problems)} problem(s): {seen}")
     return 0
 
 
