@@ -142,6 +142,11 @@ class PgQueuerClient:
         """Another connection to the same scheduler (for several threads)."""
         return PgQueuerClient(self._shared)
 
+    @property
+    def entrypoint(self) -> str:
+        """The pgqueuer entrypoint holding this scheduler's jobs (one per scheduler)."""
+        return self._shared.entrypoint
+
     # ------------------------------------------------------------ the protocol
 
     @property
@@ -236,7 +241,7 @@ class PgQueuerClient:
         self._at(now)
 
     def close(self) -> None:
-        """Delete this scheduler's jobs (only when it is the last client) and close the connection."""
+        """Close this client's connection and event loop (the jobs stay: see ``clear``)."""
         try:
             self._run(self._connection.close())
         finally:

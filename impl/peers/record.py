@@ -18,8 +18,8 @@ another):
   at once shows it as two overlapping leases of one task.
 * ``delete``: ``threads - 1`` tasks are leased, one to each client but the
   last; then at once the holders complete and the last client submits a new
-  task; then one client drains the queue (dispatch and complete until nothing
-  is handed out). A queue whose deletes and sends race loses the new task
+  task; then, once every lease of the round is over, one client drains the
+  queue (dispatch and complete until nothing is handed out). A queue whose deletes and sends race loses the new task
   (never handed out) or brings a completed one back (handed out again).
 * ``zombie``: one task is leased, left to expire, and leased again; then at
   once the expired holder completes with its old token, the new holder
@@ -106,12 +106,13 @@ def delete_round(cs: list[object], t: int) -> str | None:
     results = _together([*calls, lambda: last.submit()])
     new = results[-1]
     drained = []
+    later = now + LEASE + 1  # every lease of the round is over (closed interval too): all that is left shows
     for _ in range(len(cs) + 1):  # bounded: at most every task of the round, plus one
-        lease = first.dispatch("w1", now, LEASE)
+        lease = first.dispatch("w1", later, LEASE)
         if lease is None:
             break
         drained.append(lease.task_id)
-        first.complete(lease.task_id, lease.token, now)
+        first.complete(lease.task_id, lease.token, later)
     if drained != [new]:
         return f"after the completions raced a submit of task {new}, the queue handed out {drained}"
     return None
@@ -205,42 +206,61 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
 
 
 def excerpt(events: tuple[Event, ...], round_: int) -> list[Event]:
-    """The set-up calls and round ``round_`` (1-based) alone, its task ids renumbered from 1.
+    """The set-up calls and the rounds up to ``round_`` (1-based) that it depends on, task ids renumbered from 1.
 
-    Rounds are delimited by the ``advance`` each starts with; a round that
-    starts with an empty queue (every earlier round clean) is a history of its
-    own once its ids count from 1, which is what makes a finding a few dozen
-    lines instead of thousands. Raises ValueError for a round not recorded.
+    Rounds are delimited by the ``advance`` each starts with. The excerpt
+    starts at the earliest round that submitted a task round ``round_``
+    touches (usually ``round_`` itself: every round drains what it
+    submitted), so it is a history of its own once its ids count from 1: a
+    finding in a few dozen lines instead of thousands.
+
+    Raises:
+        ValueError: ``round_`` was not recorded.
     """
     starts = [i for i, e in enumerate(events) if e.type == "invoke" and e.op == "advance" and e.process == "c1"]
     if not 1 <= round_ <= len(starts):
         raise ValueError(f"round must be 1..{len(starts)}: {round_!r}")
-    setup = list(events[: starts[0]])
-    body = list(events[starts[round_ - 1]: starts[round_] if round_ < len(starts) else len(events)])
-    invoked: dict[str, Event] = {}
-    ids: list[int] = []
-    for e in body:
-        if e.type == "invoke":
-            invoked[e.process] = e
-        elif e.type == "ok" and invoked.get(e.process) and invoked[e.process].op == "submit" and isinstance(e.result, int):
-            ids.append(e.result)
+    bounds = [*starts, len(events)]
+    ops = _ops_of(events)
+
+    def submitted(r: int) -> set[int]:
+        return {events[i].result for i in range(bounds[r - 1], bounds[r])
+                if ops[i] == "submit" and events[i].type == "ok" and isinstance(events[i].result, int)}
+
+    touched = set()
+    for i in range(bounds[round_ - 1], bounds[round_]):
+        e = events[i]
+        if e.type == "invoke" and isinstance((e.args or {}).get("task_id"), int):
+            touched.add(e.args["task_id"])
+        if e.type == "ok" and isinstance(e.result, dict) and isinstance(e.result.get("task_id"), int):
+            touched.add(e.result["task_id"])
+    first = round_
+    while first > 1 and touched and min(touched) < min(submitted(first) or {min(touched)}):
+        first -= 1
+    ids = submitted(first)
     base = min(ids) - 1 if ids else 0
-
-    def renumber(e: Event, op: str | None) -> Event:
+    out = list(events[: starts[0]])
+    for i in range(bounds[first - 1], bounds[round_]):
+        e = events[i]
         if e.type == "invoke" and "task_id" in (e.args or {}):
-            return replace(e, args={**e.args, "task_id": e.args["task_id"] - base})
-        if e.type == "ok" and op == "submit" and isinstance(e.result, int):
-            return replace(e, result=e.result - base)
-        if e.type == "ok" and op == "dispatch" and isinstance(e.result, dict):
-            return replace(e, result={**e.result, "task_id": e.result["task_id"] - base})
-        return e
+            e = replace(e, args={**e.args, "task_id": e.args["task_id"] - base})
+        elif e.type == "ok" and ops[i] == "submit" and isinstance(e.result, int):
+            e = replace(e, result=e.result - base)
+        elif e.type == "ok" and ops[i] == "dispatch" and isinstance(e.result, dict):
+            e = replace(e, result={**e.result, "task_id": e.result["task_id"] - base})
+        out.append(e)
+    return out
 
-    out, open_op = [], {}
-    for e in body:
+
+def _ops_of(events: tuple[Event, ...]) -> list[str | None]:
+    """The op of the call each event belongs to (an ok or info event: its process's open invoke)."""
+    open_op: dict[str, str] = {}
+    ops: list[str | None] = []
+    for e in events:
         if e.type == "invoke":
             open_op[e.process] = e.op
-        out.append(renumber(e, open_op.get(e.process)))
-    return setup + out
+        ops.append(open_op.get(e.process))
+    return ops
 
 
 def main(argv: list[str] | None = None) -> int:
