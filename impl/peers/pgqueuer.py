@@ -58,7 +58,7 @@ import threading
 import uuid
 from datetime import timedelta
 
-from fencepost.impl._validate import check_int, check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
+from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
 from fencepost.impl.peers import EPOCH_SECONDS, declare
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
 
