@@ -1,7 +1,9 @@
 """litequeue (a queue in one SQLite table) behind the protocol, through its public ``LiteQueue`` API.
 
-Factory: ``queue`` (a fresh in-memory database per scheduler). A task is one
-message whose data is the task id.
+Factories: ``queue`` (a fresh in-memory database per scheduler) and
+``queue_file`` (a fresh database file, shared by the scheduler's
+``client()`` connections, for concurrent histories). A task is one message
+whose data is the task id.
 
 =============  ==========================================================================
 protocol       litequeue call
@@ -44,7 +46,11 @@ No private state is read.
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 
 from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
@@ -89,38 +95,70 @@ def _litequeue_module() -> object:
     return litequeue
 
 
-class LiteQueueScheduler:
-    """One litequeue queue behind the protocol; see the module docstring for the mapping."""
+class _Shared:
+    """What the clients of one scheduler share: the clock, the task map, the workers, the lease lengths."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str | None) -> None:
+        self.path = path  # the database file, or None for one private in-memory database
+        self.now = 0
+        self.tasks: list[str] = []  # message id of task id - 1
+        self.workers: dict[str, int] = {}
+        self.thresholds: dict[str, int] = {}  # message id -> the lease length of its latest pop
+        self.lock = threading.Lock()  # guards these fields only: litequeue's calls run outside it
+
+
+class LiteQueueScheduler:
+    """One litequeue queue behind the protocol; see the module docstring for the mapping.
+
+    With ``path`` (a database file), ``client()`` opens another ``LiteQueue``
+    on the same file: the way litequeue is shared between threads or
+    processes, one connection each. Without, the database is in memory and
+    private to this object. The adapter's lock guards only its own maps,
+    never a litequeue call, so concurrent callers meet in litequeue.
+    """
+
+    def __init__(self, path: str | None = None, shared: _Shared | None = None) -> None:
         litequeue = _litequeue_module()
-        # Our own connection, so that the watched thread the checker calls from may use it.
-        connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._queue = litequeue.LiteQueue(connection, queue_name="fp_peers")
-        self._now = 0
-        self._tasks: list[str] = []  # message id of task id - 1
-        self._workers: dict[str, int] = {}
-        self._thresholds: dict[str, int] = {}  # message id -> the lease length of its latest pop
-        self._lock = threading.RLock()
+        self._shared = shared or _Shared(path)
+        if self._shared.path is None:
+            # Our own connection, so that the watched thread the checker calls from may use it.
+            connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._queue = litequeue.LiteQueue(connection, queue_name="fp_peers")
+        else:
+            self._queue = litequeue.LiteQueue(self._shared.path, queue_name="fp_peers")
+
+    def client(self) -> LiteQueueScheduler:
+        """Another connection to the same queue file (for another thread).
+
+        Raises:
+            ValueError: the queue is in memory, so no other connection can see it.
+        """
+        if self._shared.path is None:
+            raise ValueError("an in-memory litequeue has no other clients: make it with queue_file()")
+        return LiteQueueScheduler(shared=self._shared)
 
     @property
     def now(self) -> int:
-        return self._now
+        return self._shared.now
 
-    def _at(self, now: int) -> None:
-        """Move the clock to ``now`` and run litequeue's recovery: ``list_locked`` then ``retry``."""
-        self._now = now
+    def _at(self, now: object) -> None:
+        """Validate ``now``, move the clock, and run litequeue's recovery: ``list_locked`` then ``retry``."""
+        shared = self._shared
+        with shared.lock:
+            check_time(shared.now, now)
+            shared.now = now
+            thresholds = dict(shared.thresholds)
         _CLOCK.now = now
-        for threshold in sorted(set(self._thresholds.values())):
+        for threshold in sorted(set(thresholds.values())):
             for message in list(self._queue.list_locked(threshold)):
-                if self._thresholds.get(message.message_id) == threshold:
+                if thresholds.get(message.message_id) == threshold:
                     self._queue.retry(message.message_id)
 
     def add_worker(self, worker: str, capacity: int) -> None:
         """Remember the name: litequeue has no workers (``capacity=none``)."""
-        with self._lock:
-            check_new_worker(worker, capacity, self._workers)
-            self._workers[worker] = capacity
+        with self._shared.lock:
+            check_new_worker(worker, capacity, self._shared.workers)
+            self._shared.workers[worker] = capacity
 
     def submit(self, priority: int = 0, due_at: int | None = None, max_attempts: int | None = None,
                retry_delay: int = 1) -> int:
@@ -134,51 +172,50 @@ class LiteQueueScheduler:
         for name, value, default in (("priority", priority, 0), ("due_at", due_at, None), ("max_attempts", max_attempts, None)):
             if value != default:
                 raise ValueError(f"{name} is not offered by litequeue: {value!r}")
-        with self._lock:
-            _CLOCK.now = self._now
-            task_id = len(self._tasks) + 1
+        shared = self._shared
+        with shared.lock:  # the id and the put together, so task ids follow put order
+            _CLOCK.now = shared.now
+            task_id = len(shared.tasks) + 1
             message = self._queue.put(str(task_id))
-            self._tasks.append(message.message_id)
+            shared.tasks.append(message.message_id)
             return task_id
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
         """Recovery sweep, then ``pop()``; the message id is the token."""
         check_worker_name(worker)
-        if worker not in self._workers:
+        if worker not in self._shared.workers:
             raise unknown_worker(worker)
-        with self._lock:
-            check_time(self._now, now)
-            check_min("duration", duration, 1)
-            self._at(now)
-            message = self._queue.pop()
-            if message is None:
-                return None
-            self._thresholds[message.message_id] = duration
-            return Lease(task_id=int(message.data), worker=worker, token=message.message_id,
-                         started_at=now, expires_at=now + duration)
+        check_time(self._shared.now, now)
+        check_min("duration", duration, 1)
+        self._at(now)
+        message = self._queue.pop()
+        if message is None:
+            return None
+        with self._shared.lock:
+            self._shared.thresholds[message.message_id] = duration
+        return Lease(task_id=int(message.data), worker=worker, token=message.message_id,
+                     started_at=now, expires_at=now + duration)
 
     def complete(self, task_id: int, token: object, now: int) -> Outcome:
         """``done(message_id)``: litequeue refuses nothing, so every report on the task's own id is accepted."""
-        with self._lock:
-            check_task_id(task_id, len(self._tasks))
-            if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
-                raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
-            check_time(self._now, now)
-            self._at(now)
-            message = self._queue.get(token) if isinstance(token, str) else None
-            if message is None:
-                return Outcome(False, UNKNOWN_MESSAGE)
-            if message.data != str(task_id):
-                return Outcome(False, OTHER_TASKS_MESSAGE)
-            self._queue.done(token)
-            self._thresholds.pop(token, None)
-            return ACCEPTED
+        check_task_id(task_id, len(self._shared.tasks))
+        if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
+            raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
+        check_time(self._shared.now, now)
+        self._at(now)
+        message = self._queue.get(token) if isinstance(token, str) else None
+        if message is None:
+            return Outcome(False, UNKNOWN_MESSAGE)
+        if message.data != str(task_id):
+            return Outcome(False, OTHER_TASKS_MESSAGE)
+        self._queue.done(token)
+        with self._shared.lock:
+            self._shared.thresholds.pop(token, None)
+        return ACCEPTED
 
     def advance(self, now: int) -> None:
         """Move the clock and run the recovery sweep."""
-        with self._lock:
-            check_time(self._now, now)
-            self._at(now)
+        self._at(now)
 
     def close(self) -> None:
         self._queue.close()
@@ -195,3 +232,11 @@ class LiteQueueScheduler:
 def queue() -> LiteQueueScheduler:
     """A fresh litequeue queue in a private in-memory SQLite database."""
     return LiteQueueScheduler()
+
+
+@declare(queue.fencepost_variants)
+def queue_file() -> LiteQueueScheduler:
+    """A fresh litequeue queue in a new database file (removed at exit), whose ``client()`` opens more connections."""
+    folder = tempfile.mkdtemp(prefix="fp_peers_litequeue_")
+    atexit.register(shutil.rmtree, folder, True)
+    return LiteQueueScheduler(os.path.join(folder, "queue.db"))

@@ -1,7 +1,7 @@
 """Record concurrent histories of a real queue, driven from several real threads.
 
 ``python -m fencepost.impl.peers.record FACTORY RACE PATH [--rounds N]
-[--threads N] [--switch-interval SECONDS]`` drives the scheduler FACTORY makes
+[--threads N] [--switch-interval SECONDS] [--shared] [--excerpt]`` drives the scheduler FACTORY makes
 (``fencepost.impl.peers.sqs:fifo``, ...) from ``--threads`` threads, each one
 client with its own process name, in ``--rounds`` rounds of the race RACE,
 and writes every call as a history in the pinned format
@@ -48,9 +48,10 @@ ROUND_SPAN = 100
 LEASE = 5
 
 
-def clients_of(scheduler: object, count: int) -> list[object]:
-    """``count`` clients of one scheduler: its own ``client()`` connections if it has them, else itself."""
-    make = getattr(scheduler, "client", None)
+def clients_of(scheduler: object, count: int, shared: bool = False) -> list[object]:
+    """``count`` clients of one scheduler: its own ``client()`` connections if it has them
+    (and ``shared`` is false), else the one object ``count`` times."""
+    make = None if shared else getattr(scheduler, "client", None)
     return [scheduler] + [make() if make else scheduler for _ in range(count - 1)]
 
 
@@ -79,6 +80,12 @@ def _add_workers(cs: list[object]) -> None:
         cs[0].add_worker(f"w{i + 1}", 1)
 
 
+def _raised(results: list[object]) -> str | None:
+    """What the calls of a race raised, if any did: no protocol call may raise anything but ValueError."""
+    raised = [f"{type(r).__name__}: {r}" for r in results if isinstance(r, Exception)]
+    return f"{len(raised)} of {len(results)} racing calls raised: {raised[0]}" if raised else None
+
+
 def claim_round(cs: list[object], t: int) -> str | None:
     """Fewer tasks than clients, everyone dispatches at once, the holders complete at once."""
     for _ in range(len(cs) - 1):
@@ -89,6 +96,9 @@ def claim_round(cs: list[object], t: int) -> str | None:
     if held:
         _together([lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now) for c, lease in held])
     ids = sorted(lease.task_id for _, lease in held)
+    raised = _raised(results)
+    if raised:
+        return raised
     if len(ids) != len(set(ids)):
         return f"one task leased to two clients at once: the leases were of tasks {ids}"
     return None
@@ -104,6 +114,8 @@ def delete_round(cs: list[object], t: int) -> str | None:
     calls = [lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now)
              for c, lease in zip(cs, leases) if lease is not None]
     results = _together([*calls, lambda: last.submit()])
+    if _raised(results):
+        return _raised(results)
     new = results[-1]
     drained = []
     later = now + LEASE + 1  # every lease of the round is over (closed interval too): all that is left shows
@@ -136,6 +148,8 @@ def zombie_round(cs: list[object], t: int) -> str | None:
     if len(cs) > 3:
         calls.append(lambda c=cs[3]: c.dispatch("w4", now, LEASE))
     results = _together(calls)
+    if _raised(results):
+        return _raised(results)
     if getattr(results[0], "accepted", False):
         return f"the zombie's completion of task {task} with its expired token was accepted"
     return None
@@ -157,7 +171,7 @@ class Recording:
 
 
 def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4,
-           switch_interval: float | None = None, stop_at_problem: bool = False) -> Recording:
+           switch_interval: float | None = None, stop_at_problem: bool = False, shared: bool = False) -> Recording:
     """Run ``race`` for ``rounds`` rounds on ``threads`` recorded clients of one scheduler from ``factory``.
 
     ``switch_interval`` (seconds), when given, is the interpreter's thread
@@ -167,7 +181,8 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     untouched; a slice of about 10 microseconds interleaves threads the way
     a multi-core server's requests are, so a race shows within a few hundred
     rounds instead of never. ``stop_at_problem``: end after the first round
-    in which the race saw something go wrong.
+    in which the race saw something go wrong. ``shared``: every thread calls
+    the one scheduler object, even one that can open more connections.
 
     Raises:
         ValueError: an unknown race, or fewer than 2 threads or 1 round.
@@ -179,7 +194,7 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     scheduler = factory()
     log = HistoryLog()
     previous = sys.getswitchinterval()
-    raw = clients_of(scheduler, threads)
+    raw = clients_of(scheduler, threads, shared)
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
     problems: list[tuple[int, str]] = []
     done = 0
@@ -276,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the interpreter's thread switch interval while recording (see record())")
     parser.add_argument("--excerpt", action="store_true",
                         help="stop at the first round the race saw go wrong and write only it (see excerpt())")
+    parser.add_argument("--shared", action="store_true",
+                        help="every thread calls the one scheduler object, not a connection of its own")
     args = parser.parse_args(argv)
     try:
         factory = load_factory(args.factory)
-        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt)
+        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared)
     except (UsageError, ValueError) as exc:
         print(f"record: error: {exc}", file=sys.stderr)
         return 2
