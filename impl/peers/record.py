@@ -21,6 +21,9 @@ another):
   task; then, once every lease of the round is over, one client drains the
   queue (dispatch and complete until nothing is handed out). A queue whose deletes and sends race loses the new task
   (never handed out) or brings a completed one back (handed out again).
+* ``capacity``: every client dispatches at once as the same worker, whose
+  capacity is 1. A queue whose per-worker limit is read and then acted on
+  without a lock gives that worker several leases at once.
 * ``zombie``: one task is leased, left to expire, and leased again; then at
   once the expired holder completes with its old token, the new holder
   completes, another renews with the new token, and one more dispatches.
@@ -155,9 +158,30 @@ def zombie_round(cs: list[object], t: int) -> str | None:
     return None
 
 
+def capacity_round(cs: list[object], t: int) -> str | None:
+    """Every client dispatches at once as the same worker, whose capacity is 1; then it completes what it got."""
+    for _ in range(len(cs)):
+        cs[0].submit()
+    now = t + 1
+    results = _together([lambda c=c: c.dispatch("w1", now, LEASE) for c in cs])
+    held = [(c, r) for c, r in zip(cs, results) if r is not None and not isinstance(r, Exception)]
+    for c, lease in held:
+        c.complete(lease.task_id, lease.token, now)
+    for _ in range(len(cs)):  # bounded: what is left of the round, one at a time
+        lease = cs[0].dispatch("w1", now, LEASE)
+        if lease is None:
+            break
+        cs[0].complete(lease.task_id, lease.token, now)
+    if _raised(results):
+        return _raised(results)
+    if len(held) > 1:
+        return f"worker w1 (capacity 1) got {len(held)} leases at once: tasks {sorted(l.task_id for _, l in held)}"
+    return None
+
+
 #: Each race: one round at logical time ``t`` on the clients; returns what went wrong, or None.
 RACES: dict[str, Callable[[list[object], int], str | None]] = {
-    "claim": claim_round, "delete": delete_round, "zombie": zombie_round,
+    "capacity": capacity_round, "claim": claim_round, "delete": delete_round, "zombie": zombie_round,
 }
 
 
