@@ -61,3 +61,59 @@ def _server_problem() -> str:
     except psycopg.Error as exc:
         return f"no PostgreSQL server answers at FENCEPOST_PG_DSN: {type(exc).__name__}"
     return ""
+
+
+def replay_on_queue(scenario: dict) -> list[tuple[int, str]]:
+    """Run a scenario's steps on a fresh scheduler from its ``meta.impl``; the steps whose ``expect`` fails.
+
+    Tokens are compared up to renaming, as ``tokens=opaque`` asks: the file's
+    ``token = N`` is the N-th distinct token the scheduler handed out (the
+    model's numbering), an expected lease's token N must be fresh when N is new,
+    and a report's ``token = N`` is sent as that observed token. Returns
+    ``(step number, "expected ..., got ...")`` per failing step, in order.
+    """
+    from fencepost.spec.cli import load_factory
+
+    scheduler = load_factory(scenario["meta"]["impl"])()
+    observed: dict[int, object] = {}  # the file's token number -> the scheduler's token
+    failures: list[tuple[int, str]] = []
+    try:
+        for number, step in enumerate(scenario["steps"], start=1):
+            op = step["op"]
+            args = {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
+            if "token" in args:
+                args["token"] = observed.get(args["token"], f"never-issued-{args['token']}")
+            try:
+                result = getattr(scheduler, op)(**args)
+            except ValueError as exc:
+                result = exc
+            got = _as_expect(op, result, observed)
+            want = step.get("expect")
+            if want is not None and got != want:
+                failures.append((number, f"expected {want}, got {got}"))
+    finally:
+        clear = getattr(scheduler, "clear", None)
+        if clear:
+            clear()
+        scheduler.close()
+    return failures
+
+
+def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
+    """A result in a scenario's ``expect`` form, a fresh token numbered next, a reused one by its first number."""
+    if isinstance(result, ValueError):
+        return "error"
+    if op == "dispatch":
+        if result is None:
+            return "none"
+        number = next((n for n, t in observed.items() if t == result.token), None)
+        if number is None:
+            number = len(observed) + 1
+            observed[number] = result.token
+        return {"task_id": result.task_id, "worker": result.worker, "token": number,
+                "started_at": result.started_at, "expires_at": result.expires_at}
+    if op in ("complete", "renew", "fail", "cancel"):
+        return {"accepted": result.accepted}
+    if op == "submit":
+        return {"task_id": result}
+    return None
