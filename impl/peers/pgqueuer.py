@@ -56,6 +56,7 @@ import itertools
 import os
 import threading
 import uuid
+import weakref
 from datetime import timedelta
 
 from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
@@ -83,6 +84,7 @@ CREATE OR REPLACE FUNCTION {CLOCK_SCHEMA}.now() RETURNS timestamptz
 """
 _ENTRYPOINTS = itertools.count(1)
 _INSTALL_LOCK = threading.Lock()
+_INSTALLED: dict[str, bool] = {}  # dsn -> installed by this process
 
 
 def dsn() -> str:
@@ -116,15 +118,38 @@ class _Scheduler:
         self.lock = threading.RLock()
 
 
+def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: str | None) -> None:
+    """Delete a scheduler's jobs (its first client only passes ``entrypoint``), close the connection and loop.
+
+    Run by ``close()``, or by the garbage collector for a scheduler nobody
+    closed (the checkers drop hundreds of schedulers without closing them):
+    without it each would keep a server connection open.
+    """
+    if loop.is_closed():
+        return
+    try:
+        if entrypoint is not None and not connection.closed:
+            table = f"{SCHEMA}.{PREFIX}pgqueuer"
+            loop.run_until_complete(connection.execute(f"DELETE FROM {table} WHERE entrypoint = %s", (entrypoint,)))
+        loop.run_until_complete(connection.close())
+    except Exception:  # the server went away: nothing is left to free
+        pass
+    finally:
+        loop.close()
+
+
 class PgQueuerClient:
     """One connection to one pgqueuer scheduler; ``client()`` opens another on the same scheduler."""
 
     def __init__(self, shared: _Scheduler | None = None) -> None:
         import psycopg
 
+        first = shared is None
         self._shared = shared or _Scheduler()
         self._loop = asyncio.new_event_loop()
         self._connection = self._run(psycopg.AsyncConnection.connect(dsn(), autocommit=True))
+        self._release = weakref.finalize(self, _release, self._loop, self._connection,
+                                         self._shared.entrypoint if first else None)
         self._run(self._connection.execute(f"SET search_path = {_SEARCH_PATH}"))
         self._set_clock(self._shared.now)
         from pgqueuer.adapters.drivers.psycopg import PsycopgDriver
@@ -241,11 +266,8 @@ class PgQueuerClient:
         self._at(now)
 
     def close(self) -> None:
-        """Close this client's connection and event loop (the jobs stay: see ``clear``)."""
-        try:
-            self._run(self._connection.close())
-        finally:
-            self._loop.close()
+        """Close this client's connection and event loop; the first client also deletes the scheduler's jobs."""
+        self._release()
 
     def clear(self) -> None:
         """Delete every job of this scheduler's entrypoint."""
@@ -267,10 +289,13 @@ class PgQueuerClient:
 
 
 def install() -> None:
-    """Create the logical clock and pgqueuer's schema (``fp_peers_pgq``) once; safe to call again."""
+    """Create the logical clock and pgqueuer's schema (``fp_peers_pgq``) once per process and server."""
     import psycopg
 
+    if _INSTALLED.get(dsn()):
+        return
     with _INSTALL_LOCK, psycopg.connect(dsn(), autocommit=True) as connection:
+        _INSTALLED[dsn()] = True
         connection.execute(_CLOCK_FUNCTION)
         connection.execute(f"SET search_path = {_SEARCH_PATH}")
         installed = connection.execute(
@@ -298,6 +323,7 @@ def uninstall() -> None:
     import psycopg
 
     with _INSTALL_LOCK, psycopg.connect(dsn(), autocommit=True) as connection:
+        _INSTALLED.pop(dsn(), None)
         connection.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         connection.execute(f"DROP SCHEMA IF EXISTS {CLOCK_SCHEMA} CASCADE")
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import weakref
 
 from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
 from fencepost.impl.peers import EPOCH_SECONDS, declare
@@ -137,6 +138,13 @@ def _error_code(exc: Exception) -> str | None:
     return None
 
 
+def _delete_queue(sqs: object, url: str) -> None:
+    try:
+        sqs.delete_queue(QueueUrl=url)
+    except Exception:  # already gone, or the mock stopped: nothing to free
+        pass
+
+
 class SqsScheduler:
     """One SQS queue behind the protocol; see the module docstring for the mapping.
 
@@ -151,6 +159,8 @@ class SqsScheduler:
         name = f"{QUEUE_PREFIX}{os.getpid()}_{next(_QUEUE_NUMBERS)}" + (".fifo" if fifo else "")
         attributes = {"FifoQueue": "true"} if fifo else {}
         self._url = self._sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        # The mock keeps every queue of the process in memory: drop this one when nobody holds it.
+        self._release = weakref.finalize(self, _delete_queue, self._sqs, self._url)
         self._now = 0
         self._tasks = 0
         self._workers: dict[str, int] = {}
@@ -251,11 +261,8 @@ class SqsScheduler:
         self._at(now)
 
     def close(self) -> None:
-        """Delete the queue (the mock keeps every queue of the process in memory otherwise)."""
-        try:
-            self._sqs.delete_queue(QueueUrl=self._url)
-        except Exception:  # already gone: nothing to free
-            pass
+        """Delete the queue (also done when the scheduler is garbage collected)."""
+        self._release()
 
     # ------------------------------------------------------------ helpers
 
