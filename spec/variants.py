@@ -33,8 +33,8 @@ from dataclasses import dataclass, fields, replace
 #: the others change. The order of this table is the order variants are
 #: printed in.
 VALUES: dict[str, tuple[str, ...]] = {
-    # Which eligible task a dispatch hands out.
-    "order": ("priority", "fifo", "any"),
+    # Which eligible task a dispatch hands out (priority-id: priority, then id; the due time breaks no tie).
+    "order": ("priority", "fifo", "any", "priority-id"),
     # Whether a lease is still live at exactly its expires_at.
     "interval": ("half-open", "closed"),
     # What a lease token is: 1, 2, 3... in dispatch order, or any value the scheduler chooses.
@@ -47,11 +47,21 @@ VALUES: dict[str, tuple[str, ...]] = {
     "capacity": ("per-worker", "none"),
     # Whether task(id) answers a view of the task.
     "views": ("full", "none"),
+    # Whether a complete on a succeeded task, with a token that task had, is refused or accepted (changing nothing).
+    "repeat": ("refuse", "accept"),
+    # Whether a task is eligible once due_at <= now, or only once due_at < now.
+    "due": ("at", "after"),
+    # Whether a lease lasts the duration its call asks for, or one length N for every lease (any positive int).
+    "duration": ("any",),
 }
+
+#: Variants whose other values are not listed in ``VALUES`` but follow a rule:
+#: ``duration`` is ``any`` or a positive whole number written in decimal.
+FREE_VALUES = {"duration": "any or a whole number >= 1"}
 
 #: The operations and submit arguments a queue may leave out (``without=...``).
 #: ``priority`` is left out by ``order=fifo`` too.
-OPTIONAL_PARTS = ("cancel", "due_at", "fail", "keys", "priority", "renew")
+OPTIONAL_PARTS = ("cancel", "due_at", "fail", "keys", "max_attempts", "priority", "renew")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,9 @@ class Variants:
     exhaust: str = "at-expiry"
     capacity: str = "per-worker"
     views: str = "full"
+    repeat: str = "refuse"
+    due: str = "at"
+    duration: str = "any"
     without: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- reading
@@ -119,6 +132,9 @@ class Variants:
             if name not in VALUES:
                 known = ", ".join([*VALUES, "without"])
                 raise ValueError(f"{argument}: unknown variant {name!r} (known: {known})")
+            if name in FREE_VALUES:
+                changes[name] = _free_value(name, value, argument)
+                continue
             if not isinstance(value, str) or value not in VALUES[name]:
                 raise ValueError(f"{argument}: {name} must be one of {', '.join(VALUES[name])}, not {value!r}")
             changes[name] = value
@@ -145,11 +161,23 @@ class Variants:
 
     # ---------------------------------------------------------------- questions the checkers ask
 
+    def lease_length(self) -> int | None:
+        """The one lease length under ``duration=N``, or None when each call chooses its own."""
+        return None if self.duration == "any" else int(self.duration)
+
     def offers(self, part: str) -> bool:
         """Whether the queue offers ``part`` (an operation or submit argument in ``OPTIONAL_PARTS``)."""
         if part == "priority" and self.order == "fifo":
             return False
         return part not in self.without
+
+
+def _free_value(name: str, value: object, argument: str) -> str:
+    """``duration``'s value as files keep it: ``"any"`` or a positive int in decimal (an int is accepted too)."""
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(text, str) and (text == "any" or (text.isdigit() and text.isascii() and int(text) >= 1)):
+        return text if text == "any" else str(int(text))
+    raise ValueError(f"{argument}: {name} must be {FREE_VALUES[name]}, not {value!r}")
 
 
 def _parts(value: object, argument: str) -> tuple[str, ...]:
