@@ -26,7 +26,8 @@ what it judges by hand: it draws only what the queue offers
 (``Variants.offers``: no priority under ``order=fifo``, no ``due_at``,
 ``max_attempts`` or keys, no ``renew``, ``cancel`` or ``fail`` when the queue
 is ``without`` them), one lease length under ``duration=N``, tokens from the
-ones it saw under ``tokens=opaque`` (a never-issued one is a fresh str),
+ones it saw under ``tokens=opaque`` (named by number: a never-issued one is
+a number past every lease's, sent as a fresh token),
 and it lands on the variant's boundaries too (``due_at + 1`` under
 ``due=after``, ``expires_at + 1`` under ``interval=closed``). The model and the
 lockstep judge the rest.
@@ -77,9 +78,15 @@ KEY_POOL = ("a", "b", "c")
 KEY_KINDS = ("none", "none", "pool", "pool", "repeat")
 #: Keys ``invalid_key`` offers: wrong types and the empty string.
 BAD_KEYS = ("", 1, ["a"], True)
-#: The prefix of the tokens the machine invents under ``tokens=opaque`` for
-#: "a token never issued": a str no lease carried (checked against every one seen).
-NEVER_ISSUED = "never-issued-"
+
+
+class _Fresh:
+    """Under ``tokens=opaque``: the ``pick``-th token past every lease's, before ``step`` numbers it."""
+
+    __slots__ = ("pick",)
+
+    def __init__(self, pick: int) -> None:
+        self.pick = pick
 
 
 picks = st.integers(min_value=0, max_value=7)
@@ -149,6 +156,8 @@ def conformance_machine(
         def step(self, op: str, **args: object) -> None:
             if self.run.renaming is not None:  # the machine chose seen tokens: the run names them by number
                 args = self.run.renaming.args_to_numbers(args)
+                if isinstance(args.get("token"), _Fresh):
+                    args["token"] = len(self.run.renaming.tokens) + 1 + args["token"].pick
             record = self.run.step(op, args)
             note(f"{len(self.run.trace)}. {format_call(op, args)} -> {describe(record.got)}")
 
@@ -191,14 +200,12 @@ def conformance_machine(
                 return len(tasks)
             return tasks[pick % len(tasks)].id
 
-        def never_issued(self, pick: int) -> int | str:
-            """A token no lease carried: past the last one, or under ``tokens=opaque`` a fresh str."""
+        def never_issued(self, pick: int) -> int | _Fresh:
+            """A token no lease carried: past the last one; under ``tokens=opaque`` a number past
+            every lease's (``step`` writes it so; the run sends the scheduler a fresh token for it)."""
             if not opaque:
                 return self.state.last_token + 1 + pick
-            token = f"{NEVER_ISSUED}{pick}"
-            while token in self.state.issued:
-                token += "x"
-            return token
+            return _Fresh(pick)
 
         def token(self, task_id: int, kind: str, pick: int) -> int | str:
             task = self.state.tasks[task_id - 1]
@@ -218,7 +225,7 @@ def conformance_machine(
                 return self.never_issued(pick)
             if task.token is not None:
                 return task.token
-            if opaque and not issued:
+            if opaque and not issued and self.state.issued:
                 return self.never_issued(pick)
             return issued[-1] if issued else 1 + pick
 

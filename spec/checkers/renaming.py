@@ -6,8 +6,8 @@ the model issues its own: ``token = N`` is the token of the N-th distinct
 token handed out in this run (the model's N). ``Renaming`` keeps the
 correspondence for one run: every lease's token is numbered when first seen
 (``saw``); a step's int token N is sent to the scheduler as the token it
-handed out as N (``to_scheduler``), and an N no lease had yet as a fresh str
-that no lease carried, so "a token never issued" stays never issued. A str
+handed out as N (``to_scheduler``), and an N no lease had yet as a fresh
+token no lease carried (a str, or an int while the scheduler's are ints), so "a token never issued" stays never issued. A str
 in a step is sent as it is. Under ``tokens=int`` no renaming happens: the
 checkers do not build one.
 
@@ -45,7 +45,10 @@ class Renaming:
         return self.numbers.get(_key(token), token)
 
     def to_scheduler(self, token: object) -> object:
-        """A step's token as sent to the scheduler: the N-th token seen for an int N, else a fresh str or ``token``.
+        """A step's token as sent to the scheduler: the N-th token seen for an int N, else a fresh one or ``token``.
+
+        A fresh one is a str no lease carried, or while every token seen is an
+        int (a scheduler may refuse a str it never issues), an int above them all.
 
         Only a plain ``int`` is renamed; a bool, float, list or str is sent as
         it is (a wrong type stays wrong; a str is a token the file chose).
@@ -54,6 +57,9 @@ class Renaming:
             return token
         if 1 <= token <= len(self.tokens):
             return self.tokens[token - 1]
+        if not any(isinstance(t, str) for t in self.tokens):
+            # a scheduler whose tokens are ints may refuse a str: a fresh int, above every one it issued
+            return max((t for t in self.tokens if type(t) is int), default=0) + token
         fresh = f"{NEVER_ISSUED}{token}"
         while _key(fresh) in self.numbers:
             fresh += "x"
