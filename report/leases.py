@@ -8,7 +8,8 @@ lanes view. A lease covers ``[started_at, expires_at)`` as renewed; an
 accepted completion or failure ends it early (``ended``); one that reached
 ``expires_at`` without either is ``expired``. A lease of a task leased
 before is a retry. A rejected completion, failure or renewal is a ``Mark``
-on the lane of the lease its token named.
+on the lane of the lease its token named (or, for a token never granted, of
+the task's latest lease).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def read_leases(timeline: Timeline) -> Leases:
     lanes: list[Lane] = []
     by_worker: dict[str, list[int]] = {}
     by_token: dict[object, tuple[int, Lease]] = {}
+    by_task: dict[object, tuple[int, Lease]] = {}  # the latest lease of each task, for a token never issued
     attempts: dict[int, int] = {}
     span = count = 0
     for frame in timeline.frames[1:]:
@@ -93,15 +95,17 @@ def read_leases(timeline: Timeline) -> Leases:
                           frame.index, attempts[value.task_id])
             lane = _free_lane(lanes, by_worker, value.worker, value.started_at)
             lanes[lane].leases.append(lease)
-            by_token[value.token] = (lane, lease)
+            by_token[value.token] = by_task[value.task_id] = (lane, lease)
             span, count = max(span, value.expires_at), count + 1
-        elif op in ("complete", "fail", "renew") and args.get("token") in by_token:
-            lane, lease = by_token[args["token"]]
+        elif op in ("complete", "fail", "renew") and (args.get("token") in by_token or args.get("task_id") in by_task):
+            lane, lease = by_token.get(args["token"]) or by_task[args["task_id"]]
             if not getattr(value, "accepted", False):
                 lanes[lane].marks.append(Mark(args["now"], frame.index, op, args["task_id"], args["token"]))
             elif op == "renew":
                 lease.expires_at, lease.renewals = args["now"] + args["duration"], lease.renewals + 1
                 span = max(span, lease.expires_at)
+            elif lease.token != args["token"]:
+                continue  # accepted under a token this report never saw granted: nothing to end
             elif lease.ended is None:
                 lease.ended, lease.end_kind, lease.end_step = args["now"], op, frame.index
     last = timeline.frames[-1].now
