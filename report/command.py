@@ -86,7 +86,8 @@ def scenario_report(args: argparse.Namespace) -> tuple[str, str]:
     page = scenario_page(timeline, args.file, name, running)
     problems = sorted(set(timeline.mismatches) | set(timeline.divergences))
     summary = f"first problem at step {problems[0]}" if problems else "no problem"
-    return page, f"{len(scenario.steps):,} steps on {name}, {summary}"
+    steps = len(scenario.steps)
+    return page, f"{steps:,} step{'' if steps == 1 else 's'} on {name}, {summary}"
 
 
 def build(scenario: Scenario, factory: object, call_timeout: float, name: str) -> object:

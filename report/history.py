@@ -18,10 +18,14 @@ from pathlib import Path
 from fencepost.report import svg
 from fencepost.report.page import render_page, table_section as _section, text
 from fencepost.spec.checkers.linearize import Verdict, describe, describe_call, describe_outcome
-from fencepost.spec.formats.history import ERROR, INFO, Call, History
+from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
 
 #: Calls per table section (the browser skips laying out the sections off screen).
 ROWS_PER_SECTION = 250
+
+#: Calls and points get a tooltip up to this many calls; past it the page would be mostly tooltips,
+#: and a click on a call selects its row in the table, which says the same.
+TOOLTIPS_UP_TO = 2000
 
 #: Sub-positions per event: a linearization point sits on one of these, between two events.
 SLOTS = 3
@@ -76,8 +80,8 @@ def _verdict(history: History, verdict: Verdict) -> str:
                 "The calls are drawn without an order.</p>")
     if verdict.linearizable:
         return ('<p class="verdict good" id="verdict"><strong>Linearizable</strong>: one order of the calls keeps '
-                "real time and gives every recorded result from the model; the numbered points on the lanes are that "
-                "order, each on its call's interval.</p>")
+                "real time and gives every recorded result from the model; the points on the lanes are that "
+                "order, each on its call's interval and joined to the next in turn.</p>")
     f = verdict.failure
     bad = calls[f.call]
     return (
@@ -159,36 +163,32 @@ def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved:
     for call in calls:
         top = svg.lane_y(lane_of[call.process]) + 11
         x0 = scale.x(call.invoked)
-        open_end = call.ended is None or call.kind == INFO
         x1 = scale.x(call.ended if call.ended is not None else end)
         if call.kind == INFO:
             x1 = scale.x(end)
-        kind = {INFO: "info", ERROR: "error"}.get(call.kind, "ok")
-        classes = ["call", kind]
+        classes = ["call"] + ([{INFO: "info", ERROR: "error"}[call.kind]] if call.kind != OK else [])
         if call.index in involved:
             classes.append("involved")
         if call.index == failing:
             classes.append("failing")
-        where = _lines(history, call)
-        words = f"{call.process}: {describe_call(call)} → {describe_outcome(call)} ({where})"
-        if call.index in placed:
-            words += f"; placed {placed[call.index]} of {len(placed)}"
-        ends = f'<line class="end" x1="{x0}" y1="{top - 5}" x2="{x0}" y2="{top + 5}"/>'
-        if not open_end:
-            ends += f'<line class="end" x1="{x1}" y1="{top - 5}" x2="{x1}" y2="{top + 5}"/>'
+        title = ""
+        if len(calls) <= TOOLTIPS_UP_TO:
+            words = f"{call.process}: {describe_call(call)} → {describe_outcome(call)} ({_lines(history, call)})"
+            if call.index in placed:
+                words += f"; placed {placed[call.index]} of {len(placed)}"
+            title = f"<title>{text(words)}</title>"
         shapes.append(
-            f'<g class="{" ".join(classes)}" data-c="{call.index}"><line class="span" x1="{x0}" y1="{top}" x2="{x1}" y2="{top}"/>'
-            f"{ends}<title>{text(words)}</title></g>"
+            f'<g class="{" ".join(classes)}" data-c="{call.index}"><rect class="span" x="{x0}" y="{top - 4}" '
+            f'width="{max(1, round(x1 - x0, 1))}" height="8"/>{title}</g>'
         )
     if verdict.order:
         found = points(history, verdict.order)
         path = " ".join(f"{scale.x(found[i])},{svg.lane_y(lane_of[calls[i].process]) + 11}" for i in verdict.order)
         shapes.append(f'<polyline class="order-line" points="{path}"/>')
         for n, i in enumerate(verdict.order, 1):
-            shapes.append(
-                f'<circle class="point" data-c="{i}" cx="{scale.x(found[i])}" cy="{svg.lane_y(lane_of[calls[i].process]) + 11}" '
-                f'r="3.5"><title>{n}. {text(describe_call(calls[i]))} by {text(calls[i].process)}</title></circle>'
-            )
+            tip = f"<title>{n}. {text(describe_call(calls[i]))} by {text(calls[i].process)}</title>" if len(calls) <= TOOLTIPS_UP_TO else ""
+            shapes.append(f'<circle class="point" data-c="{i}" cx="{scale.x(found[i])}" '
+                          f'cy="{svg.lane_y(lane_of[calls[i].process]) + 11}" r="3.5">{tip}</circle>')
     caption = ("<strong>Calls</strong>: a lane per client; a bar from a call's invocation to its completion, along the "
                "history's real-time order (the axis counts events).")
     if verdict.order:
@@ -212,10 +212,9 @@ def _call_table(history: History, placed: dict[int, int], involved: set[int], fa
         cls = f' class="{" ".join(classes)}"' if classes else ""
         order = placed.get(call.index, "—" if placed else "")
         flag = '<strong class="flag">◀ no order explains this result</strong>' if call.index == failing else ""
-        rows.append(
-            f'<tr id="c{call.index}"{cls}><td class="n">{call.index}</td><td>{text(call.process)}</td>'
-            f"<td>{_lines(history, call)}</td><td><code>{text(describe_call(call))}</code></td>"
-            f"<td>{text(describe_outcome(call))}{flag}</td><td>{order}</td></tr>"
+        rows.append(  # no end tags for cells and rows (HTML allows it): a 10^4-call page is mostly this markup
+            f'<tr id="c{call.index}"{cls}><td>{call.index}<td>{text(call.process)}<td>{_lines(history, call)}'
+            f"<td><code>{text(describe_call(call))}</code><td>{text(describe_outcome(call))}{flag}<td>{order}"
         )
         if len(rows) == ROWS_PER_SECTION:
             sections.append(_section(rows, skippable=bool(sections)))

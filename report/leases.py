@@ -89,7 +89,7 @@ def read_leases(timeline: Timeline) -> Leases:
             by_worker[args["worker"]] = list(range(len(lanes), len(lanes) + capacity))
             for slot in range(capacity):
                 lanes.append(Lane(args["worker"] if slot == 0 else f"{args['worker']}.{slot + 1}"))
-        elif op == "dispatch" and value is not None and hasattr(value, "token"):
+        elif op == "dispatch" and _ints(*(getattr(value, name, None) for name in ("task_id", "token", "started_at", "expires_at"))):
             attempts[value.task_id] = attempts.get(value.task_id, 0) + 1
             lease = Lease(value.task_id, value.token, value.worker, value.started_at, value.expires_at,
                           frame.index, attempts[value.task_id])
@@ -97,15 +97,18 @@ def read_leases(timeline: Timeline) -> Leases:
             lanes[lane].leases.append(lease)
             by_token[value.token] = by_task[value.task_id] = (lane, lease)
             span, count = max(span, value.expires_at), count + 1
-        elif op in ("complete", "fail", "renew") and (args.get("token") in by_token or args.get("task_id") in by_task):
-            lane, lease = by_token.get(args["token"]) or by_task[args["task_id"]]
+        elif op in ("complete", "fail", "renew"):
+            found = _get(by_token, args.get("token")) or _get(by_task, args.get("task_id"))
+            if found is None or not _ints(args.get("now"), args.get("duration", 0)):
+                continue
+            lane, lease = found
             if not getattr(value, "accepted", False):
                 lanes[lane].marks.append(Mark(args["now"], frame.index, op, args["task_id"], args["token"]))
+            elif lease.token != args["token"]:
+                continue  # accepted under a token this report never saw granted: no lease of its to change
             elif op == "renew":
                 lease.expires_at, lease.renewals = args["now"] + args["duration"], lease.renewals + 1
                 span = max(span, lease.expires_at)
-            elif lease.token != args["token"]:
-                continue  # accepted under a token this report never saw granted: nothing to end
             elif lease.ended is None:
                 lease.ended, lease.end_kind, lease.end_step = args["now"], op, frame.index
     last = timeline.frames[-1].now
@@ -113,6 +116,20 @@ def read_leases(timeline: Timeline) -> Leases:
         for lease in lane.leases:
             lease.expired = lease.ended is None and lease.expires_at <= last
     return Leases(lanes, span, count)
+
+
+def _ints(*values: object) -> bool:
+    """All are ints (not bools): what a lease's times must be to be drawn. A broken
+    implementation's lease with a float or a missing field is left off the picture."""
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _get(table: dict, key: object) -> tuple[int, Lease] | None:
+    """``table.get(key)``; None for a key that cannot be one (a step that expects an error may carry a list)."""
+    try:
+        return table.get(key)
+    except TypeError:
+        return None
 
 
 #: Lanes drawn for one worker at most; a larger capacity shares the last one.

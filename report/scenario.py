@@ -225,13 +225,11 @@ def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:
     classes = ["lease"]
     if lease.retry:
         classes.append("retry")
-    if lease.expired:
-        classes.append("expired")
     ended = lease.ended is not None
-    words = [f"task {lease.task_id}, token {lease.token} on {lease.worker}: [{lease.started_at}, {lease.expires_at})"
-             f" leased at step {lease.step}"]
+    classes.append("expired" if lease.expired else "ended" if ended else "open")
+    words = [f"task {lease.task_id}, token {lease.token} on {lease.worker}: [{lease.started_at}, {lease.expires_at}), step {lease.step}"]
     if lease.retry:
-        words.append(f"a retry (lease {lease.attempt} of this task)")
+        words.append(f"retry (lease {lease.attempt} of the task)")
     if lease.renewals:
         words.append(f"renewed {lease.renewals}×")
     glyph = ""
@@ -245,14 +243,15 @@ def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:
     else:
         words.append("still running at the end")
         glyph = f'<text class="glyph running" x="{x1 + 1}" y="{top + 15}">›</text>'
-    width, held = max(1.0, round(x1 - x0, 1)), max(1.0, round(held_end - x0, 1))
+    width, held = max(1, round(x1 - x0, 1)), max(1, round(held_end - x0, 1))
     label = ""
     if width >= LABEL_MIN_PX:
         label = f'<text class="label" x="{x0 + 3}" y="{top + 15}">{"↻" if lease.retry else ""}#{lease.task_id}·{lease.token}</text>'
     return (
         f'<g class="{" ".join(classes)}" data-s="{lease.step}">'
         f'<rect class="term" x="{x0}" y="{top + 4}" width="{width}" height="14"/>'
-        f'<rect class="held" x="{x0}" y="{top + 4}" width="{held}" height="14"/>{label}{glyph}'
+        + (f'<rect class="held" x="{x0}" y="{top + 4}" width="{held}" height="14"/>' if ended else "")
+        + f"{label}{glyph}"
         f"<title>{text('; '.join(words))}</title></g>"
     )
 
@@ -286,10 +285,10 @@ def _step_table(timeline: Timeline, problems: set[int], first: int | None, recor
             verdict.append(f"<span>{text(frame.mismatch)}</span>")
         note = f'<div class="note">{prose(frame.step.note)}</div>' if frame.step.note else ""
         cls = f' class="{" ".join(classes)}"' if classes else ""
+        # End tags of cells and rows are left out (HTML allows it): a 10^4-step page is mostly this markup.
         rows.append(
-            f'<tr id="s{index}"{cls}><td class="n">{index}</td><td class="t">{frame.now}</td>'
-            f"<td class=\"call\"><code>{text(frame.call)}</code></td><td>{text(frame.result)}</td>"
-            f"<td>{f'<ul>{events}</ul>' if events else ''}{note}</td><td>{''.join(verdict)}</td></tr>"
+            f'<tr id="s{index}"{cls}><td>{index}<td>{frame.now}<td><code>{text(frame.call)}</code><td>{text(frame.result)}'
+            f"<td>{f'<ul>{events}</ul>' if events else ''}{note}<td>{''.join(verdict)}"
         )
         if len(rows) == ROWS_PER_SECTION:
             sections.append(_section(rows, skippable=bool(sections)))

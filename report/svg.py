@@ -56,7 +56,9 @@ class Scale:
         return max(1, self.last - self.first) * self.px + 2 * PAD
 
     def x(self, t: float) -> float:
-        return round((t - self.first) * self.px + PAD, 1)
+        """The pixel for ``t``, to a tenth, an int when whole (``20``, not ``20.0``: a big page is mostly numbers)."""
+        value = round((t - self.first) * self.px + PAD, 1)
+        return int(value) if value.is_integer() else value
 
 
 def ticks(scale: Scale) -> list[int]:
