@@ -168,3 +168,17 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, c
 def test_impl_is_refused_for_a_history(tmp_path, capsys):
     assert main(["report", str(OVERLAPS), "-o", str(tmp_path / "o.html"), "--impl", "impl:Scheduler"]) == 2
     assert "for a scenario" in capsys.readouterr().err
+
+
+REGRESSIONS = sorted((TESTS / "regressions").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.stem)
+def test_each_shipped_counterexample_on_its_mutant_marks_the_step_it_records(path, tmp_path):
+    from fencepost.spec.formats.scenario import load_scenario
+
+    meta = load_scenario(path).meta
+    page = make_page(path, tmp_path / "page.html", "--impl", meta["impl"])
+    step = meta["diverging_step"]
+    assert data_of(page)["first_problem"] == step
+    assert "first" in parse(page).with_id(f"s{step}")["class"].split()
