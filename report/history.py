@@ -16,12 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from fencepost.report import svg
-from fencepost.report.page import render_page, table_section as _section, text
+from fencepost.report.page import render_page, table_sections, text
 from fencepost.spec.checkers.linearize import Verdict, describe, describe_call, describe_outcome
 from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
 
-#: Calls per table section (the browser skips laying out the sections off screen).
-ROWS_PER_SECTION = 250
 
 #: Calls and points get a tooltip up to this many calls; past it the page would be mostly tooltips,
 #: and a click on a call selects its row in the table, which says the same.
@@ -202,7 +200,7 @@ def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved:
 
 
 def _call_table(history: History, placed: dict[int, int], involved: set[int], failing: int | None) -> str:
-    sections, rows = [], []
+    rows = []
     for call in history.calls:
         classes = []
         if call.index in involved:
@@ -216,13 +214,8 @@ def _call_table(history: History, placed: dict[int, int], involved: set[int], fa
             f'<tr id="c{call.index}"{cls}><td>{call.index}<td>{text(call.process)}<td>{_lines(history, call)}'
             f"<td><code>{text(describe_call(call))}</code><td>{text(describe_outcome(call))}{flag}<td>{order}"
         )
-        if len(rows) == ROWS_PER_SECTION:
-            sections.append(_section(rows, skippable=bool(sections)))
-            rows = []
-    if rows:
-        sections.append(_section(rows, skippable=False))
     return (
         '<section class="call-list"><h2>Every call</h2><div class="scroll"><table class="calls-table">'
         '<thead><tr><th scope="col">call</th><th scope="col">client</th><th scope="col">lines</th><th scope="col">call</th>'
-        f'<th scope="col">recorded answer</th><th scope="col">placed</th></tr></thead>{"".join(sections)}</table></div></section>'
+        f'<th scope="col">recorded answer</th><th scope="col">placed</th></tr></thead>{table_sections(rows)}</table></div></section>'
     )

@@ -107,9 +107,19 @@ def render_page(title: str, body: str, data: dict) -> str:
     )
 
 
-def table_section(rows: list[str], skippable: bool) -> str:
-    """A ``<tbody>`` of rows. A ``skippable`` one (a full section after the first) may be left
-    unlaid-out by the browser until it scrolls near (``.section`` in the stylesheet), which keeps a
-    10^4-row table quick to open; the first and the last, whose height the stylesheet cannot
-    guess, are always laid out."""
-    return f'<tbody class="section">{"".join(rows)}</tbody>' if skippable else f'<tbody>{"".join(rows)}</tbody>'
+
+#: Rows per table section: a full section after the first may be left unlaid-out until it scrolls near.
+ROWS_PER_SECTION = 250
+
+
+def table_sections(rows: list[str]) -> str:
+    """``rows`` as ``<tbody>`` sections of ``ROWS_PER_SECTION``. Every full section after the first
+    is ``.section``, which the browser may skip laying out until it scrolls near (the stylesheet),
+    so a 10^4-row table opens quickly; the first and the last, whose height the stylesheet cannot
+    guess, are always laid out. O(len(rows))."""
+    parts = []
+    for start in range(0, len(rows), ROWS_PER_SECTION):
+        chunk = rows[start:start + ROWS_PER_SECTION]
+        skippable = start > 0 and len(chunk) == ROWS_PER_SECTION
+        parts.append(('<tbody class="section">' if skippable else "<tbody>") + "".join(chunk) + "</tbody>")
+    return "".join(parts)

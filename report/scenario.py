@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from fencepost.report import svg
 from fencepost.report.leases import Lease, Leases, read_leases
-from fencepost.report.page import prose, render_page, table_section as _section, text
+from fencepost.report.page import prose, render_page, table_sections, text
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.tui.timeline import Board, Row, Timeline
 
-#: Steps per table section; the stylesheet lets the browser skip laying out the sections off screen.
-ROWS_PER_SECTION = 250
 
 #: Tasks shown side by side at the failing step, at most (those that differ first).
 MAX_TASKS_SIDE_BY_SIDE = 24
@@ -260,7 +258,7 @@ def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:
 
 
 def _step_table(timeline: Timeline, problems: set[int], first: int | None, recorded: int | None) -> str:
-    sections, rows = [], []
+    rows = []
     for frame in timeline.frames[1:]:
         index = frame.index
         check = timeline.check(index)
@@ -290,16 +288,11 @@ def _step_table(timeline: Timeline, problems: set[int], first: int | None, recor
             f'<tr id="s{index}"{cls}><td>{index}<td>{frame.now}<td><code>{text(frame.call)}</code><td>{text(frame.result)}'
             f"<td>{f'<ul>{events}</ul>' if events else ''}{note}<td>{''.join(verdict)}"
         )
-        if len(rows) == ROWS_PER_SECTION:
-            sections.append(_section(rows, skippable=bool(sections)))
-            rows = []
-    if rows:
-        sections.append(_section(rows, skippable=False))
     filters = ('<p class="filters js-only"><label><input type="checkbox" id="only-notable"> only steps with an expiry, '
                "a rejection or a problem</label></p>")
     return (
         f'<section class="steps"><h2>Steps</h2>{filters}<div class="scroll"><table class="steps-table">'
         "<thead><tr><th scope=\"col\">step</th><th scope=\"col\">t</th><th scope=\"col\">call</th>"
         "<th scope=\"col\">answer</th><th scope=\"col\">what happened</th><th scope=\"col\">check</th></tr></thead>"
-        f"{''.join(sections)}</table></div></section>"
+        f"{table_sections(rows)}</table></div></section>"
     )

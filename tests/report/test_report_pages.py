@@ -182,3 +182,13 @@ def test_each_shipped_counterexample_on_its_mutant_marks_the_step_it_records(pat
     step = meta["diverging_step"]
     assert data_of(page)["first_problem"] == step
     assert "first" in parse(page).with_id(f"s{step}")["class"].split()
+
+
+def test_only_full_sections_after_the_first_may_be_skipped_by_the_browser():
+    from fencepost.report.page import ROWS_PER_SECTION, table_sections
+
+    rows = [f"<tr id=s{n}>" for n in range(2 * ROWS_PER_SECTION + 7)]
+    html = table_sections(rows)
+    assert html.count("<tbody>") == 2 and html.count('<tbody class="section">') == 1
+    assert html.index('class="section"') < html.index(f"<tr id=s{ROWS_PER_SECTION}>")
+    assert "".join(re.findall(r"<tr id=s\d+>", html)) == "".join(rows)
