@@ -192,3 +192,27 @@ def test_only_full_sections_after_the_first_may_be_skipped_by_the_browser():
     assert html.count("<tbody>") == 2 and html.count('<tbody class="section">') == 1
     assert html.index('class="section"') < html.index(f"<tr id=s{ROWS_PER_SECTION}>")
     assert "".join(re.findall(r"<tr id=s\d+>", html)) == "".join(rows)
+
+
+def test_a_scenario_runs_on_a_program_behind_exec(tmp_path):
+    import shlex
+    import sys
+
+    adapter = TESTS / "adapters" / "python_adapter.py"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))}"
+    page = make_page("fresh-token", tmp_path / "page.html", "--exec", command)
+    data = data_of(page)
+    assert data["implementation"].startswith("--exec ") and data["first_problem"] is None
+    assert data["leases"] > 0
+
+
+def test_a_program_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["report", "fresh-token", "-o", str(tmp_path / "o.html"), "--exec", "/no/such/program"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_a_history_the_search_cannot_decide_says_so(tmp_path):
+    page = make_page(ZOMBIE, tmp_path / "page.html", "--max-states", "1")
+    assert data_of(page)["linearizable"] is None
+    assert parse(page).with_id("verdict")["class"] == "verdict unknown"
