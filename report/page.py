@@ -43,23 +43,36 @@ _EMPHASIS = re.compile(r"(?<![*\w])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![*\w])")
 
 
 def prose(markdown: str) -> str:
-    """A note or description as paragraphs: escaped, blank lines between paragraphs,
-    and only inline code, strong and emphasis kept as tags. O(len(markdown)).
+    """A note or description as HTML: escaped, then blank-line-separated paragraphs, ``#`` headings
+    (as ``<h3>``), ``-`` or ``*`` lists, and inline code, strong and emphasis. O(len(markdown)).
 
     Everything else (links, images, raw HTML) is shown as the characters it
     is written with: a report never links anywhere a file chose.
     """
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown) if p.strip()]
     out = []
-    for paragraph in paragraphs:
-        escaped = text(" ".join(paragraph.split()))
-        pieces = _CODE.split(escaped)  # odd pieces are code spans: no emphasis inside them
-        for i in range(0, len(pieces), 2):
-            pieces[i] = _EMPHASIS.sub(r"<em>\1</em>", _STRONG.sub(r"<strong>\1</strong>", pieces[i]))
-        for i in range(1, len(pieces), 2):
-            pieces[i] = f"<code>{pieces[i]}</code>"
-        out.append(f"<p>{''.join(pieces)}</p>")
+    for block in re.split(r"\n\s*\n", markdown):
+        lines = [line.strip() for line in block.strip().splitlines() if line.strip()]
+        while lines and lines[0].startswith("#"):
+            out.append(f"<h3>{_inline(lines.pop(0).lstrip('#').strip())}</h3>")
+        if lines and all(_ITEM.match(line) for line in lines):
+            out.append("<ul>" + "".join(f"<li>{_inline(_ITEM.sub('', line))}</li>" for line in lines) + "</ul>")
+        elif lines:
+            out.append(f"<p>{_inline(' '.join(lines))}</p>")
     return "".join(out)
+
+
+#: A list item's marker at the start of a line.
+_ITEM = re.compile(r"^[-*]\s+")
+
+
+def _inline(line: str) -> str:
+    """One line escaped, with inline code, strong and emphasis as tags (no emphasis inside code)."""
+    pieces = _CODE.split(text(" ".join(line.split())))  # odd pieces are code spans
+    for i in range(0, len(pieces), 2):
+        pieces[i] = _EMPHASIS.sub(r"<em>\1</em>", _STRONG.sub(r"<strong>\1</strong>", pieces[i]))
+    for i in range(1, len(pieces), 2):
+        pieces[i] = f"<code>{pieces[i]}</code>"
+    return "".join(pieces)
 
 
 def json_block(data: object) -> str:

@@ -23,6 +23,9 @@ FIT_WIDTH = 880
 #: Widest the lanes may be, in pixels; past it the scale shrinks (a 10^4-step run stays a few screens wide).
 MAX_WIDTH = 60_000
 
+#: Pictures wider than this, in pixels, are cut at the page's edge when printed rather than shrunk to a sliver.
+PRINT_WIDE = 1600
+
 #: Width of the lane-name column, in pixels per character of the longest name, and at most.
 NAME_PX_PER_CHAR, MAX_NAME_WIDTH = 7.5, 150
 
@@ -94,13 +97,15 @@ def figure(names: list[str], lanes_svg: str, width: float, label: str, caption: 
         f'<rect class="stripe" x="0" y="{AXIS_HEIGHT + LANE_HEIGHT * i}" width="{width:.0f}" height="{LANE_HEIGHT}"/>'
         for i in range(1, len(names), 2)
     )
+    wide = width > PRINT_WIDE
+    cut = '<span class="print-only">Printed: the start of the picture, as wide as the page; on screen it scrolls.</span>' if wide else ""
     return (
-        f'<figure class="picture"><div class="lanes-row">'
+        f'<figure class="picture{" wide" if wide else ""}"><div class="lanes-row">'
         f'<svg class="names" width="{name_width:.0f}" height="{height}" viewBox="0 0 {name_width:.0f} {height}" '
         f'aria-hidden="true">{rows}</svg>'
         f'<div class="lanes" tabindex="0" role="img" aria-label="{text(label)}">'
         f'<svg width="{width:.0f}" height="{height}" viewBox="0 0 {width:.0f} {height}">{stripes}{lanes_svg}</svg>'
-        f"</div></div><figcaption>{caption}{legend}</figcaption></figure>"
+        f"</div></div><figcaption>{caption}{legend}{cut}</figcaption></figure>"
     )
 
 

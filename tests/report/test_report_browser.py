@@ -133,6 +133,8 @@ def test_printed_every_step_is_laid_out_and_the_controls_are_gone(browser, tmp_p
     opened.page.emulate_media(media="print")
     assert not opened.page.locator("#only-notable").is_visible()
     assert opened.page.locator(".steps-table tbody tr:visible").count() == opened.page.locator(".steps-table tbody tr").count()
+    # The lease picture shrinks to the page instead of running off its edge.
+    assert opened.page.evaluate("(() => { const l = document.querySelector('.lanes'); return l.scrollWidth <= l.clientWidth; })()")
     pdf = tmp_path / "print.pdf"
     opened.page.pdf(path=str(pdf))
     assert pdf.read_bytes().startswith(b"%PDF")

@@ -143,6 +143,9 @@ def test_prose_keeps_inline_marks_and_escapes_the_rest():
     )
     assert prose("<b>x</b> [a](http://x)") == "<p>&lt;b&gt;x&lt;/b&gt; [a](http://x)</p>"
     assert prose("`**not bold**`") == "<p><code>**not bold**</code></p>"
+    assert prose("# Why <tokens>\nA lease.\n\n- one\n* *two*") == (
+        "<h3>Why &lt;tokens&gt;</h3><p>A lease.</p><ul><li>one</li><li><em>two</em></li></ul>"
+    )
 
 
 def test_a_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
