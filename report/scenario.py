@@ -125,7 +125,8 @@ def _side_by_side(timeline: Timeline, index: int) -> str:
         lines.append(f"<li><strong>How it parts from the model:</strong> {text(check.divergence)}</li>")
     if frame.mismatch:
         lines.append(f"<li><strong>The scenario's expect:</strong> {text(frame.mismatch)}</li>")
-    lines += [f"<li>{text(d)}</li>" for d in timeline.differences(index)[:MAX_TASKS_SIDE_BY_SIDE]]
+    said = check.divergence if check is not None else None
+    lines += [f"<li>{text(d)}</li>" for d in timeline.differences(index)[:MAX_TASKS_SIDE_BY_SIDE] if d != said]
     if step.note:
         lines.append(f'<li class="note">{prose(step.note)}</li>')
     tasks = _task_tables(timeline, index)
