@@ -20,11 +20,20 @@ from pathlib import Path
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.checkers.linearize import DEFAULT_MAX_STATES
-from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, check_output_path, exec_name, load_factory, open_exec, positive_int
-from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario, resolve
+from fencepost.spec.arguments import (
+    DEFAULT_IMPL,
+    EXIT_OK,
+    UsageError,
+    add_exec_arguments,
+    check_output_path,
+    exec_name,
+    load_factory,
+    open_exec,
+    positive_int,
+)
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario
 from fencepost.tui.launch import is_history
-
-DEFAULT_IMPL = "impl:Scheduler"
+from fencepost.walkthroughs import resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from fencepost.report import svg
 from fencepost.report.page import render_page, table_sections, text
-from fencepost.spec.checkers.linearize import Verdict, describe, describe_call, describe_outcome
+from fencepost.spec.checkers.linearize import Verdict, describe
+from fencepost.spec.checkers.linearize_command import describe_call, describe_outcome
 from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
 
 

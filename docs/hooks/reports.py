@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from fencepost.spec.cli import main
+from fencepost.cli import main
 
 #: The repository's root: this file is docs/hooks/reports.py.
 ROOT = Path(__file__).resolve().parents[2]

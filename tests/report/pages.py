@@ -6,7 +6,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from fencepost.spec.cli import main
+from fencepost.cli import main
 
 #: Histories shipped beside these tests (JSON lines, as ``fencepost linearize`` reads them).
 HISTORIES = Path(__file__).with_name("histories")

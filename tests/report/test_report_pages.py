@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fencepost.report.page import DATA_ID, json_block, prose
-from fencepost.spec.cli import main
-from fencepost.spec.formats.scenario import builtin_names
+from fencepost.cli import main
+from fencepost.walkthroughs import builtin_names
 from pages import (
     HOSTILE_NAME, HOSTILE_NOTE, OVERLAPS, ZOMBIE, ZOMBIE_FAILING_CALL, hostile_history, make_page, parse,
     write_hostile_scenario,
