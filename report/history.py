@@ -22,10 +22,6 @@ from fencepost.spec.checkers.linearize_command import describe_call, describe_ou
 from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
 
 
-#: Calls and points get a tooltip up to this many calls; past it the page would be mostly tooltips,
-#: and a click on a call selects its row in the table, which says the same.
-TOOLTIPS_UP_TO = 2000
-
 #: Sub-positions per event: a linearization point sits on one of these, between two events.
 SLOTS = 3
 
@@ -159,6 +155,7 @@ def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved:
         x0, x1 = scale.x(failure.start - 0.3), scale.x(failure.end + 0.3)
         shapes.append(f'<g id="stretch-mark"><rect class="stretch" x="{x0}" y="{svg.AXIS_HEIGHT - 2}" width="{round(x1 - x0, 1)}" '
                       f'height="{height - svg.AXIS_HEIGHT + 2}"/><title>the stretch that cannot be ordered</title></g>')
+    compact = svg.Paths() if len(calls) > svg.DETAILED_UP_TO else None
     for call in calls:
         top = svg.lane_y(lane_of[call.process]) + 11
         x0 = scale.x(call.invoked)
@@ -170,8 +167,11 @@ def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved:
             classes.append("involved")
         if call.index == failing:
             classes.append("failing")
+        if compact is not None and call.index not in involved:
+            compact.rect(f"c-call c-{ {INFO: 'info', ERROR: 'error'}.get(call.kind, 'ok')}", x0, top - 4, max(1, round(x1 - x0, 1)), 8)
+            continue
         title = ""
-        if len(calls) <= TOOLTIPS_UP_TO:
+        if compact is None:
             words = f"{call.process}: {describe_call(call)} → {describe_outcome(call)} ({_lines(history, call)})"
             if call.index in placed:
                 words += f"; placed {placed[call.index]} of {len(placed)}"
@@ -185,15 +185,23 @@ def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved:
         path = " ".join(f"{scale.x(found[i])},{svg.lane_y(lane_of[calls[i].process]) + 11}" for i in verdict.order)
         shapes.append(f'<polyline class="order-line" points="{path}"/>')
         for n, i in enumerate(verdict.order, 1):
-            tip = f"<title>{n}. {text(describe_call(calls[i]))} by {text(calls[i].process)}</title>" if len(calls) <= TOOLTIPS_UP_TO else ""
-            shapes.append(f'<circle class="point" data-c="{i}" cx="{scale.x(found[i])}" '
-                          f'cy="{svg.lane_y(lane_of[calls[i].process]) + 11}" r="3.5">{tip}</circle>')
+            x, y = scale.x(found[i]), svg.lane_y(lane_of[calls[i].process]) + 11
+            if compact is not None:
+                compact.dot("point", x, y, 3.5)
+                continue
+            tip = f"<title>{n}. {text(describe_call(calls[i]))} by {text(calls[i].process)}</title>"
+            shapes.append(f'<circle class="point" data-c="{i}" cx="{x}" cy="{y}" r="3.5">{tip}</circle>')
+    if compact is not None:
+        shapes.insert(2 if failure is not None else 1, compact.svg())
     caption = ("<strong>Calls</strong>: a lane per client; a bar from a call's invocation to its completion, along the "
                "history's real-time order (the axis counts events).")
     if verdict.order:
         caption += " Points: where the order found places each call, joined in that order."
     if failure is not None:
         caption += " Shaded: the stretch that cannot be ordered; red: the call no order explains; violet: the other calls in it."
+    if compact is not None:
+        caption += (f" Drawn compact (more than {svg.DETAILED_UP_TO:,} calls): only the stretch's calls can be "
+                    "clicked; the table below has every call.")
     legend = ('<span class="legend"><span class="key lease">call</span> a call; dashed: unknown outcome (info), '
               "which may take effect any time after it was invoked, or never</span>")
     figure = svg.figure(list(lanes), "".join(shapes), scale.width, "calls, one lane per client", caption, legend)

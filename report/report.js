@@ -1,6 +1,7 @@
 // fencepost report: the page's one script (its hash is in the page's policy). It only reads the
-// page: a click on a lease, a call or a row selects everything that names the same step or call
-// and brings its row into view; the checkbox hides the uneventful steps. Without it the page is whole.
+// page: a wide picture opens scrolled to the failure; a click on a lease, a call or a row selects
+// everything that names the same step or call and brings its row into view; the checkbox hides the
+// uneventful steps. Without it the page is whole.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -28,6 +29,12 @@
     box.addEventListener("change", function () {
       document.querySelector(".steps-table").classList.toggle("only-notable", box.checked);
     });
+  }
+  // A wide picture opens scrolled to what failed: the failing stretch, or the failing step's line.
+  var failed = document.querySelector("#stretch-mark, .cursor");
+  if (failed) {
+    var lanes = failed.closest(".lanes");
+    lanes.scrollLeft = Math.max(0, failed.getBBox().x - lanes.clientWidth / 3);
   }
   var history = data.kind === "history";
   var focus = history ? data.failing_call : (data.first_problem || data.recorded_divergence);

@@ -188,9 +188,14 @@ def _lease_picture(timeline: Timeline, leases: Leases, marked: int | None) -> st
     scale = svg.Scale.fitting(0, max(1, leases.span), typical)
     height = svg.lane_y(len(leases.lanes))
     shapes = [svg.axis(scale, height, "logical time")]
+    compact = svg.Paths() if leases.count > svg.DETAILED_UP_TO else None
     for number, lane in enumerate(leases.lanes):
         top = svg.lane_y(number)
-        shapes += [_bar(lease, scale, top) for lease in lane.leases]
+        if compact is None:
+            shapes += [_bar(lease, scale, top) for lease in lane.leases]
+        else:
+            for lease in lane.leases:
+                _compact_bar(compact, lease, scale, top)
         for mark in lane.marks:
             x = scale.x(mark.time)
             shapes.append(
@@ -198,6 +203,8 @@ def _lease_picture(timeline: Timeline, leases: Leases, marked: int | None) -> st
                 f'<text x="{x}" y="{top + 15}">!</text><title>step {mark.step}: {mark.kind} of task {mark.task_id} '
                 f"with token {text(mark.token)} at t={mark.time} rejected</title></g>"
             )
+    if compact is not None:
+        shapes.insert(1, compact.svg())
     if marked is not None:
         x = scale.x(timeline.frames[marked].now)
         shapes.append(f'<g class="cursor" data-s="{marked}"><line x1="{x}" y1="{svg.AXIS_HEIGHT - 4}" x2="{x}" y2="{height}"/>'
@@ -207,6 +214,9 @@ def _lease_picture(timeline: Timeline, leases: Leases, marked: int | None) -> st
                "<code>expires_at</code>; its solid part is held until an accepted completion or failure.")
     if marked is not None:
         caption += f" The red line is step {marked}, at t={timeline.frames[marked].now}."
+    if compact is not None:
+        caption += (f" Drawn compact (more than {svg.DETAILED_UP_TO:,} leases): a lease's end is a stroke, green "
+                    "completed, red failed, orange expired, grey still running; the steps below say which lease is which.")
     legend = (
         '<span class="legend"><span class="key lease">lease</span> lease <span class="key lease retry">retry</span> retry '
         '<span class="key glyph">✓</span> completed <span class="key glyph">✗</span> failed '
@@ -216,6 +226,21 @@ def _lease_picture(timeline: Timeline, leases: Leases, marked: int | None) -> st
     names = [lane.name for lane in leases.lanes]
     return (f'<section class="leases"><h2>Leases over time</h2>'
             f"{svg.figure(names, ''.join(shapes), scale.width, 'lease timeline, one lane per worker slot', caption, legend)}</section>")
+
+
+def _compact_bar(paths: svg.Paths, lease: Lease, scale: svg.Scale, top: int) -> None:
+    """``_bar``'s drawing, in the compact paths: the same classes, the glyphs as strokes at the end."""
+    x0, x1 = scale.x(lease.started_at), scale.x(lease.expires_at)
+    kind = "retry" if lease.retry else "first"
+    width = max(1, round(x1 - x0, 1))
+    if lease.ended is not None:
+        end = scale.x(lease.ended)
+        paths.rect(f"c-term {kind}", x0, top + 4, width, 14)
+        paths.rect(f"c-held {kind}", x0, top + 4, max(1, round(end - x0, 1)), 14)
+        paths.tick(f"c-end {lease.end_kind}", end, top + 2, 18)
+    else:
+        paths.rect(f"c-held {kind}", x0, top + 4, width, 14)
+        paths.tick("c-end expiry" if lease.expired else "c-end running", x1, top + 2, 18)
 
 
 def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:

@@ -117,6 +117,32 @@ def _cut(name: str) -> str:
     return name if len(name) <= NAME_SHOWN else name[: NAME_SHOWN - 1] + "…"
 
 
+#: Pictures of more items than this are drawn compact: one path per lane and kind instead of an
+#: element per item (a browser paints tens of thousands of elements slowly), with no per-item
+#: tooltip or click; the table below has every item, and the few marks that matter stay elements.
+DETAILED_UP_TO = 1500
+
+
+class Paths:
+    """Shapes gathered into one ``<path>`` per class: the compact drawing of a big picture."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[str]] = {}
+
+    def rect(self, cls: str, x: float, y: float, width: float, height: float) -> None:
+        self._parts.setdefault(cls, []).append(f"M{x} {y}h{width}v{height}h{-width}z")
+
+    def tick(self, cls: str, x: float, y: float, height: float) -> None:
+        """A vertical stroke: a mark at one time (an expiry, a completion)."""
+        self._parts.setdefault(cls, []).append(f"M{x} {y}v{height}")
+
+    def dot(self, cls: str, x: float, y: float, r: float) -> None:
+        self._parts.setdefault(cls, []).append(f"M{x - r} {y}a{r} {r} 0 1 0 {2 * r} 0a{r} {r} 0 1 0 {-2 * r} 0")
+
+    def svg(self) -> str:
+        return "".join(f'<path class="{cls}" d="{"".join(parts)}"/>' for cls, parts in self._parts.items())
+
+
 def lane_y(lane: int) -> int:
     """The top of lane ``lane`` (0-based)."""
     return AXIS_HEIGHT + LANE_HEIGHT * lane

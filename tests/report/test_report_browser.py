@@ -140,3 +140,22 @@ def test_printed_every_step_is_laid_out_and_the_controls_are_gone(browser, tmp_p
     opened.page.pdf(path=str(pdf))
     assert pdf.read_bytes().startswith(b"%PDF")
     opened.assert_quiet()
+
+
+def test_a_big_failing_history_is_drawn_compact_and_opens_scrolled_to_the_stretch(browser, tmp_path):
+    from fencepost.spec.checkers import linearize_cost
+    from fencepost.spec.formats.history import write_history
+
+    source = tmp_path / "broken.jsonl"
+    write_history(source, linearize_cost.broken(linearize_cost.generate(4, 2000, seed=1)))
+    opened = Opened(browser, make_page(source, tmp_path / "broken.html"), DESKTOP)
+    assert opened.page.locator("g.call").count() < 10  # the stretch's calls only; the rest are paths
+    assert opened.page.locator("path.c-call").count() >= 1
+    seen = opened.page.evaluate("""(() => {
+        const lanes = document.querySelector('.lanes'), box = lanes.getBoundingClientRect();
+        const mark = document.querySelector('#stretch-mark rect').getBoundingClientRect();
+        return [lanes.scrollLeft, mark.left >= box.left && mark.right <= box.right];
+    })()""")
+    assert seen[0] > 0 and seen[1], seen
+    opened.shot(tmp_path / "broken.png")
+    opened.assert_quiet()
