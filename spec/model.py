@@ -837,6 +837,85 @@ def follow(state: State, op: str, args: dict[str, object], observed: object) -> 
     return (after, result) if same_answer(result, observed) else None
 
 
+def why_not(state: State, op: str, args: dict[str, object], observed: object) -> str:
+    """Why the model allows no answer like ``observed`` to this call, in one clause ("" when it does).
+
+    For a dispatch it names the first rule the observed lease breaks: a task
+    not eligible (running under another lease, final, not yet due), a
+    worker with no room, a task that is not first in the declared order, a
+    token issued before; for a batch, the first lease that breaks one. Other
+    operations are deterministic: the caller prints both answers. Never
+    raises for a valid call; ValueError where ``apply`` raises. O(T) per lease.
+    """
+    if op == "dispatch_many":
+        leases = list(observed) if isinstance(observed, (list, tuple)) else None
+        if leases is None:
+            return f"a dispatch_many answers a list of leases, not {type(observed).__name__}"
+        if len(leases) > args.get("limit", 0):
+            return f"{len(leases)} leases is more than limit={args.get('limit')}"
+        single = {k: v for k, v in args.items() if k != "limit"}
+        for number in range(args["limit"]):
+            want = leases[number] if number < len(leases) else None
+            step = _dispatch(state, **single, observed=want)
+            if step[1] is _NOT_ALLOWED:
+                return f"lease {number + 1}: " + why_not(state, "dispatch", single, want)
+            state = step[0]
+            if step[1] is None:
+                break
+        return ""
+    if op != "dispatch":
+        return ""
+    worker, now, duration = args["worker"], args["now"], args["duration"]
+    _dispatch(state, worker, now, duration, _MODEL_PICKS)  # raises where apply does
+    seen = expire(state, now)
+    variants = seen.variants
+    capacity = capacity_of(seen, worker)
+    full = variants.capacity == "per-worker" and load(seen, worker) >= capacity
+    ready = eligible(seen)
+    if observed is None:
+        if full or not ready:
+            return ""
+        return f"task {ready[0].id} is eligible and {worker} has room ({load(seen, worker)} of {capacity})"
+    try:
+        task_id, token = observed.task_id, observed.token
+        fields = (observed.worker, observed.started_at, observed.expires_at)
+    except AttributeError:
+        return f"a dispatch answers a lease or None, not {type(observed).__name__}"
+    if fields != (worker, now, now + duration):
+        return f"a lease of this call is to {worker} for [{now}, {now + duration}), not {fields[0]} for [{fields[1]}, {fields[2]})"
+    if full:
+        return f"{worker} is full ({load(seen, worker)} of {capacity})"
+    if type(task_id) is not int or not 1 <= task_id <= len(seen.tasks):
+        return f"task {task_id!r} does not exist"
+    chosen = seen.tasks[task_id - 1]
+    if chosen.status is Status.RUNNING:
+        return f"task {task_id} is running under {chosen.worker}'s lease [{chosen.started_at}, {chosen.expires_at}{']' if variants.interval == 'closed' else ')'}"
+    if chosen.forgotten or chosen.status in FINAL_STATUSES:
+        return f"task {task_id} is final ({chosen.status.value} since t={chosen.ended_at})"
+    if not is_due(variants, chosen.due_at, now):
+        return f"task {task_id} is not due before t={chosen.due_at + (1 if variants.due == 'after' else 0)}"
+    if chosen not in ready:
+        return f"task {task_id} is not eligible ({chosen.status.value})"
+    if variants.order != "any" and ready[0].id != task_id:
+        return f"task {ready[0].id} comes first under order={variants.order}"
+    if variants.tokens == "opaque":
+        if isinstance(token, bool) or not isinstance(token, (int, str)) or token == "":
+            return f"a token is a non-empty str or an int, not {token!r}"
+        if token in seen.issued:
+            holder = next((t.id for t in seen.tasks if token in t.tokens or t.token == token or t.expired_token == token), None)
+            return f"token {_shown(token)} was issued before" + (f" (for task {holder})" if holder else "")
+    elif type(token) is not int or token != seen.last_token + 1:
+        return f"the next token is {seen.last_token + 1}, not {_shown(token)}"
+    return ""
+
+
+def _shown(token: object) -> str:
+    """A token in a message: an opaque str cut short (an SQS receipt handle has 185 letters)."""
+    if isinstance(token, str) and len(token) > 8:
+        return repr(token[:8] + "…")
+    return repr(token)
+
+
 def same_answer(want: object, have: object) -> bool:
     """Whether ``have`` (a scheduler's answer, read by attribute names) is the model's answer ``want``.
 

@@ -138,7 +138,9 @@ class Variants:
             if not isinstance(value, str) or value not in VALUES[name]:
                 raise ValueError(f"{argument}: {name} must be one of {', '.join(VALUES[name])}, not {value!r}")
             changes[name] = value
-        return replace(DEFAULT, **changes)
+        variants = replace(DEFAULT, **changes)
+        refuse_unsound(variants, argument)
+        return variants
 
     # ---------------------------------------------------------------- writing
 
@@ -218,7 +220,58 @@ def merge_declarations(given: Mapping[str, object] | None, declared: Mapping[str
                 f"{given_by} says {name}={show(mine[name])} but {declared_by} declares {name}={show(theirs[name])}: "
                 "declare the same variants in both, or in one only"
             )
-    return replace(DEFAULT, **{**theirs, **mine})
+    variants = replace(DEFAULT, **{**theirs, **mine})
+    refuse_unsound(variants, f"{given_by} and {declared_by}")
+    return variants
+
+
+def combine(sides: Iterable[tuple[Mapping[str, object] | Iterable[str], str]]) -> Variants:
+    """The variants in force given several declarations, each ``(what it says, who says it)``.
+
+    Each side is a mapping as files record it or ``NAME=VALUE`` strings; a
+    name said with the contract's own value counts as said. Every field any
+    side sets is set; two sides that set one field to different values are
+    an error, as is a combination ``refuse_unsound`` refuses.
+
+    Raises:
+        ValueError: one line naming the field, both values and both sides.
+    """
+    merged: dict[str, object] = {}
+    whose: dict[str, str] = {}
+    for said, who in sides:
+        for name, value in explicit(said, who).items():
+            if name in merged and merged[name] != value:
+                raise ValueError(
+                    f"{whose[name]} says {name}={_show(merged[name])} but {who} declares {name}={_show(value)}: "
+                    "declare the same variants in both, or in one only"
+                )
+            merged[name], whose[name] = value, who
+    variants = replace(DEFAULT, **merged)
+    refuse_unsound(variants, " and ".join(dict.fromkeys(whose.values())) or "variants")
+    return variants
+
+
+def _show(value: object) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+#: Pairs of variants the checkers cannot check exactly together, each with why.
+UNSOUND = (
+    (("exhaust", "at-dispatch"), ("order", "any"),
+     "which spent tasks a dispatch ends depends on an order that order=any leaves open, "
+     "so one result does not fix the next state"),
+)
+
+
+def refuse_unsound(variants: Variants, argument: str = "variants") -> None:
+    """Refuse a combination the checkers cannot check exactly (see ``UNSOUND``).
+
+    Raises:
+        ValueError: one line naming both variants and why.
+    """
+    for (name, value), (other, other_value), why in UNSOUND:
+        if getattr(variants, name) == value and getattr(variants, other) == other_value:
+            raise ValueError(f"{argument}: {name}={value} cannot be checked together with {other}={other_value}: {why}")
 
 
 def explicit(declared: Mapping[str, object] | Iterable[str], argument: str = "variants") -> dict[str, object]:

@@ -19,13 +19,14 @@ class Divergence(AssertionError):
 # ---------------------------------------------------------------- normalizing results
 
 
-def normalize(result: object) -> object:
+def normalize(result: object, opaque: bool = False) -> object:
     """A comparable form of any protocol result, read through attribute names only.
 
     Types are compared where ``==`` would blur them: ``True == 1`` and
     ``1.0 == 1``, so a bool or a float where the protocol has an int (or an
     int where it has a bool) becomes a marker that equals nothing the model
-    returns.
+    returns. With ``opaque`` (``tokens=opaque``) a lease's token may also be
+    a non-empty str, kept as it is.
     """
     if result is None:
         return result
@@ -34,7 +35,8 @@ def normalize(result: object) -> object:
     if hasattr(result, "accepted"):
         return ("outcome", bool_field(result.accepted), getattr(result, "reason", None))
     if hasattr(result, "token") and hasattr(result, "expires_at"):
-        return ("lease", int_field(result.task_id), result.worker, int_field(result.token),
+        token = result.token if opaque and isinstance(result.token, str) and result.token else int_field(result.token)
+        return ("lease", int_field(result.task_id), result.worker, token,
                 int_field(result.started_at), int_field(result.expires_at))
     return ("other", repr(result))
 
@@ -62,7 +64,7 @@ def describe(value: object, op: str = "dispatch") -> str:
             return "accepted" if value[1] else f"rejected ({value[2]})"
         if kind == "lease":
             _, task_id, worker, token, start, end = value
-            return f"lease task {task_id} to {worker}, token {token}, [{start}, {end})"
+            return f"lease task {task_id} to {worker}, token {short_token(token)}, [{start}, {end})"
         if kind == "error":
             return f"error: {value[1]}"
         if kind == "hang":
@@ -72,6 +74,19 @@ def describe(value: object, op: str = "dispatch") -> str:
         if kind == "other":
             return value[1]
     return repr(value)
+
+
+#: How many characters of an opaque str token a report shows: enough to tell
+#: random handles apart (8 random letters are), short enough to read (an SQS
+#: receipt handle has 185).
+TOKEN_SHOWN = 8
+
+
+def short_token(token: object) -> str:
+    """A token as reports print it: an int as it is, a str quoted and cut to ``TOKEN_SHOWN`` characters."""
+    if isinstance(token, str):
+        return repr(token) if len(token) <= TOKEN_SHOWN else repr(token[:TOKEN_SHOWN] + "…")
+    return str(token)
 
 
 def view_tuple(view: object) -> tuple:

@@ -56,7 +56,8 @@ def describe_result(step: Step, result: StepResult) -> str:
         if value is None:
             return "none"
         if all(hasattr(value, name) for name in LEASE_FIELDS):
-            return (f"lease task {value.task_id} to {value.worker}, token {value.token}, "
+            token = value.token if not isinstance(value.token, str) or len(value.token) <= 8 else repr(value.token[:8] + "…")
+            return (f"lease task {value.task_id} to {value.worker}, token {token}, "
                     f"[{value.started_at}, {value.expires_at})")
     elif step.op in OUTCOME_OPS and hasattr(value, "accepted"):
         if type(value.accepted) is not bool:
