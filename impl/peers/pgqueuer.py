@@ -52,6 +52,7 @@ calls on its own event loop and connection.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import os
 import threading
@@ -76,6 +77,7 @@ DURATION = 5
 NOT_THIS_JOB = "not_this_tasks_job_id"
 
 _SEARCH_PATH = f"{CLOCK_SCHEMA}, {SCHEMA}, pg_catalog, public"
+_QUEUE_TABLE = f"{SCHEMA}.{PREFIX}pgqueuer"
 _CLOCK_FUNCTION = f"""
 CREATE SCHEMA IF NOT EXISTS {CLOCK_SCHEMA};
 CREATE OR REPLACE FUNCTION {CLOCK_SCHEMA}.now() RETURNS timestamptz
@@ -123,19 +125,39 @@ def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: st
 
     Run by ``close()``, or by the garbage collector for a scheduler nobody
     closed (the checkers drop hundreds of schedulers without closing them):
-    without it each would keep a server connection open.
+    without it each would keep a server connection open. The collector may
+    run this while another client's loop is running on this thread, where no
+    loop can be run: then the connection is closed at the libpq level and the
+    jobs are left to ``_forget_this_process``'s sweep at exit.
     """
     if loop.is_closed():
         return
     try:
+        if asyncio._get_running_loop() is not None:
+            connection.pgconn.finish()
+            return
         if entrypoint is not None and not connection.closed:
-            table = f"{SCHEMA}.{PREFIX}pgqueuer"
-            loop.run_until_complete(connection.execute(f"DELETE FROM {table} WHERE entrypoint = %s", (entrypoint,)))
+            loop.run_until_complete(connection.execute(f"DELETE FROM {_QUEUE_TABLE} WHERE entrypoint = %s", (entrypoint,)))
         loop.run_until_complete(connection.close())
     except Exception:  # the server went away: nothing is left to free
         pass
     finally:
         loop.close()
+
+
+@atexit.register
+def _forget_this_process() -> None:
+    """At exit, delete the jobs of every scheduler this process made (their entrypoints carry its pid)."""
+    if not _INSTALLED:
+        return
+    import psycopg
+
+    for server in list(_INSTALLED):
+        try:
+            with psycopg.connect(server, autocommit=True, connect_timeout=3) as connection:
+                connection.execute(f"DELETE FROM {_QUEUE_TABLE} WHERE entrypoint LIKE %s", (f"{PREFIX}{os.getpid()}\\_%",))
+        except Exception:  # the server went away: nothing is left to free
+            pass
 
 
 class PgQueuerClient:
@@ -316,6 +338,11 @@ def install() -> None:
             loop.run_until_complete(run())
         finally:
             loop.close()
+
+
+def installed_here() -> bool:
+    """Whether this process installed (or found) pgqueuer's schema on some server."""
+    return bool(_INSTALLED)
 
 
 def uninstall() -> None:
