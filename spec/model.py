@@ -71,7 +71,7 @@ from fencepost.spec.protocol import (
     Status,
     TaskView,
 )
-from fencepost.spec.variants import DEFAULT, Variants
+from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
 @dataclass(frozen=True, slots=True)
@@ -903,17 +903,10 @@ def why_not(state: State, op: str, args: dict[str, object], observed: object) ->
             return f"a token is a non-empty str or an int, not {token!r}"
         if token in seen.issued:
             holder = next((t.id for t in seen.tasks if token in t.tokens or t.token == token or t.expired_token == token), None)
-            return f"token {_shown(token)} was issued before" + (f" (for task {holder})" if holder else "")
+            return f"token {show_token(token)} was issued before" + (f" (for task {holder})" if holder else "")
     elif type(token) is not int or token != seen.last_token + 1:
-        return f"the next token is {seen.last_token + 1}, not {_shown(token)}"
+        return f"the next token is {seen.last_token + 1}, not {show_token(token)}"
     return ""
-
-
-def _shown(token: object) -> str:
-    """A token in a message: an opaque str cut short (an SQS receipt handle has 185 letters)."""
-    if isinstance(token, str) and len(token) > 8:
-        return repr(token[:8] + "…")
-    return repr(token)
 
 
 def same_answer(want: object, have: object) -> bool:

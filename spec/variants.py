@@ -193,6 +193,20 @@ def _parts(value: object, argument: str) -> tuple[str, ...]:
     return tuple(sorted(set(value)))
 
 
+#: How many characters of an opaque str token a report shows: enough to tell
+#: random handles apart (8 random letters are), short enough to read (an SQS
+#: receipt handle has 185).
+TOKEN_SHOWN = 8
+
+
+def show_token(token: object) -> str:
+    """A token as reports print it: an int (or anything not a str) as ``str`` does, a str quoted
+    and cut to ``TOKEN_SHOWN`` characters plus an ellipsis, the same way everywhere."""
+    if isinstance(token, str):
+        return repr(token) if len(token) <= TOKEN_SHOWN else repr(token[:TOKEN_SHOWN] + "…")
+    return str(token)
+
+
 #: The contract itself: every variant at its first value.
 DEFAULT = Variants()
 

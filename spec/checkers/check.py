@@ -263,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         variants_in_force(args.variants)  # a bad flag is an error before the program starts
         with open_exec(args.exec_command, args.call_timeout) as program:
             variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
             return _check(args, program, exec_name(args.exec_command), variants)
     variants = variants_in_force(args.variants)
     factory = load_factory(args.factory)

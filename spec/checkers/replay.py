@@ -276,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
             variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
             try:
                 scheduler = program()
             except SchedulerFault as exc:

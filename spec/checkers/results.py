@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fencepost.spec.checkers.steps import bool_field, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
+from fencepost.spec.variants import show_token
 
 
 class Divergence(AssertionError):
@@ -64,7 +65,7 @@ def describe(value: object, op: str = "dispatch") -> str:
             return "accepted" if value[1] else f"rejected ({value[2]})"
         if kind == "lease":
             _, task_id, worker, token, start, end = value
-            return f"lease task {task_id} to {worker}, token {short_token(token)}, [{start}, {end})"
+            return f"lease task {task_id} to {worker}, token {show_token(token)}, [{start}, {end})"
         if kind == "error":
             return f"error: {value[1]}"
         if kind == "hang":
@@ -74,19 +75,6 @@ def describe(value: object, op: str = "dispatch") -> str:
         if kind == "other":
             return value[1]
     return repr(value)
-
-
-#: How many characters of an opaque str token a report shows: enough to tell
-#: random handles apart (8 random letters are), short enough to read (an SQS
-#: receipt handle has 185).
-TOKEN_SHOWN = 8
-
-
-def short_token(token: object) -> str:
-    """A token as reports print it: an int as it is, a str quoted and cut to ``TOKEN_SHOWN`` characters."""
-    if isinstance(token, str):
-        return repr(token) if len(token) <= TOKEN_SHOWN else repr(token[:TOKEN_SHOWN] + "…")
-    return str(token)
 
 
 def view_tuple(view: object) -> tuple:
