@@ -62,6 +62,8 @@ MAX_TASKS = 16
 WORKER_NAMES = ("w1", "w2", "w3")
 
 TIME_KINDS = ("now", "now", "at_expiry", "before_expiry", "at_due", "later", "far")
+#: How a submit chooses its due time.
+DUE_KINDS = ("default", "now", "later", "same_as_other", "past")
 # A call carrying a token lands inside its lease more often than not, so that
 # acceptance is exercised as much as every way of being refused.
 LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "at_expiry", "later", "at_due", "far")
@@ -135,6 +137,10 @@ def conformance_machine(
     # under a variant that moves a boundary, the machine lands on both sides of it
     closed = variants.interval == "closed"
     due_after = variants.due == "after"
+    # Under a declared variant a dispatch also lands just before a waiting task's due time: with
+    # priorities gone (order=fifo) a not-yet-due task is handed out early only when nothing due is
+    # waiting, which uniform times rarely meet. (The contract's draws stay exactly as they were.)
+    dispatch_times = TIME_KINDS if variants == DEFAULT else (*TIME_KINDS, "before_due", "before_due")
 
     class ConformanceMachine(RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
@@ -174,6 +180,9 @@ def conformance_machine(
                 return running[pick % len(running)][0]
             if kind == "before_expiry" and running:
                 return max(now, running[pick % len(running)][0] - 1)
+            if kind == "before_due" and waiting:
+                # the last instant a waiting task is not yet eligible
+                return max(now, waiting[pick % len(waiting)] - (0 if due_after else 1))
             if kind == "at_due" and due_after and pick % 2:
                 dues = sorted({t.due_at for t in self.state.tasks if t.due_at >= now and t.status is not Status.RUNNING})
                 if dues:
@@ -249,7 +258,7 @@ def conformance_machine(
         @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
         @rule(
             priority=st.integers(min_value=0, max_value=2),
-            due=st.sampled_from(("default", "now", "later", "same_as_other", "past")),
+            due=st.sampled_from(DUE_KINDS),
             offset=offsets,
             max_attempts=st.none() | st.integers(min_value=1, max_value=3),
             retry_delay=st.integers(min_value=1, max_value=3),
@@ -321,7 +330,7 @@ def conformance_machine(
             for op, args in submits:
                 self.step(op, **args)
 
-        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=lease_lengths)
+        @rule(worker=picks, when=st.sampled_from(dispatch_times), pick=picks, offset=offsets, duration=lease_lengths)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
             self.step("dispatch", worker=self.worker(worker), now=self.time(when, pick, offset), duration=duration)
 
@@ -424,12 +433,40 @@ def conformance_machine(
             """The implementation's own ``check_invariants()``, when it has one."""
             self.run.implementation_invariants()
 
+    if variants != DEFAULT:  # added only here, so the contract's draws stay exactly as they were
+        ConformanceMachine.dispatch_before_a_due_time = _dispatch_before_a_due_time_rule(lease_lengths, offers("due_at"))
     for check in invariants.INVARIANTS:
         setattr(ConformanceMachine, check.__name__, _invariant_rule(check))
     # Hypothesis seeds a derandomized run from this name: a factory may offer a stable one
     stable = getattr(factory, "machine_name", None) or getattr(factory, "__name__", "factory")
     ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = name or f"Conformance_{stable}"
     return ConformanceMachine
+
+
+def _dispatch_before_a_due_time_rule(lease_lengths: st.SearchStrategy, due_at_offered: bool) -> Callable:
+    """The machine's rule (under a declared variant) for "nothing is dispatched before its due time".
+
+    A task waits for a later due time (submitted so, when the queue takes
+    ``due_at``), and a dispatch comes at the last instant before it is
+    eligible. Uniform choices rarely meet this: with priorities gone
+    (``order=fifo``) a not-yet-due task could be handed out early only while
+    nothing due is waiting, so this rule makes it a step of its own.
+    """
+
+    @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
+    @rule(worker=picks, pick=picks, offset=offsets, duration=lease_lengths)
+    def dispatch_before_a_due_time(self, worker: int, pick: int, offset: int, duration: int) -> None:
+        now = self.state.now
+        waiting = sorted({t.due_at for t in self.state.tasks if t.due_at > now and t.status in (Status.PENDING, Status.RETRY_WAIT)})
+        if not waiting and due_at_offered:
+            self.step("submit", due_at=now + 2 + offset)
+            waiting = [now + 2 + offset]
+        if waiting:
+            due = waiting[pick % len(waiting)]
+            last = due if self.state.variants.due == "after" else due - 1  # the last instant it is not eligible
+            self.step("dispatch", worker=self.worker(worker), now=max(now, last), duration=duration)
+
+    return dispatch_before_a_due_time
 
 
 def _invariant_rule(check: Callable[[invariants.Observation, invariants.History], None]) -> Callable[[object], None]:

@@ -6,8 +6,8 @@ it says whether that one rule is judged as the declared variants say
 
 * ``WrongPriority`` hands out the lowest priority first: a choice that
   ``order=fifo`` (no priorities) and ``order=any`` allow, the contract not.
-* ``EarlyDispatch`` hands out a task one instant before it is due: the core,
-  rejected whatever is declared.
+* ``EarlyDispatch`` hands out a task whatever its due time: the core
+  ("nothing is dispatched before its due time"), rejected whatever is declared.
 * ``ClosedInterval`` keeps a lease live at exactly ``expires_at``
   (``spec.mutants.closed_interval``): allowed only by ``interval=closed``.
 * ``RandomTokens`` hands out random strings as tokens: allowed only by
@@ -68,10 +68,16 @@ class WrongPriority(_Picking):
 
 
 class EarlyDispatch(_Picking):
-    """A task is handed out from one instant before its due time."""
+    """A task may be handed out before its due time: due times are ignored."""
 
     def _due(self, t: object, now: int) -> bool:
-        return t.due_at <= now + 1
+        return True
+
+
+class DeclaredFifo(WrongPriority):
+    """``WrongPriority`` declaring the variant it follows, as a third-party scheduler would."""
+
+    fencepost_variants = {"order": "fifo"}
 
 
 class RandomTokens(_Picking):
