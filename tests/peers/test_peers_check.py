@@ -21,6 +21,7 @@ EXAMPLES = "25"
 #: Each factory, and the call its shrunk counterexample diverges at (op, what the queue answered).
 VERDICTS = {
     "fencepost.impl.peers.sqs:standard": ("renew(", "got: accepted"),
+    "fencepost.impl.peers.sqs:fifo": ("renew(", "got: accepted"),
     "fencepost.impl.peers.litequeue:queue": ("dispatch(", "was issued before"),
     "fencepost.impl.peers.pgqueuer:queue": ("renew(", "got: accepted"),
 }
