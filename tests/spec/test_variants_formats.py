@@ -131,3 +131,21 @@ def test_an_unknown_dispatch_under_order_any_is_refused_in_one_line(tmp_path, ca
     status, _, err = linearize(tmp_path, capsys, events)
     assert status == 2 and err.count("\n") == 1
     assert "unknown result (info)" in err and "order=any" in err
+
+
+ADAPTER = "tests/adapters/python_adapter.py"
+
+
+def test_an_exec_program_declares_its_variants_in_hello(capsys) -> None:
+    import shlex
+    import sys
+
+    command = f"{shlex.quote(sys.executable)} {ADAPTER} --declare order=any"
+    status = main(["check", "--exec", command, "--max-examples", "3", "--steps", "10"])
+    out = capsys.readouterr().out
+    assert "declared variants in force: order=any" in out, out
+    assert status in (0, 1)  # three short runs may leave a boundary unreached: the declaration is the point
+    status = main(["check", "--exec", command, "--variant", "order=fifo"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "the program's hello declares order=any" in err
