@@ -12,6 +12,9 @@ what crossing a process boundary costs.
 replaced by a deep copy of itself, standing in for one recovered from
 storage (this scheduler keeps everything in memory, so a real restart would
 lose it all).
+
+``--declare NAME=VALUE`` (repeatable) declares a contract variant in the
+``hello`` answer, as a queue that differs from the contract on purpose would.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main(argv: list[str]) -> None:
         capabilities.append("key")
     if "--restart" in argv:
         capabilities.append("restart")
+    declared = dict(a.partition("=")[::2] for a, flag in zip(argv[1:], argv) if flag == "--declare")
     scheduler = make()
     for line in sys.stdin:
         request = json.loads(line)
@@ -54,6 +58,8 @@ def main(argv: list[str]) -> None:
         try:
             if op == "hello":
                 result = {"protocol": 1, "capabilities": capabilities}
+                if declared:
+                    result["variants"] = declared
             elif op == "reset":
                 scheduler, result = make(), None
             elif op == "restart" and "restart" in capabilities:
