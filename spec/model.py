@@ -889,7 +889,9 @@ def why_not(state: State, op: str, args: dict[str, object], observed: object) ->
         return f"task {task_id!r} does not exist"
     chosen = seen.tasks[task_id - 1]
     if chosen.status is Status.RUNNING:
-        return f"task {task_id} is running under {chosen.worker}'s lease [{chosen.started_at}, {chosen.expires_at}{']' if variants.interval == 'closed' else ')'}"
+        end = f"{chosen.expires_at}{']' if variants.interval == 'closed' else ')'}"
+        span = f"[{chosen.started_at}, {end}" if chosen.started_at is not None else f"[..., {end}"  # linearize forgets starts
+        return f"task {task_id} is running under {chosen.worker}'s lease {span} (token {show_token(chosen.token)})"
     if chosen.forgotten or chosen.status in FINAL_STATUSES:
         return f"task {task_id} is final ({chosen.status.value} since t={chosen.ended_at})"
     if not is_due(variants, chosen.due_at, now):

@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 from fencepost.spec.arguments import DEFAULT_IMPL, UsageError
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.walkthroughs import builtin_names, builtin_summary, curriculum, resolve
 from fencepost.tui.commands import CommandError, parse_command
 from fencepost.tui.lanes import LanesView
@@ -81,10 +82,26 @@ ANSWER_BINDINGS = [
 ]
 
 
-def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline:
+def open_timeline(scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> Timeline:
     """Build the timeline, with the model's checks too if the scenario is small
-    (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest."""
-    return build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS)
+    (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest. The
+    model follows ``variants``, the declared contract variants."""
+    return build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS, variants=variants)
+
+
+def status_title(timeline: Timeline) -> str:
+    """The header line's title: the declared variants in force first (a long title is cut at its end), then the scenario's."""
+    if timeline.variants == DEFAULT:
+        return timeline.scenario.title
+    return f"under {timeline.variants.describe()} · {timeline.scenario.title}"
+
+
+def window_title(timeline: Timeline) -> str:
+    """The header's title: the scenario's, and the declared variants in force when there are any."""
+    title = f"fencepost · {timeline.scenario.title}"
+    if timeline.variants != DEFAULT:
+        title += f" · {timeline.variants.describe()}"
+    return title
 
 
 class FencepostApp(App[None]):
@@ -227,7 +244,7 @@ class FencepostApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.title = f"fencepost · {self.timeline.scenario.title}"
+        self.title = window_title(self.timeline)
         self._timer = self.set_interval(1 / SPEEDS[self.speed], self.action_next, pause=True)
         self.show_step()
         # Once the first screen is up, everything alive (the timeline, the widgets) stays
@@ -376,7 +393,7 @@ class FencepostApp(App[None]):
             return
         timeline, quiz = self.timeline, self.quiz
         self.query_one(StatusBar).show(
-            timeline.scenario.title,
+            status_title(timeline),
             timeline.frames[self.step],
             timeline.last,
             playing=self.playing,
@@ -517,7 +534,7 @@ class FencepostApp(App[None]):
                 return
             self.impl_name, notices = (None if name == DEFAULT_IMPL else name), [notice] if notice else []
         self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
-        self.replace_timeline(open_timeline(scenario, factory))
+        self.replace_timeline(open_timeline(scenario, factory, self.timeline.variants))
         if notices is None:
             notices = suggestions(scenario.meta, {"impl": self.impl_name or DEFAULT_IMPL})
         for line in notices:  # shown, never run: files are data
@@ -527,7 +544,7 @@ class FencepostApp(App[None]):
         self.workers.cancel_group(self, "model")
         self.dismiss_problem_notices()
         self.timeline = timeline
-        self.title = f"fencepost · {timeline.scenario.title}"
+        self.title = window_title(timeline)
         self.model_progress = ""
         self.playing = False
         self.side = "impl"

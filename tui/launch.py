@@ -24,12 +24,24 @@ import gc
 import os
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.arguments import DEFAULT_IMPL, EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.arguments import (
+    DEFAULT_IMPL,
+    EXIT_OK,
+    UsageError,
+    add_exec_arguments,
+    add_variant_arguments,
+    declared_variants,
+    exec_name,
+    load_factory,
+    open_exec,
+    variants_in_force,
+)
 from fencepost.shipped import open_for
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.walkthroughs import DEFAULT_WALKTHROUGH, builtin_names, builtin_summary, curriculum, resolve
-from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario, scenario_variants
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:FACTORY",
         help=f"the scheduler to run the steps on (default: {DEFAULT_IMPL}; a file's meta.impl is only suggested)",
     )
+    add_variant_arguments(parser)
     add_exec_arguments(parser)
 
 
@@ -101,22 +114,28 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.impl and args.exec_command is not None:
         raise UsageError("give --impl or --exec, not both")
+    recorded = (scenario_variants(scenario), "the scenario file's meta.variants")
+    variants_in_force(args.variants, recorded)  # a disagreement is an error before anything starts
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
-            return _show(args, scenario, program, exec_name(args.exec_command), None)
+            variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"
+            return _show(args, scenario, program, exec_name(args.exec_command), None, variants)
     try:
         factory, impl_name, notice = choose_factory(scenario, args.impl)
     except UsageError as exc:
         if args.impl is not None:
             raise
         raise UsageError(f"{args.scenario or DEFAULT_WALKTHROUGH}: {exc}") from None
-    return _show(args, scenario, factory, impl_name, notice)
+    variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl_name}'s fencepost_variants"))
+    return _show(args, scenario, factory, impl_name, notice, variants)
 
 
-def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_name: str, notice: str | None) -> int:
+def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_name: str, notice: str | None,
+          variants: Variants = DEFAULT) -> int:
     from fencepost.tui.app import FencepostApp  # Textual only once the input is good
 
-    timeline = build_watched(scenario, factory, args.call_timeout, impl_name)
+    timeline = build_watched(scenario, factory, args.call_timeout, impl_name, variants)
     # The process is the app's from here to its end: the timeline's rows are out of the
     # collector's sight for good, so no full collection walks them in the middle of a step.
     gc.freeze()
@@ -134,7 +153,8 @@ def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_na
     return EXIT_OK
 
 
-def build_watched(scenario: Scenario, factory: object, call_timeout: float, name: str) -> object:
+def build_watched(scenario: Scenario, factory: object, call_timeout: float, name: str,
+                  variants: Variants = DEFAULT) -> object:
     """``open_timeline`` with every call into the scheduler under ``call_timeout``.
 
     A program behind ``--exec`` keeps its own deadlines (a hung step is
@@ -150,9 +170,9 @@ def build_watched(scenario: Scenario, factory: object, call_timeout: float, name
 
     try:
         if getattr(factory, "keeps_deadlines", False):
-            return open_timeline(scenario, factory)
+            return open_timeline(scenario, factory, variants)
         watch = Watch(call_timeout)
-        return run_watched(lambda: open_timeline(scenario, watched_factory(factory, watch)), watch)
+        return run_watched(lambda: open_timeline(scenario, watched_factory(factory, watch), variants), watch)
     except CallTimeout as exc:
         raise UsageError(f"{name}: {exc}; the screen cannot be prepared past it (fencepost replay shows the steps before it)") from None
     except SchedulerFault as exc:

@@ -51,6 +51,7 @@ from fencepost.spec.checkers.steps import (
     offers_restart,
 )
 from fencepost.spec.protocol import RESTART
+from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.tui.narration import (  # noqa: F401  (EVENT_KINDS and lease_text stay importable from here)
     CALL,
     EVENT_KINDS,
@@ -487,9 +488,10 @@ class Timeline:
     interactive mode), keeping the live scheduler and model state.
     """
 
-    def __init__(self, scenario: Scenario, factory: Callable[[], object]) -> None:
+    def __init__(self, scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> None:
         self.scenario = scenario
         self.factory = factory
+        self.variants = variants  # the declared contract variants the model beside the scheduler follows
         self.frames: list[Frame] = [Frame(0, 0, None, None, None, None, (), frozenset(), ())]
         self.checks: list[Check] = [Check(0, 0, "", None, 0, frozenset(), ())]
         self.notable: list[int] = []  # frames with an expiry or a rejection, ascending
@@ -504,7 +506,7 @@ class Timeline:
         self._waiting = _Waiting(self._impl.rows)
         self._narrator = Narrator(self._impl, self._waiting)
         self._results: list[object] = [None]  # _result_key of every frame's implementation result
-        self._state = model.initial()
+        self._state = model.initial(variants)
         self._model = _Side()
         self._model_lock = threading.Lock()
         self._model_impl_cursor = _Cursor(self._impl.track)
@@ -743,7 +745,8 @@ class Timeline:
             self.divergences.append(index)
         self.checks.append(check)
 
-def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: bool = True) -> Timeline:
+def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: bool = True,
+                   variants: Variants = DEFAULT) -> Timeline:
     """Run ``scenario`` against a fresh scheduler from ``factory`` and, unless
     ``model=False``, the spec's model beside it (else call ``run_model`` later).
 
@@ -751,7 +754,7 @@ def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: 
     the step's error, and an implementation that crashes or disagrees with the
     model is recorded in that step's check.
     """
-    timeline = Timeline(scenario, factory)
+    timeline = Timeline(scenario, factory, variants)
     if model:
         timeline.run_model()
     return timeline

@@ -95,15 +95,21 @@ from fencepost.spec.arguments import (
     EXIT_VIOLATION,
     UsageError,
     add_exec_arguments,
+    add_variant_arguments,
     check_output_path,
+    declared_variants,
     exec_name,
     load_factory,
     open_exec,
+    variants_in_force,
 )
 from fencepost.spec.checkers.coverage import Coverage, classify
 from fencepost.spec.formats.trace import TraceStep
 from fencepost.spec.checkers.results import comparable, format_trace, normalize, view_tuple
+from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
+from fencepost.spec.checkers.renaming import Renaming
+from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
 from fencepost.spec.formats.trace import write_trace
 
@@ -287,6 +293,7 @@ def observation(state: model.State) -> invariants.Observation:
         tasks=[model.view(t) for t in state.tasks],
         capacities=dict(state.workers),
         max_attempts={t.id: t.max_attempts for t in state.tasks},
+        variants=state.variants,
     )
 
 
@@ -375,7 +382,11 @@ class ImplementationCheck:
     default-scope exploration 10-20% slower than replaying.
     """
 
-    def __init__(self, factory: Callable[[], object], watch: Watch | None = None) -> None:
+    def __init__(self, factory: Callable[[], object], watch: Watch | None = None, variants: Variants = DEFAULT) -> None:
+        self.variants = variants
+        # under order=any or tokens=opaque the scheduler may answer otherwise than the model's own pick:
+        # each transition is then judged by replaying its path in lockstep, the model following it
+        self.follows = variants.order == "any" or variants.tokens == "opaque" or variants.views == "none"
         self.factory = factory if watch is None else watched_factory(factory, watch)
         self.unwatched = factory
         self.watch = watch
@@ -398,6 +409,12 @@ class ImplementationCheck:
         """
         if self.watch is not None:
             self.watch.context = (path, op, args)  # what to replay if a call hangs
+        if self.follows:
+            calls_ = [*path, (op, args)]
+            try:
+                return None if self._follows(calls_) else calls_
+            except Exception:  # any other exception, or an invariant of its own, is a disagreement
+                return calls_
         ways = [[*path, (op, args)]]
         if self.restarts:
             ways.append([*path, (RESTART, {}), (op, args)])
@@ -416,7 +433,41 @@ class ImplementationCheck:
                 return calls_
         return None
 
-    def _shows(self, impl: object, after: model.State) -> bool:
+    def _follows(self, calls_: list[Call]) -> bool:
+        """Whether a fresh implementation answers ``calls_`` as the model allows, the model following its
+        choices (``model.follow``, tokens renamed as ``Lockstep`` does), and then shows the model's state.
+
+        As cheap as the contract's replay plus one model step per call; ``counterexample``
+        then replays a failing path in lockstep for the report.
+        """
+        impl, state = self.factory(), model.initial(self.variants)
+        renaming = Renaming() if self.variants.tokens == "opaque" else None
+        for op, args in calls_:
+            sent = args if renaming is None else renaming.args_to_scheduler(op, args)
+            try:
+                expected_state, value = model.apply(state, op, dict(sent))
+                expected = normalize(value, renaming is not None)
+            except ValueError as exc:
+                expected_state, expected = state, ("error", str(exc))
+            try:
+                raw = getattr(impl, op)(**sent)
+            except ValueError as exc:
+                if comparable(expected) != ("error",):
+                    return False
+                continue
+            if comparable(normalize(raw, renaming is not None)) != comparable(expected):
+                followed = model.follow(state, op, dict(sent), raw) if comparable(expected) != ("error",) else None
+                if followed is None:
+                    return False
+                expected_state, value = followed
+            state = expected_state
+            if renaming is not None and op == "dispatch" and value is not None and not isinstance(value, tuple):
+                renaming.saw(value.token)
+        if self.variants.views == "none":
+            return impl.now == state.now
+        return self._shows(impl, state, fresh=True)
+
+    def _shows(self, impl: object, after: model.State, fresh: bool = False) -> bool:
         """True when ``impl``'s clock and views are the model's, and its own invariants hold.
 
         Raises:
@@ -432,7 +483,8 @@ class ImplementationCheck:
                     if "forgot" in str(exc).lower():
                         continue
                 return False
-            if view_tuple(impl.task(task.id)) != self.expected_view(task):
+            want = view_tuple(model.view(task)) if fresh else self.expected_view(task)
+            if view_tuple(impl.task(task.id)) != want:
                 return False
         check = getattr(impl, "check_invariants", None)
         if check is not None:
@@ -441,7 +493,7 @@ class ImplementationCheck:
 
     def counterexample(self, calls_: list[Call]) -> Violation | None:
         """The failing calls replayed in lockstep, as ``fencepost check`` reports them."""
-        trace = run_calls(self.unwatched, calls_, None if self.watch is None else self.watch.seconds)
+        trace = run_calls(self.unwatched, calls_, None if self.watch is None else self.watch.seconds, self.variants)
         if trace is None:
             return None
         problems = [step.problem for step in trace if step.problem]
@@ -460,9 +512,9 @@ def _path(parents: dict, key: tuple) -> list[Call]:
     return calls_
 
 
-def _model_trace(calls_: list[Call], problem: str) -> Violation:
+def _model_trace(calls_: list[Call], problem: str, variants: Variants = DEFAULT) -> Violation:
     """The model's own steps along ``calls_`` (expected = got), the last one marked."""
-    state = model.initial()
+    state = model.initial(variants)
     trace = []
     for op, args in calls_:
         try:
@@ -519,7 +571,10 @@ def _expand(
     checked = {key}  # the invariants judge (parent, child); a child reached twice is judged once
     record = level.coverage.record
     taken = level.taken
+    variants = state.variants
     for op, args in calls(state, scope):
+        if variants != DEFAULT and not offered_calls([(op, args)], variants):
+            continue  # the queue does not offer it
         level.generated += 1
         taken[op] += 1
         try:
@@ -536,11 +591,11 @@ def _expand(
             try:
                 invariants.check_all(observation(after), _copy_history(history))
             except invariants.InvariantViolation as exc:
-                return _model_trace([*_path(parents, key), (op, args)], str(exc))
+                return _model_trace([*_path(parents, key), (op, args)], str(exc), variants)
         failing = impl.disagreement(path, op, args, expected, after) if impl is not None else None
         if failing is not None:
             return impl.counterexample(failing) or _model_trace(
-                failing, "the implementation disagreed once, but not when replayed again: is it deterministic?"
+                failing, "the implementation disagreed once, but not when replayed again: is it deterministic?", variants
             )
         if after_key not in parents and after_key not in fresh:
             fresh.add(after_key)
@@ -602,6 +657,7 @@ def explore(
     jobs: int = 1,
     progress: Callable[[int, Result], None] | None = None,
     call_timeout: float | None = None,
+    variants: Variants = DEFAULT,
 ) -> Result:
     """Explore every call sequence of ``scope`` breadth first; stop at the first violation.
 
@@ -618,6 +674,10 @@ def explore(
             ending in that call. Enforced on a watched thread when ``jobs``
             is 1 (forked shares run without it), and by a factory that keeps
             its own deadlines (``--exec``) always.
+        variants: the declared contract variants: the model explores under
+            them (its own pick where they allow several answers, the calls
+            the queue offers), and an implementation is judged in lockstep
+            along each path, the model following its choices.
 
     Returns:
         A ``Result``; ``violation`` holds a shortest counterexample, if any:
@@ -627,23 +687,24 @@ def explore(
     watched = factory is not None and call_timeout is not None and jobs <= 1 and not getattr(factory, "keeps_deadlines", False)
     if watched:
         watch = Watch(call_timeout)
-        impl = ImplementationCheck(factory, watch)
+        impl = ImplementationCheck(factory, watch, variants)
         try:
-            return run_watched(lambda: _explore(scope, impl, jobs, progress), watch)
+            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants), watch)
         except CallTimeout:
             path, op, args = watch.context
-            trace = run_calls(factory, [*path, (op, args)], call_timeout) or []
-            result = Result(scope)
+            trace = run_calls(factory, [*path, (op, args)], call_timeout, variants) or []
+            result = Result(scope, coverage=Coverage(variants=variants))
             problems = [step.problem for step in trace if step.problem]
             result.violation = Violation(trace, problems[-1] if problems else "a call did not return")
             return result
-    return _explore(scope, ImplementationCheck(factory) if factory is not None else None, jobs, progress)
+    return _explore(scope, ImplementationCheck(factory, None, variants) if factory is not None else None, jobs, progress, variants)
 
 
-def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress: Callable[[int, Result], None] | None) -> Result:
-    result = Result(scope)
+def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress: Callable[[int, Result], None] | None,
+             variants: Variants = DEFAULT) -> Result:
+    result = Result(scope, coverage=Coverage(variants=variants))
     started = time.perf_counter()
-    root = model.initial()
+    root = model.initial(variants)
     root_key = state_key(root, True) if scope.prune else state_key(root)
     parents: dict[tuple, tuple | None] = {root_key: None}
     try:
@@ -767,31 +828,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes to explore with (default: one per core)")
     parser.add_argument("--trace-out", metavar="FILE", default=None,
                         help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+    add_variant_arguments(parser)
     add_exec_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.impl and args.exec_command is not None:
         raise UsageError("give --impl or --exec, not both")
+    variants_in_force(args.variants)  # a bad flag is an error before anything starts
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
             args.impl = exec_name(args.exec_command)
-            return _run(args, program, jobs=1)  # forked shares cannot share one program's pipes
+            variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"
+            return _run(args, program, jobs=1, variants=variants)  # forked shares cannot share one program's pipes
     factory = load_factory(args.impl, "--impl") if args.impl else None
+    declared = (declared_variants(factory), f"{args.impl}'s fencepost_variants") if factory is not None else (None, "")
+    variants = variants_in_force(args.variants, declared)
     if factory is not None:
-        probe_factory(factory, args.impl)
-    return _run(args, factory, args.jobs or default_jobs())
+        probe_factory(factory, args.impl, variants)
+    return _run(args, factory, args.jobs or default_jobs(), variants)
 
 
-def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: int) -> int:
+def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: int, variants: Variants = DEFAULT) -> int:
     if args.trace_out:
         check_output_path(args.trace_out)
     scope = Scope(
         workers=args.workers, capacity=args.capacity, tasks=args.tasks, horizon=args.horizon, depth=args.depth,
         priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations, prune=args.prune,
     )
-    print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}", flush=True)
-    result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None, call_timeout=args.call_timeout)
+    under = f", under {variants.describe()}" if variants != DEFAULT else ""
+    print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}{under}", flush=True)
+    result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None, call_timeout=args.call_timeout,
+                     variants=variants)
     print("\n".join(report(result)))
     if result.violation is not None:
         steps = len(result.violation.trace)
@@ -799,7 +868,7 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
         print(format_trace(result.violation.trace))
         print(f"violation: {result.violation.problem}")
         if args.trace_out:
-            _write(result, args)
+            _write(result, args, variants)
         return EXIT_VIOLATION
     unreachable = ", ".join(f"{name} ({why})" for name, why in scope.unreachable().items())
     missing = result.missing
@@ -821,7 +890,7 @@ def _progress(level: int, result: Result) -> None:
           f"{result.queued} on queue", file=sys.stderr, flush=True)
 
 
-def _write(result: Result, args: argparse.Namespace) -> None:
+def _write(result: Result, args: argparse.Namespace, variants: Variants = DEFAULT) -> None:
     trace = result.violation.trace
     meta = {"generated_by": "fencepost explore", "scope": result.scope.describe()}
     if args.exec_command is not None:
@@ -834,7 +903,7 @@ def _write(result: Result, args: argparse.Namespace) -> None:
     )
     try:
         path = write_trace(trace, args.trace_out, title="Shortest counterexample (fencepost explore)",
-                           description=description, meta=meta)
+                           description=description, meta=meta, variants=variants)
     except OSError as exc:
         raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc}") from None
     again = f" --exec {shlex.quote(args.exec_command)}" if args.exec_command is not None else (f" --impl {args.impl}" if args.impl else "")

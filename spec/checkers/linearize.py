@@ -54,6 +54,7 @@ class Answer:
     value: object  # the model's result, or the ValueError it raised
     before: tuple[int, ...]
     why: str = ""  # under order=any or tokens=opaque: why the model allows no such result there (model.why_not)
+    holding: object = None  # then, the token of the lease that holds the task the result hands out, if one does
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,14 @@ def _why_not(state: _State, call: Call) -> str:
         return model.why_not(state.materialise(), call.op, dict(call.args), call.result)
     except ValueError as exc:
         return f"the call is invalid: {exc}"
+
+
+def _holding(state: _State, call: Call) -> object:
+    """The token of the live lease on the task ``call``'s lease hands out, or None."""
+    task_id = getattr(call.result, "task_id", None)
+    if isinstance(task_id, int) and not isinstance(task_id, bool) and 1 <= task_id <= state.size:
+        return state.task(task_id).token
+    return None
 
 
 #: The operations whose answer a variant may leave to the scheduler.
@@ -226,7 +235,8 @@ def _orders(
                 call = calls[local]
                 why = _why_not(state, call)
                 if not any(describe(call.op, a.value) == describe(call.op, answer) and a.why == why for a in answers):
-                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack), why))
+                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack), why,
+                                          _holding(state, call) if why else None))
             entry = nxt[entry]
             continue
         # An end was reached, or a completion whose call is not placed (nothing after it

@@ -112,12 +112,21 @@ def report(history: History, verdict: Verdict, show_order: bool = False, variant
     for answer in f.answers:
         after = ", ".join(f"{describe_call(calls[i])} by {calls[i].process}" for i in answer.before) or "nothing else"
         if answer.why:
-            lines.append(f"  not allowed after {after}: {answer.why}")
+            holder = _lease_with(history, answer.holding) if answer.holding is not None else None
+            lines.append(f"  not allowed after {after}: {answer.why}" + (f", the lease {holder}" if holder else ""))
         else:
             lines.append(f"  {describe(bad.op, answer.value)}   (after {after})")
     if not f.answers:
         lines.append("  nothing: in no order consistent with real time do the calls before it reach it")
     return lines
+
+
+def _lease_with(history: History, token: object) -> str | None:
+    """Which call got the lease with ``token``: ``c1 got at line 19``, or None."""
+    for call in history.calls:
+        if call.op == "dispatch" and getattr(call.result, "token", None) == token and type(call.result.token) is type(token):
+            return f"{call.process} got at line {history.events[call.completed].line}"
+    return None
 
 
 # ---------------------------------------------------------------- command line

@@ -159,7 +159,7 @@ class Lockstep:
                 and not (isinstance(expected, tuple) and expected and expected[0] == "error"):
             reason = model.why_not(state, op, dict(args), raw)
             if reason:
-                text += f" (not allowed under {self.variants.describe()}: {reason})"
+                text += f" (not allowed: {reason})"
         return text
 
     def plan(self, calls: list[tuple[str, dict]], state: model.State | None = None) -> None:

@@ -13,6 +13,9 @@ replaced by a deep copy of itself, standing in for one recovered from
 storage (this scheduler keeps everything in memory, so a real restart would
 lose it all). ``--prune`` offers the ``prune`` capability (the scheduler's own
 ``prune``); without it the program answers no ``prune``.
+
+``--declare NAME=VALUE`` (repeatable) declares a contract variant in the
+``hello`` answer, as a queue that differs from the contract on purpose would.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def main(argv: list[str]) -> None:
         capabilities.append("restart")
     if "--prune" in argv:
         capabilities.append("prune")
+    declared = dict(a.partition("=")[::2] for a, flag in zip(argv[1:], argv) if flag == "--declare")
     scheduler = make()
     for line in sys.stdin:
         request = json.loads(line)
@@ -57,6 +61,8 @@ def main(argv: list[str]) -> None:
         try:
             if op == "hello":
                 result = {"protocol": 1, "capabilities": capabilities}
+                if declared:
+                    result["variants"] = declared
             elif op == "reset":
                 scheduler, result = make(), None
             elif op == "restart" and "restart" in capabilities:
