@@ -196,22 +196,23 @@ _FAIL_SET = """
 #: The start of ``complete_many``/``fail_many`` after the clock: time has not moved past ``p_now``,
 #: every id was issued (else the whole batch is invalid), whether the ids are distinct, and the rows
 #: the reports may change locked in id order (the single calls' row locks, taken in one order).
-_CHECK_REPORTS = _CHECK_TIME + """
-    DECLARE v_bad bigint;
-    BEGIN
-        SELECT n - 1 INTO v_bad FROM unnest(p_ids) WITH ORDINALITY AS u(id, n)
-            WHERE id < 1 OR id > v_last ORDER BY n LIMIT 1;
-        IF FOUND THEN
-            IF v_last = 0 THEN
-                RAISE EXCEPTION 'reports[%]: task_id % is unknown: no task has been submitted yet (nothing in the batch was done)',
-                    v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
-            END IF;
-            RAISE EXCEPTION 'reports[%]: task_id % is unknown: ids issued so far are 1..% (nothing in the batch was done)',
-                v_bad, p_ids[v_bad + 1], v_last USING ERRCODE = '{err}';
-        END IF;
-    END;
+_CHECK_REPORTS = """
     v_n := coalesce(cardinality(p_ids), 0);
-    v_distinct := v_n = (SELECT count(DISTINCT id) FROM unnest(p_ids) AS u(id));
+    SELECT m.now, m.last_task,
+           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n) WHERE id < 1 OR id > m.last_task),
+           (SELECT count(DISTINCT id) FROM unnest(p_ids) AS u(id)) = v_n
+        INTO v_clock, v_last, v_bad, v_distinct FROM {s}.meta m;
+    IF p_now < v_clock THEN
+        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
+    END IF;
+    IF v_bad IS NOT NULL THEN
+        IF v_last = 0 THEN
+            RAISE EXCEPTION 'reports[%]: task_id % is unknown: no task has been submitted yet (nothing in the batch was done)',
+                v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
+        END IF;
+        RAISE EXCEPTION 'reports[%]: task_id % is unknown: ids issued so far are 1..% (nothing in the batch was done)',
+            v_bad, p_ids[v_bad + 1], v_last USING ERRCODE = '{err}';
+    END IF;
     PERFORM 1 FROM {s}.tasks t WHERE t.status = 'running' AND (t.id, t.token) IN (SELECT * FROM unnest(p_ids, p_tokens))
         ORDER BY t.id FOR UPDATE;
 """
@@ -470,30 +471,37 @@ BEGIN
     IF v_locked IS NULL THEN
         PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
-{check_time}
-    SELECT capacity - (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
-        INTO v_room FROM {s}.workers WHERE name = p_worker;
-    IF NOT FOUND THEN
+    -- time has not moved past p_now since the first read (as _CHECK_TIME), and the worker's free slots
+    SELECT m.now, w.capacity - (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
+        INTO v_clock, v_room FROM {s}.meta m LEFT JOIN {s}.workers w ON w.name = p_worker;
+    IF p_now < v_clock THEN
+        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
+    END IF;
+    IF v_room IS NULL THEN
         RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
             USING ERRCODE = '{err}';
     END IF;
     o_tasks := '{}';
     o_tokens := '{}';
     IF least(v_room, p_limit) > 0 THEN
-        SELECT coalesce(array_agg(c.id ORDER BY c.priority DESC, c.due_at, c.id), '{}') INTO o_tasks
-        FROM (SELECT id, priority, due_at FROM {s}.tasks
-              WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
-              ORDER BY priority DESC, due_at, id
-              LIMIT least(v_room, p_limit)
-              FOR UPDATE SKIP LOCKED) c;
-        IF cardinality(o_tasks) > 0 THEN
-            o_tokens := ARRAY(SELECT nextval('{s}.tokens') FROM generate_series(1, cardinality(o_tasks)));
+        -- one statement: claim, number in dispatch order, one token each in that order, lease
+        WITH picked AS (
+            SELECT id, priority, due_at FROM {s}.tasks
+            WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
+            ORDER BY priority DESC, due_at, id
+            LIMIT least(v_room, p_limit)
+            FOR UPDATE SKIP LOCKED),
+        numbered AS (SELECT id, row_number() OVER (ORDER BY priority DESC, due_at, id) AS n FROM picked),
+        tokens AS (SELECT n, nextval('{s}.tokens') AS token FROM generate_series(1, (SELECT count(*) FROM picked)) AS n),
+        leased AS (
             UPDATE {s}.tasks t SET
-                status = 'running', attempts = t.attempts + 1, worker = p_worker, token = u.token,
+                status = 'running', attempts = t.attempts + 1, worker = p_worker, token = k.token,
                 started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
-            FROM unnest(o_tasks, o_tokens) AS u(id, token)
-            WHERE t.id = u.id;
-        END IF;
+            FROM numbered p JOIN tokens k ON k.n = p.n
+            WHERE t.id = p.id
+            RETURNING t.id, t.token)
+        SELECT coalesce(array_agg(id ORDER BY token), '{}'), coalesce(array_agg(token ORDER BY token), '{}')
+            INTO o_tasks, o_tokens FROM leased;
     END IF;
 {end}
 END $$;
@@ -505,7 +513,7 @@ CREATE OR REPLACE PROCEDURE {s}.fp_complete_many(p_ids bigint[], p_tokens bigint
                                                  OUT o_accepted boolean[], OUT o_reasons text[])
 LANGUAGE plpgsql AS $$
 DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
-        v_n integer; v_distinct boolean;
+        v_n integer; v_distinct boolean; v_bad bigint;
 BEGIN
     o_accepted := '{}';
     o_reasons := '{}';
@@ -535,7 +543,7 @@ CREATE OR REPLACE PROCEDURE {s}.fp_fail_many(p_ids bigint[], p_tokens bigint[], 
                                              OUT o_accepted boolean[], OUT o_reasons text[])
 LANGUAGE plpgsql AS $$
 DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
-        v_n integer; v_distinct boolean;
+        v_n integer; v_distinct boolean; v_bad bigint;
 BEGIN
     o_accepted := '{}';
     o_reasons := '{}';
@@ -609,7 +617,7 @@ def schema_ddl(schema: str, lock_key: int) -> str:
         .replace("{end}", _END)
     )
     functions = (
-        functions.replace("{check_reports}", _CHECK_REPORTS.replace("{check_time}", _CHECK_TIME))
+        functions.replace("{check_reports}", _CHECK_REPORTS)
         .replace("{distinct_outcomes}", _DISTINCT_OUTCOMES)
         .replace("{loop_outcome}", _LOOP_OUTCOME)
         .replace("{fail_set}", _FAIL_SET)
