@@ -17,8 +17,9 @@ hang or show a traceback.
 
 Capabilities: the schedulers' ``submit`` takes ``key`` exactly when the
 program's ``hello`` lists ``"key"``, and they have ``reopen()`` (which sends
-``restart``) exactly when it lists ``"restart"``, so capability detection
-that inspects a scheduler sees what the program offers.
+``restart``) exactly when it lists ``"restart"``, and the batch operations
+exactly when it lists ``"batch"``, so capability detection that inspects a
+scheduler sees what the program offers.
 """
 
 from __future__ import annotations
@@ -555,10 +556,37 @@ class _WithRestart(ExecScheduler):
         return type(self)(self._program, self._program.restart(self._generation))
 
 
-class _WithKeysAndRestart(_WithKeys, _WithRestart):
-    pass
+class _WithBatches(ExecScheduler):
+    """The batch operations, each one request; lists travel as JSON arrays (a report pair as ``[id, token]``)."""
+
+    def submit_many(self, tasks: list) -> list:
+        return self._call("submit_many", tasks=tasks)
+
+    def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list:
+        return self._call("dispatch_many", worker=worker, now=now, duration=duration, limit=limit)
+
+    def complete_many(self, reports: list, now: int) -> list:
+        return self._call("complete_many", reports=_pairs(reports), now=now)
+
+    def fail_many(self, reports: list, now: int) -> list:
+        return self._call("fail_many", reports=_pairs(reports), now=now)
+
+
+def _pairs(reports: object) -> object:
+    """Report pairs as JSON arrays (a tuple is not JSON); anything else goes as it is, for the program to refuse."""
+    if isinstance(reports, (list, tuple)):
+        return [list(pair) if isinstance(pair, tuple) else pair for pair in reports]
+    return reports
+
+
+#: Capability -> the class whose methods it adds to a program's schedulers.
+_MIXINS = {"key": _WithKeys, "restart": _WithRestart, "batch": _WithBatches}
+_CLASSES: dict[frozenset[str], type[ExecScheduler]] = {}
 
 
 def _client_class(capabilities: frozenset[str]) -> type[ExecScheduler]:
-    keys, restart = "key" in capabilities, "restart" in capabilities
-    return {(False, False): ExecScheduler, (True, False): _WithKeys, (False, True): _WithRestart, (True, True): _WithKeysAndRestart}[(keys, restart)]
+    offered = frozenset(c for c in _MIXINS if c in capabilities)
+    if offered not in _CLASSES:
+        bases = tuple(mixin for c, mixin in _MIXINS.items() if c in offered)
+        _CLASSES[offered] = type("ExecScheduler", bases, {}) if bases else ExecScheduler
+    return _CLASSES[offered]

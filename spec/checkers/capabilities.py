@@ -10,6 +10,10 @@ them can still be checked:
 * **restart**: ``reopen()`` returning a scheduler over the same storage, as
   a new process would see it. Offered when the scheduler has a callable
   ``reopen``.
+* **batch**: ``submit_many``, ``dispatch_many``, ``complete_many`` and
+  ``fail_many`` (``spec.protocol.BATCH_OPERATIONS``), the single calls as
+  one atomic call. Offered when all four are callable; a scheduler with
+  some but not all of them offers none (a check drives all four or none).
 
 A check drives only what is offered and says which parts it skipped.
 """
@@ -21,10 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fencepost.spec.formats.scenario import offers_restart
+from fencepost.spec.protocol import BATCH_OPERATIONS
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
 RESTART = "restart"
+BATCH = "batch"
 
 
 @dataclass(frozen=True)
@@ -33,14 +39,18 @@ class Capabilities:
 
     keys: bool = False  # submit takes key=
     restart: bool = False  # objects have a callable reopen()
+    batch: bool = False  # objects have all four batch operations
+
+    def _named(self) -> tuple[tuple[str, bool], ...]:
+        return ((KEYS, self.keys), (RESTART, self.restart), (BATCH, self.batch))
 
     @property
     def found(self) -> tuple[str, ...]:
-        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if offered)
+        return tuple(name for name, offered in self._named() if offered)
 
     @property
     def skipped(self) -> tuple[str, ...]:
-        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if not offered)
+        return tuple(name for name, offered in self._named() if not offered)
 
     def summary(self) -> str:
         """One clause for a check's summary, e.g. ``optional capabilities checked: restart; skipped: ...``."""
@@ -54,7 +64,7 @@ class Capabilities:
 #: What ``detect`` assumes of a scheduler it cannot inspect: nothing optional.
 NONE = Capabilities()
 #: Everything optional, as the shipped in-memory schedulers plus a reopen() would offer.
-ALL = Capabilities(keys=True, restart=True)
+ALL = Capabilities(keys=True, restart=True, batch=True)
 
 
 def takes_key(scheduler: object, factory: Callable[[], object] | None = None) -> bool:
@@ -81,6 +91,11 @@ def takes_key(scheduler: object, factory: Callable[[], object] | None = None) ->
     if factory is None:
         return False
     return _probe_key(factory)
+
+
+def offers_batches(scheduler: object) -> bool:
+    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
+    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
 
 
 def _probe_key(factory: Callable[[], object]) -> bool:
@@ -118,6 +133,7 @@ def detect(factory: Callable[[], object]) -> Capabilities:
     """
     sample = factory()
     try:
-        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample))
+        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample),
+                            batch=offers_batches(sample))
     finally:
         _close(sample)

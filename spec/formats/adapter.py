@@ -40,9 +40,10 @@ from fencepost.spec.formats.values import MAX_WIRE_STRING, ValueFormError, from_
 #: The protocol version this fencepost speaks; ``hello`` must answer it.
 PROTOCOL_VERSION = 1
 #: Optional capabilities a program may list in its ``hello``: ``key`` (its
-#: ``submit`` accepts an idempotency ``key``) and ``restart`` (it answers the
-#: ``restart`` op).
-CAPABILITIES = ("key", "restart")
+#: ``submit`` accepts an idempotency ``key``), ``restart`` (it answers the
+#: ``restart`` op) and ``batch`` (it answers ``submit_many``, ``dispatch_many``,
+#: ``complete_many`` and ``fail_many``).
+CAPABILITIES = ("key", "restart", "batch")
 # The longest answer line read (1 MiB, newline included) is the shared limit on
 # a line of any line-based input. The longest real answer (a task view) is a
 # few hundred bytes; anything near the limit is a program gone wrong.

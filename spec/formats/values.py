@@ -17,6 +17,8 @@ operation                              JSON form of its result
                                        "cancel_requested"}``, ``status`` as its string
 ``now`` (``--exec`` only)              the clock, an int
 ``reset``, ``restart`` (``--exec``)    ``null``
+``submit_many``, ``dispatch_many``,    a list of what the single call answers, one per entry
+``complete_many``, ``fail_many``       (``dispatch_many``: leases only, never ``null``)
 =====================================  ===========================================================
 
 Ints are JSON integers, never a bool or a float; ``accepted`` is a JSON bool.
@@ -31,7 +33,7 @@ O(1).
 
 from __future__ import annotations
 
-from fencepost.spec.protocol import OPERATIONS, Lease, Outcome, Status, TaskView
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
 LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
@@ -45,8 +47,10 @@ NONE_OPS = frozenset({"add_worker", "advance"})
 #: The reads and controls only the ``--exec`` adapter carries: ``task`` and
 #: ``now`` answer a view and the clock; ``reset`` and ``restart`` answer null.
 ADAPTER_OPS = ("task", "now", "reset", "restart")
+#: Each batch operation and the single call its entries are: its result is a list of those results.
+BATCH_OF = dict(zip(BATCH_OPERATIONS, ("submit", "dispatch", "complete", "fail")))
 #: Every operation with a JSON form here.
-OPS = (*OPERATIONS, *ADAPTER_OPS)
+OPS = (*OPERATIONS, *BATCH_OPERATIONS, *ADAPTER_OPS)
 
 #: The nine TaskView fields, in the order the protocol declares them.
 VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
@@ -81,6 +85,13 @@ def to_json(op: str, value: object) -> object:
             that is not a bool, an int field holding a bool or a float).
     """
     _known(op)
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(value, (list, tuple)):
+            raise ValueFormError(f"{op} answers a list of what {single} answers, got {value!r}")
+        if single == "dispatch" and any(item is None for item in value):
+            raise ValueFormError(f"dispatch_many answers a list of leases, never None in it: {value!r}")
+        return [to_json(single, item) for item in value]
     if op in ("reset", "restart"):
         return None
     if op == "now":
@@ -128,6 +139,16 @@ def from_json(op: str, obj: object) -> object:
             field and the rule.
     """
     _known(op)
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(obj, list):
+            raise ValueFormError(f"{op} answers a list of what {single} answers, got {_show(obj)}")
+        if single == "dispatch" and any(item is None for item in obj):
+            raise ValueFormError(f"dispatch_many answers a list of leases, never null in it: {_show(obj)}")
+        try:
+            return [from_json(single, item) for item in obj]
+        except ValueFormError as exc:
+            raise ValueFormError(f"{op}: {exc}") from None
     if op in NONE_OPS or op in ("reset", "restart"):
         if obj is not None:
             raise ValueFormError(f"{op} answers null, got {_show(obj)}")

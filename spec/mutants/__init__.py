@@ -28,7 +28,15 @@ DESCRIPTIONS: dict[str, str] = {
     "stale_heap_revives": "cancel leaves the heap entry live, so the indexed scheduler dispatches a cancelled task from it",
     "retry_at_failure_time": "fail makes the task due again at the failure time instead of after its backoff",
     "attempt_off_by_one": "max_attempts=N allows N + 1 dispatches",
+    "batch_not_atomic": "submit_many keeps the entries before an invalid one: a batch that is not all or nothing",
+    "dispatch_many_over_capacity": "dispatch_many checks the worker's room once per batch, so a batch overfills the worker",
+    "dispatch_many_twice": "dispatch_many wraps around its candidate snapshot and hands a task out twice in one batch",
+    "complete_many_trusts_batch": "complete_many accepts a stale token once an earlier report in the batch was accepted",
 }
+
+#: Mutants whose bug is in a batch operation: only a check that drives batches (capability
+#: ``batch``) can see them.
+BATCH_MUTANTS = ("batch_not_atomic", "dispatch_many_over_capacity", "dispatch_many_twice", "complete_many_trusts_batch")
 
 #: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.
 MUTANTS: dict[str, str] = {name: f"fencepost.spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}
