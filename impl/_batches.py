@@ -20,7 +20,7 @@ import contextlib
 from collections.abc import Callable
 from typing import ContextManager
 
-from fencepost.impl import _validate as v
+import fencepost.impl._validate as v
 from fencepost.spec.protocol import Lease, Outcome
 
 

@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fencepost.spec.formats.scenario import offers_restart
+from fencepost.spec.checkers.steps import offers_restart
 from fencepost.spec.protocol import BATCH_OPERATIONS
 
 #: The names the capabilities go by in summaries, in the order they are printed.
