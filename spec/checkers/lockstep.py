@@ -7,7 +7,8 @@ runs the invariants of ``spec.invariants`` over the implementation's views.
 ``--exec``: they announce the calls to come so a program can answer them in
 one round trip; an in-process scheduler never sees them.
 ``run_calls`` replays concrete calls this way (the minimizers' and the
-regressions' oracle).
+regressions' oracle). A batch (``submit_many`` and the others) is one call:
+the scheduler's list of results is judged whole by ``model.follow``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fencepost.spec.checkers.deadline import CallTimeout, run_watched, Scheduler
 from fencepost.spec.checkers.results import comparable, describe, Divergence, normalize, VIEW_FIELDS, view_tuple
 from fencepost.spec.checkers.steps import bad_task_ids, check_bad_task_ids, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
-from fencepost.spec.protocol import RESTART
+from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 
 
 # ---------------------------------------------------------------- lockstep
@@ -66,8 +67,10 @@ class Lockstep:
         wrong_kind = None
         self.pending = TraceStep(op, dict(args), expected, None)
         self.plan([(op, args)], before)
+        answer: object = None
         try:
-            got: object = normalize(getattr(self.impl, op)(**args))
+            answer = getattr(self.impl, op)(**args)
+            got: object = normalize(answer)
         except ValueError as exc:
             got = ("error", str(exc))
         except CallTimeout as exc:  # a program behind --exec that stopped answering: a finding
@@ -85,16 +88,31 @@ class Lockstep:
             self.coverage.record(op, outcome, boundaries)
         if wrong_kind:
             self.diverge(record, wrong_kind)
-        if comparable(expected) != comparable(got):
-            self.diverge(record, f"the result differs: expected {describe(expected)}, got {describe(got)}")
+        if op in BATCH_OPERATIONS and not raised and not (isinstance(got, tuple) and got[:1] == ("error",)):
+            # a batch: one call, judged whole by the model's fold of the single calls
+            followed = model.follow(before, op, dict(args), answer)
+            if followed is None:
+                self.diverge(record, f"the result differs: expected {describe(expected, op)}, got {describe(got, op)}")
+            after, result = followed
+        elif comparable(expected) != comparable(got):
+            self.diverge(record, f"the result differs: expected {describe(expected, op)}, got {describe(got, op)}")
         self.state = after
-        if op == "submit" and not raised and result not in self.max_attempts:
-            self.max_attempts[result] = args.get("max_attempts")
-        if op == "dispatch" and result is not None:
-            self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
-            self.worker_of_token[result.token] = result.worker
+        if not raised:
+            self._remember(op, args, result)
         self.compare_views(record)
         return record
+
+    def _remember(self, op: str, args: dict, result: object) -> None:
+        """What the rules and invariants need to know of a call the model accepted: budgets, tokens, workers."""
+        if op == "submit" and result not in self.max_attempts:
+            self.max_attempts[result] = args.get("max_attempts")
+        elif op == "submit_many":
+            for entry, task_id in zip(args["tasks"], result):
+                self.max_attempts.setdefault(task_id, entry.get("max_attempts"))
+        leases = [result] if op == "dispatch" and result is not None else result if op == "dispatch_many" else []
+        for lease in leases:
+            self.tokens_by_task.setdefault(lease.task_id, []).append(lease.token)
+            self.worker_of_token[lease.token] = lease.worker
 
     def plan(self, calls: list[tuple[str, dict]], state: model.State | None = None) -> None:
         """Tell a scheduler in another process (``--exec``) the calls coming next, from ``state`` (default: now).
