@@ -24,6 +24,13 @@ table of any subset of the Lease fields; for ``complete``, ``fail``,
 (only with ``accepted = false``); for ``submit`` a table with ``task_id``;
 for any operation the string ``"error"``: the call must raise ``ValueError``.
 
+A batch (``submit_many``, ``dispatch_many``, ``complete_many``,
+``fail_many``, offered by schedulers with the ``batch`` capability) is one
+step: ``tasks = [{ priority = 1 }, {}]`` or ``reports = [[1, 1], [2, 2]]``,
+and its ``expect`` is ``"error"`` or an array with one of the single call's
+expects per entry (``[{ task_id = 1 }, { task_id = 2 }]``; ``dispatch_many``
+lists only the leases it hands out, so ``[]`` when none).
+
 ``submit`` takes an optional ``key`` (an idempotency key, a non-empty
 string). ``op = "restart"`` is a step with no arguments and no ``expect``:
 the scheduler is replaced by its ``reopen()`` and every later step, and the
@@ -74,7 +81,7 @@ from fencepost.spec.formats.limits import (
     parse_toml,
     read_bounded,
 )
-from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
 
 
 class ScenarioError(ValueError):
@@ -108,9 +115,21 @@ def _signature(op: str) -> tuple[Param, ...]:
 #: Every operation's keyword arguments, in protocol order.
 SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in OPERATIONS}
 SIGNATURES[RESTART] = ()  # a restart step takes no arguments
+#: The batches (optional operations, ``spec.protocol.BATCH_OPERATIONS``): their list arguments
+#: hold what the single calls take (``tasks``: tables of submit's arguments; ``reports``:
+#: ``[task_id, token]`` pairs); the scheduler judges the entries, as it judges value ranges.
+_REQUIRED = inspect.Parameter.empty
+SIGNATURES.update({
+    "submit_many": (Param("tasks", list, True, _REQUIRED),),
+    "dispatch_many": (*SIGNATURES["dispatch"], Param("limit", int, True, _REQUIRED)),
+    "complete_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
+    "fail_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
+})
+#: Each batch and the single call its entries are: its ``expect`` is a list of that call's expects.
+BATCH_OF = dict(zip(BATCH_OPERATIONS, ("submit", "dispatch", "complete", "fail")))
 
-#: What a step's ``op`` may be: the protocol's operations and ``restart``.
-STEP_OPS = (*OPERATIONS, RESTART)
+#: What a step's ``op`` may be: the protocol's operations, the batches and ``restart``.
+STEP_OPS = (*OPERATIONS, *BATCH_OPERATIONS, RESTART)
 
 #: Lease fields a dispatch ``expect`` table may name, with their types.
 LEASE_FIELDS: dict[str, type] = {
@@ -394,6 +413,17 @@ def _expect_state_from_data(value: object, fail) -> dict:
 def _expect_from_data(op: str, expect: object, fail) -> object:
     if expect == "error" and op != RESTART:
         return "error"
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(expect, list):
+            raise fail("expect", f'expected "error" or an array of what {single} expects, one per entry, got {_show(expect)}')
+        items = []
+        for number, item in enumerate(expect):
+            if item == "error" or (single == "dispatch" and item == "none"):
+                raise fail(f"expect[{number}]", f"an entry of a {op} expect cannot be {_show(item)}")
+            items.append(_expect_from_data(single, item, lambda name, problem, n=number: fail(
+                name.replace("expect", f"expect[{n}]", 1), problem)))
+        return items
     if op == "dispatch":
         if expect == "none":
             return "none"
@@ -428,7 +458,7 @@ def _expect_table(
     return dict(expect)
 
 
-_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table"}
+_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table", list: "an array"}
 
 
 def _expect_type(value: object, kind: type, fail) -> object:
@@ -661,6 +691,9 @@ def expect_from(step: Step, result: StepResult) -> object:
     value = result.value
     if result.error is not None:
         return "error"
+    if step.op in BATCH_OF:
+        single = Step(op=BATCH_OF[step.op], args={})
+        return [expect_from(single, StepResult(value=item)) for item in value]
     if step.op == "dispatch":
         if value is None:
             return "none"
