@@ -14,7 +14,7 @@ import bisect
 from dataclasses import replace
 
 from fencepost.spec import model
-from fencepost.spec.protocol import DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
 
 
 #: What a final task is kept as: every later call on a final task is refused
@@ -284,6 +284,11 @@ class _State:
 
         O(R + D + log T): R running leases, D tasks changed since the base.
         """
+        if op in BATCH_OPERATIONS:
+            # A batch reads and changes many tasks: applied to the whole state, which becomes a new base
+            # (O(T)); still one call, so one linearization point.
+            after, value = model.apply(self.materialise(), op, args)
+            return _State.of(canonical(after)), value
         ids: set[int] = set()
         records: tuple[model.KeyRecord, ...] = ()
         if op in _TASK_OPS:

@@ -24,6 +24,10 @@ Choices the format left open, taken here:
   from ``spec.protocol.SchedulerProtocol``, an int argument a JSON integer
   (never a bool or a float), a str argument a string, ``null`` only where the
   protocol's default is ``None``.
+* A batch (``submit_many``, ``dispatch_many``, ``complete_many``,
+  ``fail_many``) is one call: one invoke with its list argument (``tasks``,
+  ``reports`` as ``[task_id, token]`` arrays) and one completion whose
+  ``result`` is the list of its entries' results.
 * A call still open at the end of the file is treated like ``info``.
 * Blank lines are skipped.
 
@@ -60,7 +64,7 @@ from fencepost.spec.formats.limits import (
 )
 from fencepost.spec.formats.scenario import SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
-from fencepost.spec.protocol import OPERATIONS
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
 
 #: The event types, in the order a call goes through them.
 EVENT_TYPES = ("invoke", "ok", "info")
@@ -289,10 +293,14 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
     return Event(process, kind, result=obj["result"], time=stamp, line=line)
 
 
+#: What an invoke's ``op`` may be: the protocol's operations and its batches (one call each).
+HISTORY_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
+
+
 def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str, dict]:
     op = obj.get("op")
-    if op not in OPERATIONS:
-        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)}, got {_show(op)}")
+    if op not in HISTORY_OPS:
+        raise fail(f"field 'op' must be one of {', '.join(HISTORY_OPS)}, got {_show(op)}")
     args = obj.get("args")
     if not isinstance(args, dict):
         raise fail(f"field 'args' must be an object of {op}'s keyword arguments, got {_show(args)}")
@@ -304,9 +312,9 @@ def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str,
         param = params[name]
         if value is None and param.default is None:
             continue
-        fits = isinstance(value, str) if param.type is str else _is_int(value)
+        fits = isinstance(value, param.type) if param.type in (str, list) else _is_int(value)
         if not fits:
-            kind = "a string" if param.type is str else "an int"
+            kind = {str: "a string", list: "an array"}.get(param.type, "an int")
             raise fail(f"args.{name}: must be {kind}, got {_show(value)}")
     missing = [p.name for p in params.values() if p.required and p.name not in args]
     if missing:
@@ -475,7 +483,7 @@ class HistoryLog:
 NOT_A_PROTOCOL_VALUE = "NotAProtocolValue"
 
 #: The calls a ``Recorder`` records; every other attribute passes straight through.
-RECORDED_OPS = OPERATIONS
+RECORDED_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
 
 
 class Recorder:
@@ -505,7 +513,7 @@ class Recorder:
         return self._process
 
     def __getattr__(self, name: str) -> object:
-        if name in RECORDED_OPS:
+        if name in RECORDED_OPS and (name in OPERATIONS or callable(getattr(self._scheduler, name, None))):
             return lambda *args, **kwargs: self._record(name, args, kwargs)
         return getattr(self._scheduler, name)
 

@@ -208,6 +208,10 @@ def _check_size(op: str, name: str, value: object) -> None:
 def same_result(op: str, have: object, want: object) -> bool:
     """Whether two results of ``op`` agree as the spec compares them: Lease fields, task ids,
     ``accepted`` only for an Outcome (reason wording is not part of the contract). O(1)."""
+    if op in BATCH_OF:
+        if not isinstance(have, (list, tuple)) or not isinstance(want, (list, tuple)) or len(have) != len(want):
+            return False
+        return all(same_result(BATCH_OF[op], h, w) for h, w in zip(have, want))
     a, b = to_json(op, have), to_json(op, want)
     if op in OUTCOME_OPS:
         return a["accepted"] is b["accepted"]
