@@ -239,3 +239,23 @@ def test_the_race_catches_a_batch_that_trusts_its_earlier_reports() -> None:
 def _locked(lock: threading.Lock, method, args, kwargs) -> object:
     with lock:
         return method(*args, **kwargs)
+
+
+@pytest.mark.parametrize("storage", ["durable", "postgres"])
+def test_crash_recovers_batches_whole_on_durable_sqlite_and_postgres(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fencepost crash`` with batches in its workload: every kill recovers the calls that returned, a batch whole."""
+    import fencepost.spec.checkers.crash as crash
+    from fencepost.impl.durable import DurableScheduler
+
+    if storage == "postgres":
+        pg_server.require_server()
+        from fencepost.impl.postgres import opener
+    else:
+        opener = DurableScheduler
+    runs = []
+    check = crash.check_recovery
+    monkeypatch.setattr(crash, "check_recovery", lambda op, run, durations: (runs.append(run), check(op, run, durations))[1])
+    report = crash.crash_test(opener, kills=6, seed=3)
+    assert report.failure is None, report.failure
+    batches = [call.op for run in runs if run for call in run.calls if call.op.endswith("_many")]
+    assert {"submit_many", "dispatch_many", "complete_many"} <= set(batches), batches
