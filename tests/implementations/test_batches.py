@@ -255,7 +255,7 @@ def test_crash_recovers_batches_whole_on_durable_sqlite_and_postgres(storage: st
     runs = []
     check = crash.check_recovery
     monkeypatch.setattr(crash, "check_recovery", lambda op, run, durations: (runs.append(run), check(op, run, durations))[1])
-    report = crash.crash_test(opener, kills=6, seed=3)
+    report = crash.crash_test(opener, kills=4, seed=3)
     assert report.failure is None, report.failure
     batches = [call.op for run in runs if run for call in run.calls if call.op.endswith("_many")]
     assert {"submit_many", "dispatch_many", "complete_many"} <= set(batches), batches
