@@ -110,7 +110,92 @@ def conformance_machine(
     """
     offered = detect(factory) if capabilities is None else capabilities
 
-    class ConformanceMachine(RuleBasedStateMachine):
+    class BatchRules(RuleBasedStateMachine):
+        """The batch rules: part of the machine only when the scheduler offers batches, so a
+        machine for one that does not has exactly the rules (and so the draws) it had before."""
+
+        @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
+        @rule(entries=st.lists(
+            st.tuples(st.integers(min_value=0, max_value=2), st.none() | st.integers(min_value=1, max_value=3),
+                      st.sampled_from(KEY_KINDS if offered.keys else ("none",)), offsets),
+            max_size=BATCH_MAX))
+        def submit_many_batch(self, entries: list[tuple[int, int | None, str, int]]) -> None:
+            """Several submits as one call (none, one or several), keys repeating inside the batch too."""
+            tasks = []
+            for priority, max_attempts, keyed, offset in entries[: MAX_TASKS - len(self.state.tasks)]:
+                entry: dict[str, object] = {"priority": priority}
+                if max_attempts is not None:
+                    entry["max_attempts"] = max_attempts
+                if keyed != "none":
+                    entry["key"] = KEY_POOL[offset % len(KEY_POOL)]
+                tasks.append(entry)
+            self.step("submit_many", tasks=tasks)
+
+        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations,
+              size=st.sampled_from(BATCH_SIZES))
+        def dispatch_many_batch(self, worker: int, when: str, pick: int, offset: int, duration: int, size: str) -> None:
+            """A batch of dispatches: of 1, of exactly the worker's room, of more than its room, of several."""
+            name, now = self.worker(worker), self.time(when, pick, offset)
+            seen = model.expire(self.state, now)
+            room = dict(seen.workers)[name] - model.load(seen, name)
+            limit = {"one": 1, "room": max(1, room), "more": max(1, room) + 1 + offset, "several": 2 + offset}[size]
+            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=limit)
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(op=st.sampled_from(("complete_many", "complete_many", "fail_many")),
+              reports=st.lists(st.tuples(st.sampled_from(TASK_KINDS), picks, st.sampled_from(TOKEN_KINDS)),
+                               max_size=BATCH_MAX),
+              when=st.sampled_from(LEASE_TIME_KINDS), pick=picks, offset=offsets)
+        def report_many_batch(self, op: str, reports: list[tuple[str, int, str]], when: str, pick: int, offset: int) -> None:
+            """A batch of reports on any tasks with any tokens: each judged as its single call, in order."""
+            pairs = []
+            for which, task_pick, token in reports:
+                task_id = self.task_id(which, task_pick)
+                pairs.append([task_id, self.token(task_id, token, task_pick)])
+            self.step(op, reports=pairs, now=self.time(when, pick, offset))
+
+        @rule(worker=picks, op=st.sampled_from(("complete_many", "complete_many", "fail_many")),
+              extra=st.sampled_from(("none", "stale", "stale", "again")), when=st.sampled_from(("now", "now", "later")),
+              pick=picks, duration=durations)
+        def batched_worker_cycle(self, worker: int, op: str, extra: str, when: str, pick: int, duration: int) -> None:
+            """A batched worker loop's turn: claim as much as the worker has room for, then report on all it holds.
+
+            Two calls: ``dispatch_many`` with the worker's room as its limit, then
+            one report batch with the current token of every task the worker
+            holds. ``extra`` puts, right after the first report, one with a stale
+            token of another running task (refused, whatever was accepted before
+            it; that task's own report comes later), or adds the first report
+            again at the end (refused: it was just accepted).
+            """
+            name, now = self.worker(worker), self.time(when, pick, 0)
+            seen = model.expire(self.state, now)
+            room = dict(seen.workers)[name] - model.load(seen, name)
+            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=max(1, room))
+            running = [t for t in self.state.tasks if t.status is Status.RUNNING]
+            pairs = [[t.id, t.token] for t in running if t.worker == name]
+            if not pairs:
+                return
+            others = [t for t in running if t.id != pairs[0][0]]
+            if extra == "stale" and others:
+                stale = others[pick % len(others)]
+                older = [token for token in self.tokens_by_task.get(stale.id, []) if token != stale.token]
+                wrong = older[-1] if older else self.state.last_token + 1 + pick
+                pairs = [pairs[0], [stale.id, wrong], *(pair for pair in pairs[1:] if pair[0] != stale.id)]
+            elif extra == "again":
+                pairs.append(list(pairs[0]))
+            self.step(op, reports=pairs, now=now)
+
+        @rule(kind=st.sampled_from(INVALID_BATCHES), pick=picks, form=st.sampled_from(NON_INT_FORMS),
+              when=st.sampled_from(TIME_KINDS), offset=offsets)
+        def invalid_batch(self, kind: str, pick: int, form: str, when: str, offset: int) -> None:
+            """Batches the protocol refuses whole: both sides raise ValueError and nothing in them is done."""
+            calls = invalid_batches(self.state, kind, pick, self.time(when, pick, offset), form)
+            self.run.plan(calls)
+            for op, args in calls:
+                self.step(op, **args)
+
+
+    class ConformanceMachine(*((BatchRules,) if offered.batch else ()), RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
         capabilities = offered
 
@@ -261,97 +346,15 @@ def conformance_machine(
             priority=st.integers(min_value=0, max_value=1),
             max_attempts=st.none() | st.integers(min_value=1, max_value=2),
         )
-        def submit_several(self, count: int, priority: int, max_attempts: int | None) -> None:
-            """Several equal tasks, one submit each: equal due times, and ids past 9 within few steps."""
+        def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
+            """Several equal tasks, one submit each: equal due times, and ids past 9 within few steps.
+
+            (A rule name from before the batch operations; the batch ``submit_many`` is
+            ``submit_many_batch``. Renaming it would change every run's draws.)"""
             extra = {} if max_attempts is None else {"max_attempts": max_attempts}
             submits = [("submit", {"priority": priority, **extra})] * min(count, MAX_TASKS - len(self.state.tasks))
             self.run.plan(submits)
             for op, args in submits:
-                self.step(op, **args)
-
-        # ------------------------------------------------------------ rules: the batches (capability batch)
-
-        @precondition(lambda self: offered.batch and len(self.state.tasks) < MAX_TASKS)
-        @rule(entries=st.lists(
-            st.tuples(st.integers(min_value=0, max_value=2), st.none() | st.integers(min_value=1, max_value=3),
-                      st.sampled_from(KEY_KINDS if offered.keys else ("none",)), offsets),
-            max_size=BATCH_MAX))
-        def submit_many(self, entries: list[tuple[int, int | None, str, int]]) -> None:
-            """Several submits as one call (none, one or several), keys repeating inside the batch too."""
-            tasks = []
-            for priority, max_attempts, keyed, offset in entries[: MAX_TASKS - len(self.state.tasks)]:
-                entry: dict[str, object] = {"priority": priority}
-                if max_attempts is not None:
-                    entry["max_attempts"] = max_attempts
-                if keyed != "none":
-                    entry["key"] = KEY_POOL[offset % len(KEY_POOL)]
-                tasks.append(entry)
-            self.step("submit_many", tasks=tasks)
-
-        @precondition(lambda self: offered.batch)
-        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations,
-              size=st.sampled_from(BATCH_SIZES))
-        def dispatch_many(self, worker: int, when: str, pick: int, offset: int, duration: int, size: str) -> None:
-            """A batch of dispatches: of 1, of exactly the worker's room, of more than its room, of several."""
-            name, now = self.worker(worker), self.time(when, pick, offset)
-            seen = model.expire(self.state, now)
-            room = dict(seen.workers)[name] - model.load(seen, name)
-            limit = {"one": 1, "room": max(1, room), "more": max(1, room) + 1 + offset, "several": 2 + offset}[size]
-            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=limit)
-
-        @precondition(lambda self: offered.batch and self.state.tasks)
-        @rule(op=st.sampled_from(("complete_many", "complete_many", "fail_many")),
-              reports=st.lists(st.tuples(st.sampled_from(TASK_KINDS), picks, st.sampled_from(TOKEN_KINDS)),
-                               max_size=BATCH_MAX),
-              when=st.sampled_from(LEASE_TIME_KINDS), pick=picks, offset=offsets)
-        def report_many(self, op: str, reports: list[tuple[str, int, str]], when: str, pick: int, offset: int) -> None:
-            """A batch of reports on any tasks with any tokens: each judged as its single call, in order."""
-            pairs = []
-            for which, task_pick, token in reports:
-                task_id = self.task_id(which, task_pick)
-                pairs.append([task_id, self.token(task_id, token, task_pick)])
-            self.step(op, reports=pairs, now=self.time(when, pick, offset))
-
-        @precondition(lambda self: offered.batch)
-        @rule(worker=picks, op=st.sampled_from(("complete_many", "complete_many", "fail_many")),
-              extra=st.sampled_from(("none", "stale", "stale", "again")), when=st.sampled_from(("now", "now", "later")),
-              pick=picks, duration=durations)
-        def batched_worker_cycle(self, worker: int, op: str, extra: str, when: str, pick: int, duration: int) -> None:
-            """A batched worker loop's turn: claim as much as the worker has room for, then report on all it holds.
-
-            Two calls: ``dispatch_many`` with the worker's room as its limit, then
-            one report batch with the current token of every task the worker
-            holds. ``extra`` puts, right after the first report, one with a stale
-            token of another running task (refused, whatever was accepted before
-            it; that task's own report comes later), or adds the first report
-            again at the end (refused: it was just accepted).
-            """
-            name, now = self.worker(worker), self.time(when, pick, 0)
-            seen = model.expire(self.state, now)
-            room = dict(seen.workers)[name] - model.load(seen, name)
-            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=max(1, room))
-            running = [t for t in self.state.tasks if t.status is Status.RUNNING]
-            pairs = [[t.id, t.token] for t in running if t.worker == name]
-            if not pairs:
-                return
-            others = [t for t in running if t.id != pairs[0][0]]
-            if extra == "stale" and others:
-                stale = others[pick % len(others)]
-                older = [token for token in self.tokens_by_task.get(stale.id, []) if token != stale.token]
-                wrong = older[-1] if older else self.state.last_token + 1 + pick
-                pairs = [pairs[0], [stale.id, wrong], *(pair for pair in pairs[1:] if pair[0] != stale.id)]
-            elif extra == "again":
-                pairs.append(list(pairs[0]))
-            self.step(op, reports=pairs, now=now)
-
-        @precondition(lambda self: offered.batch)
-        @rule(kind=st.sampled_from(INVALID_BATCHES), pick=picks, form=st.sampled_from(NON_INT_FORMS),
-              when=st.sampled_from(TIME_KINDS), offset=offsets)
-        def invalid_batch(self, kind: str, pick: int, form: str, when: str, offset: int) -> None:
-            """Batches the protocol refuses whole: both sides raise ValueError and nothing in them is done."""
-            calls = invalid_batches(self.state, kind, pick, self.time(when, pick, offset), form)
-            self.run.plan(calls)
-            for op, args in calls:
                 self.step(op, **args)
 
         # ------------------------------------------------------------ rules: single calls

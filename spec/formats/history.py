@@ -62,7 +62,7 @@ from fencepost.spec.formats.limits import (
     check_tree,
     describe_path,
 )
-from fencepost.spec.formats.scenario import SIGNATURES
+from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
 from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
 
@@ -300,11 +300,11 @@ HISTORY_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
 def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str, dict]:
     op = obj.get("op")
     if op not in HISTORY_OPS:
-        raise fail(f"field 'op' must be one of {', '.join(HISTORY_OPS)}, got {_show(op)}")
+        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)} (or a batch: {', '.join(BATCH_OPERATIONS)}), got {_show(op)}")
     args = obj.get("args")
     if not isinstance(args, dict):
         raise fail(f"field 'args' must be an object of {op}'s keyword arguments, got {_show(args)}")
-    params = {p.name: p for p in SIGNATURES[op]}
+    params = {p.name: p for p in ALL_SIGNATURES[op]}
     for name, value in args.items():
         if name not in params:
             shown = _show(name) if len(name) > _SHOW_LIMIT or name != _one_line(name) else name  # the file's key: bounded, one line
@@ -506,7 +506,7 @@ class Recorder:
         self._scheduler = scheduler
         self._process = process
         self._log = log
-        self._params = {op: [p.name for p in SIGNATURES[op]] for op in RECORDED_OPS}
+        self._params = {op: [p.name for p in ALL_SIGNATURES[op]] for op in RECORDED_OPS}
 
     @property
     def process(self) -> str:

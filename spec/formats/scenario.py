@@ -119,12 +119,14 @@ SIGNATURES[RESTART] = ()  # a restart step takes no arguments
 #: hold what the single calls take (``tasks``: tables of submit's arguments; ``reports``:
 #: ``[task_id, token]`` pairs); the scheduler judges the entries, as it judges value ranges.
 _REQUIRED = inspect.Parameter.empty
-SIGNATURES.update({
+BATCH_SIGNATURES: dict[str, tuple[Param, ...]] = {
     "submit_many": (Param("tasks", list, True, _REQUIRED),),
     "dispatch_many": (*SIGNATURES["dispatch"], Param("limit", int, True, _REQUIRED)),
     "complete_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
     "fail_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
-})
+}
+#: Every step op's keyword arguments: ``SIGNATURES`` (int and str arguments only) and the batches'.
+ALL_SIGNATURES: dict[str, tuple[Param, ...]] = {**SIGNATURES, **BATCH_SIGNATURES}
 #: Each batch and the single call its entries are: its ``expect`` is a list of that call's expects.
 BATCH_OF = dict(zip(BATCH_OPERATIONS, ("submit", "dispatch", "complete", "fail")))
 
@@ -180,7 +182,7 @@ class Step:
     question: Question | None = None  # predict, then reveal: asked before the result is shown
 
     def __post_init__(self) -> None:
-        defaults_none = {p.name for p in SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
+        defaults_none = {p.name for p in ALL_SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
         args = {k: v for k, v in self.args.items() if not (v is None and k in defaults_none)}
         object.__setattr__(self, "args", args)
         if isinstance(self.expect, dict):
@@ -320,9 +322,9 @@ def _step_from_data(raw: dict, fail) -> Step:
     if "op" not in raw:
         raise fail("op", "missing")
     op = raw["op"]
-    if op not in STEP_OPS:
-        raise fail("op", f"expected one of {', '.join(STEP_OPS)}, got {_show(op)}")
-    params = SIGNATURES[op]
+    if op not in STEP_OPS:  # the message names the core ops and restart, as it always has
+        raise fail("op", f"expected one of {', '.join((*OPERATIONS, RESTART))}, got {_show(op)}")
+    params = ALL_SIGNATURES[op]
     takes = ", ".join(p.name for p in params) or "no arguments"
     for key in raw:
         if key not in _STEP_KEYS and key not in {p.name for p in params}:
@@ -566,7 +568,7 @@ def _to_data(scenario: Scenario, source: str) -> dict:
 
 
 def _in_protocol_order(step: Step) -> dict:
-    order = [p.name for p in SIGNATURES.get(step.op, ())]
+    order = [p.name for p in ALL_SIGNATURES.get(step.op, ())]
     return dict(sorted(step.args.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
 
