@@ -383,18 +383,83 @@ def machine_lines() -> list[str]:
             f"load average (1, 5, 15 min) at the end: {load}"]
 
 
-def markdown(command: str, started: list[str], table: list[str], targets: list[str], ended: list[str]) -> str:
-    """The run as a Markdown page (``--markdown``): how to rerun it, what ran it, the figures."""
+#: What the batch operations are, for the page ``--markdown`` writes (the figures follow it).
+_PAGE_INTRO = """\
+# Batches
+
+A batch is the single calls it stands for, in order, as one atomic call: `submit_many(tasks)`,
+`dispatch_many(worker, now, duration, limit)`, `complete_many(reports, now)` and
+`fail_many(reports, now)` (`spec/model.py` defines each as the fold of the single calls). An
+invalid entry anywhere makes the whole call invalid and changes nothing, no id or token consumed;
+each report is judged exactly as its own `complete` or `fail` would be, so a stale token is refused
+whatever was accepted before it in the batch. Every checker treats a batch as one step: the state
+machine (batches of 1, of the worker's room, of more than its room, invalid ones), scenarios and
+histories (one step, one call with a list result), `linearize` (one linearization point), the TUI
+(one step, its parts listed), and `--exec` (capability `"batch"`). Four shipped mutants break the
+rules (`spec/mutants/`: `batch_not_atomic`, `dispatch_many_over_capacity`, `dispatch_many_twice`,
+`complete_many_trusts_batch`); `fencepost check` rejects each.
+
+In the shipped schedulers: `SimpleScheduler` and `IndexedScheduler` check the whole batch, then make
+the single calls (the same cost per task); `DurableScheduler` makes them inside one transaction, one
+commit and one fsync per batch; `PostgresScheduler` makes one `CALL` per batch, one round trip and
+one durable commit, claims with `FOR UPDATE SKIP LOCKED` under the dispatch lock, tokens in dispatch
+order, and fences every report by its token and the lease's end in the `UPDATE`, as the single calls
+are.
+
+## Figures
+
+A job is claimed and acknowledged: at batch size B, B jobs per claim and per acknowledgement
+(`dispatch_many` + `complete_many` of B leases; a worker of capacity B). The peers run through their
+own APIs on fresh schemas of the same server (the `peers` extra): pgqueuer's own worker loop
+(`QueueManager.run(batch_size=B)`, its status-log buffer flushing B acknowledgements at a time), the
+same two statements called directly (`dequeue(batch_size=B)` then `log_jobs`), and procrastinate's
+`fetch_job` + `finish_job` (no batched fetch: batch 1 only). Neither peer fences an acknowledgement
+by a lease token. Kinds alternate within each round; each figure is the best of the rounds.
+"""
+
+
+def markdown(command: str, started: list[str], table: list[str], targets: list[str], ended: list[str],
+             best: dict[tuple[str, int, int], float] | None = None) -> str:
+    """The run as a Markdown page (``--markdown``): what batches are, how to rerun, what ran it, the figures."""
+    notes = _notes(best or {})
     return "\n".join([
-        "# Batches: figures",
-        "",
+        _PAGE_INTRO,
         "Written by the command below; every figure on this page is from that one run.",
         "",
         "```", command, "```", "",
         *[f"- {line}" for line in started], *[f"- {line}" for line in ended], "",
-        "```", *table, "```", "",
-        "```", *targets, "```", "",
+        "```text", *table, "```", "",
+        "## Targets", "",
+        "```text", *targets, "```", "",
+        *(["## What the figures say", "", *notes, ""] if notes else []),
     ])
+
+
+def _notes(best: dict[tuple[str, int, int], float]) -> list[str]:
+    """Sentences computed from the figures: the batch speed-ups, and what the commits cost."""
+    lines = []
+    for clients in CLIENT_COUNTS:
+        one, ten = best.get(("scheduler", clients, 1)), best.get(("scheduler", clients, TARGET_BATCH))
+        floor_one, floor_ten = best.get(("floor", clients, 1)), best.get(("floor", clients, TARGET_BATCH))
+        loop = best.get(("pgqueuer_loop", clients, TARGET_BATCH))
+        if one and ten:
+            text = (f"- {clients} client(s): PostgresScheduler does {ten:,.0f} jobs/s at batch {TARGET_BATCH}, "
+                    f"{ten / one:.1f}x its {one:,.0f} at batch 1")
+            if floor_one and floor_ten:
+                text += (f"; the claim-and-delete floor gains {floor_ten / floor_one:.1f}x "
+                         f"({floor_one:,.0f} to {floor_ten:,.0f})")
+            if loop:
+                text += f"; pgqueuer's loop does {loop:,.0f} at batch {TARGET_BATCH}"
+            lines.append(text + ".")
+    one, ten = best.get(("durable", 1, 1)), best.get(("durable", 1, TARGET_BATCH))
+    if one and ten:
+        lines.append(f"- DurableScheduler: {ten:,.0f} jobs/s at batch {TARGET_BATCH}, {ten / one:.1f}x its {one:,.0f} "
+                     "at batch 1: a batch's calls share one fsync (`synchronous=FULL`), which is most of a call's cost.")
+    if lines:
+        lines.append("- Every kind here waits for the disk at every commit (`synchronous_commit=on`), and the "
+                     "server shares its CPUs with the clients and the rest of the machine's load (above): the "
+                     "ratios between kinds measured in the same rounds are the figures to read, not the rates.")
+    return lines
 
 
 def run(dsn: str, quick: bool, markdown_path: str | None = None, command: str = "fencepost bench --postgres") -> int:
@@ -414,6 +479,6 @@ def run(dsn: str, quick: bool, markdown_path: str | None = None, command: str = 
     print()
     print("\n".join(table + targets))
     if markdown_path:
-        Path(markdown_path).write_text(markdown(command, started, table, targets, machine_lines()))
+        Path(markdown_path).write_text(markdown(command, started, table, targets, machine_lines(), best))
         print(f"wrote {markdown_path}")
     return 0

@@ -228,6 +228,40 @@ _DISTINCT_OUTCOMES = """        SELECT coalesce(array_agg(d.id IS NOT NULL ORDER
 _LOOP_OUTCOME = """            o_accepted := o_accepted || FOUND;
             o_reasons := o_reasons || CASE WHEN FOUND THEN NULL ELSE {s}.fp_rejection(p_ids[i], p_tokens[i]) END;"""
 
+#: ``complete_many`` and ``fail_many``, one template: ``{name}`` is the procedure, ``{set}`` what an
+#: accepted report sets (``{succeeded}`` for complete, ``_FAIL_SET`` for fail).
+_REPORT_BATCH = """CREATE OR REPLACE PROCEDURE {s}.{name}(p_ids bigint[], p_tokens bigint[], p_now bigint,
+                                             OUT o_accepted boolean[], OUT o_reasons text[])
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
+        v_n integer; v_distinct boolean; v_bad bigint;
+BEGIN
+    o_accepted := '{}';
+    o_reasons := '{}';
+{begin}
+{check_reports}
+    IF v_distinct THEN
+        WITH done AS (
+            UPDATE {s}.tasks t SET {set}
+            FROM unnest(p_ids, p_tokens) AS u(id, token)
+            WHERE t.id = u.id AND t.status = 'running' AND t.token = u.token AND t.expires_at > p_now
+            RETURNING t.id)
+{distinct_outcomes}
+    ELSE
+        FOR i IN 1 .. v_n LOOP
+            UPDATE {s}.tasks t SET {set}
+            WHERE t.id = p_ids[i] AND t.status = 'running' AND t.token = p_tokens[i] AND t.expires_at > p_now;
+{loop_outcome}
+        END LOOP;
+    END IF;
+    v_wrote := true = ANY(o_accepted);
+{end}
+END $$;
+"""
+
+#: What an accepted ``complete`` sets.
+_COMPLETE_SET = "status = 'succeeded',\n                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false"
+
 _FUNCTIONS = r"""
 -- Why p_token may not act on task p_id now (NULL: it holds the current lease).
 CREATE OR REPLACE FUNCTION {s}.fp_rejection(p_id bigint, p_token bigint) RETURNS text
@@ -509,64 +543,7 @@ END $$;
 -- complete_many and fail_many: the single call's fenced UPDATE for every report, as one statement
 -- when the ids are distinct (else one per report, in order, so a later report sees an earlier one's
 -- change). The rows to change are locked first in id order, so two batches never deadlock.
-CREATE OR REPLACE PROCEDURE {s}.fp_complete_many(p_ids bigint[], p_tokens bigint[], p_now bigint,
-                                                 OUT o_accepted boolean[], OUT o_reasons text[])
-LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
-        v_n integer; v_distinct boolean; v_bad bigint;
-BEGIN
-    o_accepted := '{}';
-    o_reasons := '{}';
-{begin}
-{check_reports}
-    IF v_distinct THEN
-        WITH done AS (
-            UPDATE {s}.tasks t SET status = 'succeeded',
-                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-            FROM unnest(p_ids, p_tokens) AS u(id, token)
-            WHERE t.id = u.id AND t.status = 'running' AND t.token = u.token AND t.expires_at > p_now
-            RETURNING t.id)
-{distinct_outcomes}
-    ELSE
-        FOR i IN 1 .. v_n LOOP
-            UPDATE {s}.tasks SET status = 'succeeded',
-                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
-            WHERE id = p_ids[i] AND status = 'running' AND token = p_tokens[i] AND expires_at > p_now;
-{loop_outcome}
-        END LOOP;
-    END IF;
-    v_wrote := true = ANY(o_accepted);
-{end}
-END $$;
-
-CREATE OR REPLACE PROCEDURE {s}.fp_fail_many(p_ids bigint[], p_tokens bigint[], p_now bigint,
-                                             OUT o_accepted boolean[], OUT o_reasons text[])
-LANGUAGE plpgsql AS $$
-DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
-        v_n integer; v_distinct boolean; v_bad bigint;
-BEGIN
-    o_accepted := '{}';
-    o_reasons := '{}';
-{begin}
-{check_reports}
-    IF v_distinct THEN
-        WITH done AS (
-            UPDATE {s}.tasks t SET {fail_set}
-            FROM unnest(p_ids, p_tokens) AS u(id, token)
-            WHERE t.id = u.id AND t.status = 'running' AND t.token = u.token AND t.expires_at > p_now
-            RETURNING t.id)
-{distinct_outcomes}
-    ELSE
-        FOR i IN 1 .. v_n LOOP
-            UPDATE {s}.tasks t SET {fail_set}
-            WHERE t.id = p_ids[i] AND t.status = 'running' AND t.token = p_tokens[i] AND t.expires_at > p_now;
-{loop_outcome}
-        END LOOP;
-    END IF;
-    v_wrote := true = ANY(o_accepted);
-{end}
-END $$;
-
+{report_batches}
 CREATE OR REPLACE PROCEDURE {s}.fp_advance(p_now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean := false;
@@ -606,9 +583,11 @@ def schema_ddl(schema: str, lock_key: int) -> str:
     (``impl.postgres.lock_key``).
     """
     tables = _TABLES.format(s=schema, version=SCHEMA_VERSION)
+    reports = "\n".join(_REPORT_BATCH.replace("{name}", name).replace("{set}", changes)
+                         for name, changes in (("fp_complete_many", _COMPLETE_SET), ("fp_fail_many", _FAIL_SET)))
     dispatch_also = " || pg_advisory_xact_lock({lk}, {dispatch_lock})::text"
     functions = (
-        _FUNCTIONS.replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
+        _FUNCTIONS.replace("{report_batches}", reports).replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
         .replace("{begin}", _BEGIN.replace("{also}", ""))
         .replace("{fenced_outcome}", _FENCED_OUTCOME)
         .replace("{check_task}", _CHECK_TASK)
