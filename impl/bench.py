@@ -372,8 +372,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--postgres", action="store_true",
                         help="instead: PostgresScheduler vs a bare SKIP LOCKED queue on $FENCEPOST_PG_DSN "
                         "(or --dsn), 1 and 4 client processes (impl/bench_postgres.py)")
-    parser.add_argument("--markdown", default=None, metavar="PATH",
-                        help="with --postgres: also write the figures, the machine and the commit to PATH (docs/batches.md)")
     parser.add_argument("--dsn", default=None, help="the PostgreSQL server for --postgres (default $FENCEPOST_PG_DSN)")
     parser.add_argument("--durable", action="store_true",
                         help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
@@ -393,8 +391,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.postgres and (args.durable or args.runner):
         raise UsageError("--postgres is a separate run: give it without --durable or --runner")
-    if args.markdown and not args.postgres:
-        raise UsageError("--markdown goes with --postgres")
     if args.postgres:
         return _run_postgres(args)
     if args.durable and args.runner:
@@ -447,8 +443,7 @@ def _run_postgres(args: argparse.Namespace) -> int:
         raise UsageError(connect_failure("--dsn" if args.dsn else "FENCEPOST_PG_DSN", dsn, exc)) from None
     from fencepost.impl import bench_postgres
 
-    command = "fencepost bench --postgres" + (" --quick" if args.quick else "") + (f" --markdown {args.markdown}" if args.markdown else "")
-    return bench_postgres.run(dsn, quick=args.quick, markdown_path=args.markdown, command=command)
+    return bench_postgres.run(dsn, quick=args.quick)
 
 
 #: ``--durable`` defaults: (pending tasks, cycles, repetitions, warm-up cycles), full and quick.

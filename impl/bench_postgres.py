@@ -45,10 +45,8 @@ compares runs made under the same load on a shared machine.
 
 from __future__ import annotations
 
-import datetime
 import multiprocessing
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -362,79 +360,6 @@ def format_targets(best: dict[tuple[str, int, int], float], counts: Sequence[int
     return lines
 
 
-def machine_lines() -> list[str]:
-    """What ran it: the CPU, the cores, the load, the date, the commit."""
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return [f"date: {when}", f"commit: {commit}", f"CPU: {cpu}, {os.cpu_count()} logical CPUs",
-            f"load average (1, 5, 15 min) at the end: {load}"]
-
-
-#: What the batch operations are, for the page ``--markdown`` writes (the figures follow it).
-_PAGE_INTRO = """\
-# Batches
-
-A batch is the single calls it stands for, in order, as one atomic call: `submit_many(tasks)`,
-`dispatch_many(worker, now, duration, limit)`, `complete_many(reports, now)` and
-`fail_many(reports, now)` (`spec/model.py` defines each as the fold of the single calls). An
-invalid entry anywhere makes the whole call invalid and changes nothing, no id or token consumed;
-each report is judged exactly as its own `complete` or `fail` would be, so a stale token is refused
-whatever was accepted before it in the batch. Every checker treats a batch as one step: the state
-machine (batches of 1, of the worker's room, of more than its room, invalid ones), scenarios and
-histories (one step, one call with a list result), `linearize` (one linearization point), the TUI
-(one step, its parts listed), and `--exec` (capability `"batch"`). Four shipped mutants break the
-rules (`spec/mutants/`: `batch_not_atomic`, `dispatch_many_over_capacity`, `dispatch_many_twice`,
-`complete_many_trusts_batch`); `fencepost check` rejects each.
-
-In the shipped schedulers: `SimpleScheduler` and `IndexedScheduler` check the whole batch, then make
-the single calls (the same cost per task); `DurableScheduler` makes them inside one transaction, one
-commit and one fsync per batch; `PostgresScheduler` makes one `CALL` per batch, one round trip and
-one durable commit, claims with `FOR UPDATE SKIP LOCKED` under the dispatch lock, tokens in dispatch
-order, and fences every report by its token and the lease's end in the `UPDATE`, as the single calls
-are.
-
-## Figures
-
-A job is claimed and acknowledged: at batch size B, B jobs per claim and per acknowledgement
-(`dispatch_many` + `complete_many` of B leases; a worker of capacity B). The peers run through their
-own APIs on fresh schemas of the same server (the `peers` extra): pgqueuer's own worker loop
-(`QueueManager.run(batch_size=B)`, its status-log buffer flushing B acknowledgements at a time), the
-same two statements called directly (`dequeue(batch_size=B)` then `log_jobs`), and procrastinate's
-`fetch_job` + `finish_job` (no batched fetch: batch 1 only). Neither peer fences an acknowledgement
-by a lease token. Kinds alternate within each round; each figure is the best of the rounds.
-"""
-
-
-def markdown(command: str, started: list[str], table: list[str], targets: list[str], ended: list[str],
-             best: dict[tuple[str, int, int], float] | None = None) -> str:
-    """The run as a Markdown page (``--markdown``): what batches are, how to rerun, what ran it, the figures."""
-    notes = _notes(best or {})
-    return "\n".join([
-        _PAGE_INTRO,
-        "Written by the command below; every figure on this page is from that one run.",
-        "",
-        "```", command, "```", "",
-        *[f"- {line}" for line in started], *[f"- {line}" for line in ended], "",
-        "```text", *table, "```", "",
-        "## Targets", "",
-        "```text", *targets, "```", "",
-        *(["## What the figures say", "", *notes, ""] if notes else []),
-    ])
-
-
 def _notes(best: dict[tuple[str, int, int], float]) -> list[str]:
     """Sentences computed from the figures: the batch speed-ups, and what the commits cost."""
     lines = []
@@ -462,23 +387,23 @@ def _notes(best: dict[tuple[str, int, int], float]) -> list[str]:
     return lines
 
 
-def run(dsn: str, quick: bool, markdown_path: str | None = None, command: str = "fencepost bench --postgres") -> int:
-    """Measure and print; the caller has checked ``dsn``. With ``markdown_path``, also write the page there."""
+def run(dsn: str, quick: bool) -> int:
+    """Measure and print (the figure ``python -m fencepost.figures batches -- fencepost bench --postgres``
+    stamps and writes to ``docs/figures/batches.md``); the caller has checked ``dsn``."""
     cycles = QUICK_CYCLES if quick else CYCLES
     rounds = 1 if quick else ROUNDS
     offered = bench_peers.available()
-    started = [server_line(dsn)]
-    print(f"fencepost bench --postgres: {started[0]}", flush=True)
+    print(f"fencepost bench --postgres: {server_line(dsn)}", flush=True)
     print(f"{cycles:,} timed jobs per client per round, {rounds} round(s), after {WARM_CYCLES} warm-up cycles;"
           f" batch sizes {', '.join(map(str, BATCH_SIZES))}", flush=True)
     best = measure(dsn, CLIENT_COUNTS, cycles, rounds, BATCH_SIZES, offered,
                    durable_jobs=QUICK_DURABLE_JOBS if quick else DURABLE_JOBS,
                    progress=lambda line: print(line, flush=True))
-    table = format_table(best, CLIENT_COUNTS, BATCH_SIZES)
-    targets = format_targets(best, CLIENT_COUNTS, BATCH_SIZES, offered)
     print()
-    print("\n".join(table + targets))
-    if markdown_path:
-        Path(markdown_path).write_text(markdown(command, started, table, targets, machine_lines(), best))
-        print(f"wrote {markdown_path}")
+    print("\n".join(format_table(best, CLIENT_COUNTS, BATCH_SIZES) + format_targets(best, CLIENT_COUNTS, BATCH_SIZES, offered)))
+    notes = _notes(best)
+    if notes:
+        print()
+        print("\n".join(notes))
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
