@@ -109,3 +109,77 @@ def keyed_task(keys: dict[str, tuple[int, tuple]], key: str | None, arguments: t
 
 def unknown_worker(worker: str) -> ValueError:
     return ValueError(f"worker {worker!r} is unknown: add it with add_worker first")
+
+
+# ------------------------------------------------------------------ batches
+
+#: ``submit``'s keyword arguments: the keys a ``submit_many`` entry may have.
+SUBMIT_ARGUMENTS = ("priority", "due_at", "max_attempts", "retry_delay", "key")
+
+
+def check_list(name: str, value: object) -> list:
+    """A batch's list argument (a list or tuple), as a new list."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list, not {type(value).__name__}: {value!r}")
+    return list(value)
+
+
+def entry_error(name: str, number: int, exc: ValueError) -> ValueError:
+    """Entry ``number`` of batch argument ``name`` is invalid: so is the whole call."""
+    return ValueError(f"{name}[{number}]: {exc} (nothing in the batch was done)")
+
+
+def check_submit_entries(tasks: object, keys: dict[str, tuple[int, tuple]] | None, first_id: int) -> list[dict]:
+    """``submit_many``'s ``tasks``, every entry checked as ``submit`` would, before anything is done.
+
+    Each entry is a dict of ``submit``'s keyword arguments. With ``keys`` (the
+    scheduler's known idempotency keys, ``keyed_task``'s map) a key is also
+    checked against them and against the entries before it, as the submits
+    in order would see them; ``first_id`` is the id the first new task gets.
+    Without ``keys`` (None) the caller checks keys itself (inside a
+    transaction it can roll back). Complexity: O(len(tasks)).
+    """
+    entries = check_list("tasks", tasks)
+    seen: dict[str, tuple[int, tuple]] = {}
+    next_id = first_id
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"tasks[{number}] must be a dict of submit's arguments, not {type(entry).__name__}: {entry!r}")
+        unknown = sorted(set(entry) - set(SUBMIT_ARGUMENTS), key=str)
+        if unknown:
+            raise ValueError(f"tasks[{number}]: submit takes no argument {unknown[0]!r} "
+                             f"(it takes {', '.join(SUBMIT_ARGUMENTS)})")
+        try:
+            check_submit(entry.get("priority", 0), entry.get("due_at"), entry.get("max_attempts"),
+                         entry.get("retry_delay", 1))
+            key = check_key(entry.get("key"))
+            if key is not None and keys is not None:
+                arguments = (entry.get("priority", 0), entry.get("due_at"), entry.get("max_attempts"),
+                             entry.get("retry_delay", 1))
+                known = keyed_task(seen, key, arguments) if key in seen else keyed_task(keys, key, arguments)
+                if known is None:
+                    seen[key] = (next_id, arguments)
+                    next_id += 1
+                continue
+        except ValueError as exc:
+            raise entry_error("tasks", number, exc) from None
+        next_id += 1
+    return entries
+
+
+def check_reports(reports: object, issued: int) -> list[tuple[int, int]]:
+    """``complete_many``/``fail_many``'s ``reports``: ``(task_id, token)`` pairs, each checked whole.
+
+    ``issued`` is the number of task ids issued so far. Complexity: O(len(reports)).
+    """
+    pairs = []
+    for number, pair in enumerate(check_list("reports", reports)):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"reports[{number}] must be a (task_id, token) pair, not {pair!r}")
+        try:
+            check_task_id(pair[0], issued)
+            check_int("token", pair[1])
+        except ValueError as exc:
+            raise entry_error("reports", number, exc) from None
+        pairs.append((pair[0], pair[1]))
+    return pairs

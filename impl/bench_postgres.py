@@ -1,7 +1,9 @@
-"""``fencepost bench --postgres``: PostgresScheduler against a bare SKIP LOCKED queue, same server, one run.
+"""``fencepost bench --postgres``: PostgresScheduler against bare SKIP LOCKED floors and peer queues, one run.
 
 A *cycle* is one ``dispatch`` + one ``complete`` of a task submitted before
-timing started. Each client is its own process with its own connection (as
+timing started; at batch size B it is one ``dispatch_many(limit=B)`` + one
+``complete_many`` of the B leases (the worker's capacity is B), and every
+figure is in jobs per second, whatever the batch. Each client is its own process with its own connection (as
 workers on other machines would be) and its own worker of capacity one; all
 clients are released together and the figure is the total cycles divided by
 the time from the release to the last client's end. Time stays at 0 and the
@@ -25,8 +27,19 @@ The floors are the cheapest ways to hand out the same work with PostgreSQL:
   order than their rows), so it bounds from above what any scheduler with
   fenced, durable dispatch and completion can reach on this server.
 
-Measurements alternate (floor, two-step floor, scheduler, for each client
-count, ``ROUNDS`` times) and each figure is the best round, so every ratio
+At batch size B each floor claims B rows per statement and acknowledges them
+in one more (``= ANY``).
+
+The peers (``impl/bench_peers.py``; the ``peers`` extra): pgqueuer's own
+batched worker loop and its one-job (one-batch) cycle, and procrastinate's
+fetch/finish, on fresh schemas of the same server; their rows are left out,
+with a note, when the packages are not installed. Beside them,
+``DurableScheduler`` (SQLite, ``synchronous=FULL``, one process) at batch
+sizes 1 and 10, for the batch speed-up of a scheduler whose every call is a
+local fsync.
+
+Measurements alternate (every kind, for each client count and batch size,
+``ROUNDS`` times) and each figure is the best round, so every ratio
 compares runs made under the same load on a shared machine.
 """
 
@@ -34,22 +47,34 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import psycopg
 
+from fencepost.impl import bench_peers
 from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
 
-#: Client process counts measured; the target is judged at TARGET_CLIENTS.
+#: Client process counts and batch sizes measured; the targets are judged at TARGET_CLIENTS.
 CLIENT_COUNTS = (1, 4)
+BATCH_SIZES = (1, 10)
 TARGET_CLIENTS = 4
-#: PostgresScheduler must reach at least this fraction of the claim-and-delete floor at TARGET_CLIENTS.
+#: PostgresScheduler (batch 1) must reach at least this fraction of the claim-and-delete floor at TARGET_CLIENTS.
 TARGET_RATIO = 0.5
-#: Timed cycles per client per round, and untimed warm-up cycles before them (plans, caches).
+#: At TARGET_BATCH and TARGET_CLIENTS, PostgresScheduler over pgqueuer's own batched worker loop (issue 22).
+TARGET_BATCH = 10
+TARGET_PEER_RATIO = 1.3
+#: DurableScheduler at TARGET_BATCH over its own batch-size-1 rate (issue 22).
+TARGET_DURABLE_RATIO = 5.0
+#: Timed jobs per client per round, and untimed warm-up cycles before them (plans, caches).
 CYCLES = 1_000
 QUICK_CYCLES = 200
 WARM_CYCLES = 50
+#: Jobs per round of DurableScheduler (one process; every call at batch size 1 is an fsync).
+DURABLE_JOBS = 400
+QUICK_DURABLE_JOBS = 100
 #: Rounds of every measurement; the best is reported.
 ROUNDS = 3
 #: Lease length: far longer than any run, so no lease expires.
@@ -57,7 +82,9 @@ DURATION = 1_000_000_000
 #: Real seconds a client may take to start or to finish before the run is abandoned.
 BOUND = 300
 
-KINDS = ("floor", "two_step", "lease", "scheduler", "floor_async", "scheduler_async")
+FLOORS = ("floor", "two_step", "lease")
+PEERS = tuple(bench_peers.PACKAGES)
+KINDS = ("floor", "two_step", "lease", "scheduler", "floor_async", "scheduler_async", *PEERS)
 LABELS = {
     "floor": "floor: claim-and-delete",
     "two_step": "floor: claim, then delete",
@@ -65,7 +92,15 @@ LABELS = {
     "scheduler": "PostgresScheduler",
     "floor_async": "floor, async commit",
     "scheduler_async": "scheduler, async commit",
+    "pgqueuer_loop": "pgqueuer: its worker loop",
+    "pgqueuer_cycle": "pgqueuer: dequeue + log_jobs",
+    "procrastinate": "procrastinate: fetch + finish",
 }
+
+
+def kinds_at(batch: int, offered: dict[str, bool]) -> list[str]:
+    """The kinds measured at ``batch``: every kind whose package is here and that has a batched claim."""
+    return [k for k in KINDS if offered.get(k, True) and (batch == 1 or k not in bench_peers.SINGLE_ONLY)]
 
 
 def _floor_setup(conn: psycopg.Connection, schema: str, tasks: int) -> None:
@@ -83,71 +118,125 @@ def _floor_setup(conn: psycopg.Connection, schema: str, tasks: int) -> None:
     conn.execute(f'ANALYZE "{schema}".leases')
 
 
-def _client(kind: str, dsn: str, schema: str, worker: str, cycles: int, barrier, results) -> None:
-    """One client process: warm up, wait for the others, run ``cycles`` cycles, report (start, end)."""
-    synchronous = not kind.endswith("_async")
-    kind = kind.removesuffix("_async")
-    if kind == "scheduler":
-        s = PostgresScheduler(dsn, schema=schema, synchronous_commit=synchronous)
+def _floor_cycle(kind: str, conn: psycopg.Connection, schema: str, worker: str, batch: int) -> Callable[[], None]:
+    """One floor cycle of ``batch`` jobs: the single-row statements at batch 1, ``LIMIT batch`` / ``= ANY`` above."""
+    q, leases, tokens = f'"{schema}".q', f'"{schema}".leases', f'"{schema}".tokens'
+    pick = "= (SELECT" if batch == 1 else "IN (SELECT"
+    if kind == "floor":
+        take = f"DELETE FROM {q} WHERE id {pick} id FROM {q} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id"
 
+        def cycle() -> None:
+            assert len(conn.execute(take, (batch,)).fetchall()) == batch
+    elif kind == "lease":
+        lease = (f"UPDATE {leases} SET status = 'running', worker = %s, token = nextval('{tokens}')"
+                 f" WHERE id {pick} id FROM {leases} WHERE status = 'waiting' ORDER BY id LIMIT %s"
+                 f" FOR UPDATE SKIP LOCKED) RETURNING id, token")
+        finish = (f"UPDATE {leases} l SET status = 'done', worker = NULL, token = NULL"
+                  f" FROM unnest(%s::bigint[], %s::bigint[]) AS u(id, token)"
+                  f" WHERE l.id = u.id AND l.status = 'running' AND l.token = u.token")
+
+        def cycle() -> None:
+            rows = conn.execute(lease, (worker, batch)).fetchall()
+            assert conn.execute(finish, ([r[0] for r in rows], [r[1] for r in rows])).rowcount == batch
+    else:
+        claim = (f"UPDATE {q} SET claimed_by = %s WHERE id {pick} id FROM {q}"
+                 f" WHERE claimed_by IS NULL ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id")
+        done = f"DELETE FROM {q} WHERE id = ANY(%s) AND claimed_by = %s"
+
+        def cycle() -> None:
+            jobs = [r[0] for r in conn.execute(claim, (worker, batch)).fetchall()]
+            assert conn.execute(done, (jobs, worker)).rowcount == batch
+    return cycle
+
+
+def _scheduler_cycle(s: PostgresScheduler, worker: str, batch: int) -> Callable[[], None]:
+    if batch == 1:
         def cycle() -> None:
             lease = s.dispatch(worker, 0, DURATION)
             assert lease is not None and s.complete(lease.task_id, lease.token, 0).accepted
+        return cycle
+
+    def cycle() -> None:
+        leases = s.dispatch_many(worker, 0, DURATION, batch)
+        assert len(leases) == batch
+        assert all(o.accepted for o in s.complete_many([(lease.task_id, lease.token) for lease in leases], 0))
+    return cycle
+
+
+def _client(kind: str, dsn: str, schema: str, worker: str, jobs: int, batch: int, warm: int, barrier, results) -> None:
+    """One client process: warm up, wait for the others, run ``jobs`` jobs in batches, report (start, end, jobs)."""
+    if kind == "pgqueuer_loop":
+        bench_peers.pgqueuer_loop(dsn, schema, batch, entrypoint=f"warm_{worker}")  # plans and caches
+        barrier.wait(BOUND)
+        start = time.monotonic()
+        ran, acknowledged = bench_peers.pgqueuer_loop(dsn, schema, batch)
+        results.put((start, acknowledged, ran))
+        return
+    synchronous = not kind.endswith("_async")
+    base = kind.removesuffix("_async")
+    closing: Callable[[], None] = lambda: None
+    if base == "scheduler":
+        s = PostgresScheduler(dsn, schema=schema, synchronous_commit=synchronous)
+        cycle = _scheduler_cycle(s, worker, batch)
+        closing = s.close
+    elif kind in bench_peers.CYCLES:
+        peer = bench_peers.CYCLES[kind](dsn, schema, batch)
+        cycle, closing = peer.cycle, peer.close
     else:
         conn = psycopg.connect(dsn, autocommit=True)
         if not synchronous:
             conn.execute("SET synchronous_commit = off")
-        if kind == "floor":
-            take = f'DELETE FROM "{schema}".q WHERE id = (SELECT id FROM "{schema}".q ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id'
-
-            def cycle() -> None:
-                assert conn.execute(take).fetchone() is not None
-        elif kind == "lease":
-            lease = (f'UPDATE "{schema}".leases SET status = \'running\', worker = %s, token = nextval(\'"{schema}".tokens\')'
-                     f' WHERE id = (SELECT id FROM "{schema}".leases WHERE status = \'waiting\' ORDER BY id LIMIT 1'
-                     f' FOR UPDATE SKIP LOCKED) RETURNING id, token')
-            finish = (f'UPDATE "{schema}".leases SET status = \'done\', worker = NULL, token = NULL'
-                      f' WHERE id = %s AND status = \'running\' AND token = %s')
-
-            def cycle() -> None:
-                job, token = conn.execute(lease, (worker,)).fetchone()
-                assert conn.execute(finish, (job, token)).rowcount == 1
-        else:
-            claim = (f'UPDATE "{schema}".q SET claimed_by = %s WHERE id = (SELECT id FROM "{schema}".q'
-                     f' WHERE claimed_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id')
-            done = f'DELETE FROM "{schema}".q WHERE id = %s AND claimed_by = %s'
-
-            def cycle() -> None:
-                (job,) = conn.execute(claim, (worker,)).fetchone()
-                assert conn.execute(done, (job, worker)).rowcount == 1
-    for _ in range(WARM_CYCLES):
+        cycle = _floor_cycle(base, conn, schema, worker, batch)
+        closing = conn.close
+    for _ in range(warm):
         cycle()
     barrier.wait(BOUND)
     start = time.monotonic()
-    for _ in range(cycles):
+    for _ in range(jobs // batch):
         cycle()
-    results.put((start, time.monotonic()))
+    end = time.monotonic()
+    closing()
+    results.put((start, end, jobs // batch * batch))
 
 
-def measure_once(kind: str, dsn: str, clients: int, cycles: int) -> float:
-    """Cycles per second for ``clients`` processes of ``kind``, on a fresh schema dropped afterwards."""
+def _setup(kind: str, dsn: str, schema: str, clients: int, jobs: int, batch: int) -> None:
+    """Fill a fresh ``schema`` with the work of one run: ``clients * jobs`` jobs plus every client's warm-up."""
+    warm = WARM_CYCLES * batch
+    tasks = clients * (jobs + warm)
+    if kind.startswith("scheduler"):
+        with PostgresScheduler(dsn, schema=schema) as s:
+            for i in range(clients):
+                s.add_worker(f"w{i}", batch)
+            for start in range(0, tasks, 10_000):
+                s.submit_many([{}] * min(10_000, tasks - start))
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'ANALYZE "{schema}".tasks')
+    elif kind == "pgqueuer_loop":
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        bench_peers.pgqueuer_setup(dsn, schema, clients * jobs, {f"warm_w{i}": warm for i in range(clients)})
+    elif kind == "pgqueuer_cycle":
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        bench_peers.pgqueuer_setup(dsn, schema, tasks, {})
+    elif kind == "procrastinate":
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        bench_peers.procrastinate_setup(dsn, schema, tasks)
+    else:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            _floor_setup(conn, schema, tasks)
+
+
+def measure_once(kind: str, dsn: str, clients: int, jobs: int, batch: int = 1) -> float:
+    """Jobs per second for ``clients`` processes of ``kind`` at ``batch``, on a fresh schema dropped afterwards."""
     schema = temporary_schema_name("fp_bench")
-    tasks = clients * (cycles + WARM_CYCLES)
     try:
-        if kind.startswith("scheduler"):
-            with PostgresScheduler(dsn, schema=schema) as s:
-                for i in range(clients):
-                    s.add_worker(f"w{i}", 1)
-                with s._conn.cursor() as cur:  # the submit function itself, pipelined
-                    cur.executemany(s._q["submit"], [(0, None, None, 1, None)] * tasks)
-                s._conn.execute(f'ANALYZE "{schema}".tasks')
-        else:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                _floor_setup(conn, schema, tasks)
+        _setup(kind, dsn, schema, clients, jobs, batch)
         ctx = multiprocessing.get_context("spawn")
         barrier = ctx.Barrier(clients + 1)
         results = ctx.Queue()
-        procs = [ctx.Process(target=_client, args=(kind, dsn, schema, f"w{i}", cycles, barrier, results))
+        procs = [ctx.Process(target=_client, args=(kind, dsn, schema, f"w{i}", jobs, batch, WARM_CYCLES, barrier, results))
                  for i in range(clients)]
         for p in procs:
             p.start()
@@ -158,21 +247,51 @@ def measure_once(kind: str, dsn: str, clients: int, cycles: int) -> float:
             p.join(BOUND)
             if p.exitcode != 0:
                 raise RuntimeError(f"a {kind} client exited with status {p.exitcode}")
-        return clients * cycles / (max(end for _, end in spans) - released)
+        done = sum(ran for _, _, ran in spans)
+        return done / (max(end for _, end, _ in spans) - released)
     finally:
         drop_schema(dsn, schema)
 
 
+def durable_rate(jobs: int, batch: int) -> float:
+    """DurableScheduler (``synchronous=FULL``) jobs per second at ``batch``: dispatch(+_many) and complete(+_many)."""
+    from fencepost.impl.durable import DurableScheduler
+
+    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-") as folder:
+        with DurableScheduler(Path(folder) / "bench.db") as s:
+            s.add_worker("w", batch)
+            warm = WARM_CYCLES * batch if batch > 1 else WARM_CYCLES
+            s.submit_many([{}] * (jobs + warm))
+            cycle = _scheduler_cycle(s, "w", batch)
+            for _ in range(warm // batch):
+                cycle()
+            start = time.monotonic()
+            for _ in range(jobs // batch):
+                cycle()
+            return jobs // batch * batch / (time.monotonic() - start)
+
+
 def measure(dsn: str, counts: Sequence[int] = CLIENT_COUNTS, cycles: int = CYCLES, rounds: int = ROUNDS,
-            progress=print) -> dict[tuple[str, int], float]:
-    """The best cycles/s of each (kind, clients) over ``rounds`` alternating rounds."""
-    best: dict[tuple[str, int], float] = {}
+            batches: Sequence[int] = BATCH_SIZES, offered: dict[str, bool] | None = None,
+            durable_jobs: int = DURABLE_JOBS, progress=print) -> dict[tuple[str, int, int], float]:
+    """The best jobs/s of each (kind, clients, batch) over ``rounds`` alternating rounds.
+
+    ``("durable", 1, batch)`` holds DurableScheduler's rate (one process) when ``durable_jobs``.
+    """
+    offered = bench_peers.available() if offered is None else offered
+    best: dict[tuple[str, int, int], float] = {}
     for round_ in range(rounds):
-        for clients in counts:
-            for kind in KINDS:
-                rate = measure_once(kind, dsn, clients, cycles)
-                best[kind, clients] = max(rate, best.get((kind, clients), 0.0))
-                progress(f"  round {round_ + 1}/{rounds}: {LABELS[kind]}, {clients} client(s): {rate:,.0f} cycles/s")
+        for batch in batches:
+            for clients in counts:
+                for kind in kinds_at(batch, offered):
+                    rate = measure_once(kind, dsn, clients, cycles, batch)
+                    best[kind, clients, batch] = max(rate, best.get((kind, clients, batch), 0.0))
+                    progress(f"  round {round_ + 1}/{rounds}: {LABELS[kind]}, {clients} client(s), batch {batch}:"
+                             f" {rate:,.0f} jobs/s")
+            if durable_jobs:
+                rate = durable_rate(durable_jobs, batch)
+                best["durable", 1, batch] = max(rate, best.get(("durable", 1, batch), 0.0))
+                progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, batch {batch}: {rate:,.0f} jobs/s")
     return best
 
 
@@ -185,38 +304,106 @@ def server_line(dsn: str) -> str:
             f"synchronous_commit={sync}, fsync={fsync}); load average {os.getloadavg()[0]:.1f} at the start")
 
 
-def format_table(best: dict[tuple[str, int], float], counts: Sequence[int]) -> list[str]:
-    ratios = ("sched/floor", "async/async", "lease/floor", "sched/lease")
-    lines = [f"{'clients':>7}" + "".join(f"  {LABELS[k]:>25}" for k in KINDS) + "".join(f"  {r:>11}" for r in ratios)]
-    for clients in counts:
-        rates = [best[k, clients] for k in KINDS]
-        values = (
-            best["scheduler", clients] / best["floor", clients],
-            best["scheduler_async", clients] / best["floor_async", clients],
-            best["lease", clients] / best["floor", clients],
-            best["scheduler", clients] / best["lease", clients],
-        )
-        lines.append(f"{clients:>7}" + "".join(f"  {r:>25,.0f}" for r in rates) + "".join(f"  {v:>10.2f}x" for v in values))
-    lines.append("cycles/s: one dispatch + one complete (scheduler), one claim-and-delete statement (floor),")
-    lines.append("one claim + one delete (two-step floor), one token-taking claim + one token-fenced completion")
-    lines.append("(bare lease: not linearizable, the ceiling for fenced durable leases); best of the rounds.")
-    lines.append("async: synchronous_commit=off for both sides (a server crash may lose the last returned calls).")
-    if TARGET_CLIENTS in counts:
-        for label, kind, floor in (("synchronous commit", "scheduler", "floor"), ("async commit", "scheduler_async", "floor_async")):
-            ratio = best[kind, TARGET_CLIENTS] / best[floor, TARGET_CLIENTS]
-            verdict = "holds" if ratio >= TARGET_RATIO else "MISSED"
-            lines.append(f"target ({label}): scheduler / claim-and-delete floor at {TARGET_CLIENTS} clients >= {TARGET_RATIO}x"
-                         f"   {ratio:.2f}x  {verdict}")
+def format_table(best: dict[tuple[str, int, int], float], counts: Sequence[int],
+                 batches: Sequence[int] = (1,)) -> list[str]:
+    """One row per (batch, clients), one column per kind measured (``-`` where a kind has no such row)."""
+    kinds = [k for k in KINDS if any((k, c, b) in best for c in counts for b in batches)]
+    lines = [f"{'batch':>5} {'clients':>7}" + "".join(f"  {LABELS[k]:>29}" for k in kinds)]
+    for batch in batches:
+        for clients in counts:
+            cells = [f"{best[k, clients, batch]:>29,.0f}" if (k, clients, batch) in best else f"{'-':>29}" for k in kinds]
+            lines.append(f"{batch:>5} {clients:>7}" + "".join(f"  {c}" for c in cells))
+    if any(key[0] == "durable" for key in best):
+        rates = ", ".join(f"batch {b}: {best['durable', 1, b]:,.0f}" for b in batches if ("durable", 1, b) in best)
+        lines.append(f"DurableScheduler (SQLite, synchronous=FULL, 1 process): {rates} jobs/s")
+    lines.append("jobs/s: a job is claimed and acknowledged; at batch B, B jobs per claim and per acknowledgement")
+    lines.append("(PostgresScheduler: dispatch + complete at 1, dispatch_many + complete_many above); best of the rounds.")
+    lines.append("Floors: claim-and-delete (one statement), claim then delete (two), bare lease (token-fenced, not")
+    lines.append("linearizable: the ceiling for fenced durable leases). async: synchronous_commit=off for both sides.")
+    return lines
+
+
+def _ratio(best: dict, a: tuple, b: tuple) -> float | None:
+    return best[a] / best[b] if a in best and b in best and best[b] else None
+
+
+def format_targets(best: dict[tuple[str, int, int], float], counts: Sequence[int], batches: Sequence[int],
+                   offered: dict[str, bool]) -> list[str]:
+    """The issue's targets, each with its measured ratio and whether it holds; a note for what was not run."""
+    lines: list[str] = []
+
+    def target(label: str, ratio: float | None, limit: float, missing: str) -> None:
+        if ratio is None:
+            lines.append(f"target: {label} >= {limit}x   not measured ({missing})")
+        else:
+            lines.append(f"target: {label} >= {limit}x   {ratio:.2f}x  {'holds' if ratio >= limit else 'MISSED'}")
+
+    c = TARGET_CLIENTS
+    for label, kind, floor in (("synchronous commit", "scheduler", "floor"), ("async commit", "scheduler_async", "floor_async")):
+        target(f"({label}) scheduler / claim-and-delete floor, batch 1, {c} clients",
+               _ratio(best, (kind, c, 1), (floor, c, 1)), TARGET_RATIO, f"needs {c} clients")
+    hint = f"not installed: {bench_peers.install_hint()}"
+    target(f"PostgresScheduler / pgqueuer's worker loop, batch {TARGET_BATCH}, {c} clients",
+           _ratio(best, ("scheduler", c, TARGET_BATCH), ("pgqueuer_loop", c, TARGET_BATCH)), TARGET_PEER_RATIO,
+           hint if not offered.get("pgqueuer_loop") else f"needs batch {TARGET_BATCH} and {c} clients")
+    for peer in PEERS:
+        for clients in counts:
+            if offered.get(peer):
+                target(f"PostgresScheduler / {LABELS[peer]}, batch 1, {clients} client(s)",
+                       _ratio(best, ("scheduler", clients, 1), (peer, clients, 1)), 1.0, "needs batch 1")
+    target(f"DurableScheduler batch {TARGET_BATCH} / its batch 1",
+           _ratio(best, ("durable", 1, TARGET_BATCH), ("durable", 1, 1)), TARGET_DURABLE_RATIO,
+           f"needs batches 1 and {TARGET_BATCH}")
+    for peer in PEERS:
+        if not offered.get(peer):
+            lines.append(f"note: {LABELS[peer]} left out: {bench_peers.PACKAGES[peer]} is not installed ({bench_peers.install_hint()})")
+    return lines
+
+
+def _notes(best: dict[tuple[str, int, int], float]) -> list[str]:
+    """Sentences computed from the figures: the batch speed-ups, and what the commits cost."""
+    lines = []
+    for clients in CLIENT_COUNTS:
+        one, ten = best.get(("scheduler", clients, 1)), best.get(("scheduler", clients, TARGET_BATCH))
+        floor_one, floor_ten = best.get(("floor", clients, 1)), best.get(("floor", clients, TARGET_BATCH))
+        loop = best.get(("pgqueuer_loop", clients, TARGET_BATCH))
+        if one and ten:
+            text = (f"- {clients} client(s): PostgresScheduler does {ten:,.0f} jobs/s at batch {TARGET_BATCH}, "
+                    f"{ten / one:.1f}x its {one:,.0f} at batch 1")
+            if floor_one and floor_ten:
+                text += (f"; the claim-and-delete floor gains {floor_ten / floor_one:.1f}x "
+                         f"({floor_one:,.0f} to {floor_ten:,.0f})")
+            if loop:
+                text += f"; pgqueuer's loop does {loop:,.0f} at batch {TARGET_BATCH}"
+            lines.append(text + ".")
+    one, ten = best.get(("durable", 1, 1)), best.get(("durable", 1, TARGET_BATCH))
+    if one and ten:
+        lines.append(f"- DurableScheduler: {ten:,.0f} jobs/s at batch {TARGET_BATCH}, {ten / one:.1f}x its {one:,.0f} "
+                     "at batch 1: a batch's calls share one fsync (`synchronous=FULL`), which is most of a call's cost.")
+    if lines:
+        lines.append("- Every kind here waits for the disk at every commit (`synchronous_commit=on`), and the "
+                     "server shares its CPUs with the clients and the rest of the machine's load (above): the "
+                     "ratios between kinds measured in the same rounds are the figures to read, not the rates.")
     return lines
 
 
 def run(dsn: str, quick: bool) -> int:
-    """Measure and print; the caller has checked ``dsn``."""
+    """Measure and print (the figure ``python -m fencepost.figures batches -- fencepost bench --postgres``
+    stamps and writes to ``docs/figures/batches.md``); the caller has checked ``dsn``."""
     cycles = QUICK_CYCLES if quick else CYCLES
     rounds = 1 if quick else ROUNDS
+    offered = bench_peers.available()
     print(f"fencepost bench --postgres: {server_line(dsn)}", flush=True)
-    print(f"{cycles:,} timed cycles per client per round, {rounds} round(s), after {WARM_CYCLES} warm-up cycles", flush=True)
-    best = measure(dsn, CLIENT_COUNTS, cycles, rounds, progress=lambda line: print(line, flush=True))
+    print(f"{cycles:,} timed jobs per client per round, {rounds} round(s), after {WARM_CYCLES} warm-up cycles;"
+          f" batch sizes {', '.join(map(str, BATCH_SIZES))}", flush=True)
+    best = measure(dsn, CLIENT_COUNTS, cycles, rounds, BATCH_SIZES, offered,
+                   durable_jobs=QUICK_DURABLE_JOBS if quick else DURABLE_JOBS,
+                   progress=lambda line: print(line, flush=True))
     print()
-    print("\n".join(format_table(best, CLIENT_COUNTS)))
+    print("\n".join(format_table(best, CLIENT_COUNTS, BATCH_SIZES) + format_targets(best, CLIENT_COUNTS, BATCH_SIZES, offered)))
+    notes = _notes(best)
+    if notes:
+        print()
+        print("\n".join(notes))
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0

@@ -17,6 +17,11 @@ the synchronous setting or journal mode", sqlite.org/pragma.html). Recovery of a
 its ``expires_at`` across restarts, and the first timed call at or past it
 takes the task back. Nothing special-cases a restart.
 
+**A batch is one transaction.** ``submit_many``, ``dispatch_many``,
+``complete_many`` and ``fail_many`` make their single calls inside one
+``batch()``: one commit, one fsync, for the whole batch; a call in it that
+raises rolls every one back (all or nothing).
+
 **Journal and sync settings.** The file is in WAL mode
 (``PRAGMA journal_mode=WAL``) with ``PRAGMA synchronous=FULL`` by default.
 SQLite's documentation (https://www.sqlite.org/wal.html, "Performance
@@ -67,11 +72,12 @@ import sqlite3
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl import _validate as v
+from fencepost.impl._batches import FoldedBatches
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
@@ -177,7 +183,7 @@ def _fits(name: str, value: int) -> int:
     return value
 
 
-class DurableScheduler:
+class DurableScheduler(FoldedBatches):
     """A lease scheduler whose state lives in the SQLite file at ``path``.
 
     Opening a missing (or empty) file creates the schema; opening a file of
@@ -210,6 +216,7 @@ class DurableScheduler:
         self._synchronous = synchronous
         self._batch_depth = 0
         self._touched = False  # a cache changed inside the open call: reload it if the call rolls back
+        self._batch_touched = False  # a cache changed by a call inside batch(): reload it if the batch rolls back
         try:
             # Any thread, one call at a time (a Runner makes its calls under its lock): the
             # caller serialises, and SQLite itself is built serialized (sqlite3.threadsafety 3).
@@ -329,6 +336,31 @@ class DurableScheduler:
     def _commit(self, conn: sqlite3.Connection) -> None:
         """Make the call durable before it returns (a mutant overrides this to ack early)."""
         conn.execute("COMMIT")
+
+    # -------------------------------------------------------------- batches (impl._batches)
+    #
+    # submit_many, dispatch_many, complete_many and fail_many are the single calls
+    # inside one batch(): one transaction, one commit (one fsync) per batch. A call
+    # that raises inside it (a key conflict, a retry time past 64 bits) rolls the
+    # whole batch back, so keys are checked by the transaction, not beforehand.
+
+    def _batch_keys(self) -> None:
+        return None
+
+    def _issued_ids(self) -> int:
+        return self._issued
+
+    def _check_dispatch_arguments(self, worker: object, now: object, duration: object) -> None:
+        super()._check_dispatch_arguments(worker, now, duration)
+        _fits("now", now)
+        _fits("now + duration", now + duration)
+
+    def _check_batch_time(self, now: object) -> None:
+        v.check_time(self._now, now)
+        _fits("now", now)
+
+    def _batch_transaction(self) -> AbstractContextManager[None]:
+        return self.batch()
 
     # -------------------------------------------------------------- queries
 
@@ -692,15 +724,18 @@ class _Transaction:
                     raise
             self._roll_back(conn)
         finally:
-            if not self.nested:  # inside a batch, the block's own rollback must still reload the caches
-                scheduler._touched = False
+            if self.nested:
+                scheduler._batch_touched = scheduler._batch_touched or scheduler._touched
+            else:
+                scheduler._batch_touched = False
+            scheduler._touched = False
 
     def _roll_back(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK TO call" if self.nested else "ROLLBACK")
             if self.nested:
                 conn.execute("RELEASE call")
-        if self.scheduler._touched:
+        if self.scheduler._touched or (not self.nested and self.scheduler._batch_touched):
             self.scheduler._load()
 
 

@@ -61,6 +61,7 @@ from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
 import fencepost.impl._validate as v
+from fencepost.impl._batches import FoldedBatches
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
 _COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head
@@ -139,14 +140,16 @@ class _Task:
         self.ended_at = None  # when it became final; set exactly while final
 
 
-class IndexedScheduler:
+class IndexedScheduler(FoldedBatches):
     """An in-memory lease scheduler with a ready heap, a due heap and an expiration heap.
 
     The public behaviour is ``SimpleScheduler``'s exactly (see ``spec.protocol``
     for the contract); the module docstring describes the representation.
     Every method raises ``ValueError`` for an invalid argument, naming the
     argument, the value and the rule, and then changes nothing: arguments are
-    checked before any lease expires.
+    checked before any lease expires. The batches (``submit_many``,
+    ``dispatch_many``, ``complete_many``, ``fail_many``) are the single calls
+    in order, checked whole first (``impl._batches``): the same cost per task.
     """
 
     def __init__(self) -> None:

@@ -419,6 +419,90 @@ class PostgresScheduler:
             raise ValueError(f"before must be >= 0 and <= now: before={before!r}, now={now!r}")
         return self._call("prune", (before, now))[0]
 
+    # -------------------------------------------------------------- batches
+
+    def submit_many(self, tasks: list[dict]) -> list[int]:
+        """``submit(**entry)`` for each entry of ``tasks`` in order, all or nothing; the ids.
+
+        One round trip and one commit for the whole batch (``fp_submit_many``).
+
+        Raises:
+            ValueError: ``tasks`` is not a list of dicts of ``submit``'s keyword
+                arguments, or any entry is an invalid submit (named by its
+                index, a key conflict included); nothing is submitted.
+        """
+        entries = v.check_submit_entries(tasks, None, 0)
+        columns: tuple[list, ...] = ([], [], [], [], [])
+        for number, entry in enumerate(entries):
+            row = (entry.get("priority", 0), entry.get("due_at"), entry.get("max_attempts"),
+                   entry.get("retry_delay", 1), entry.get("key"))
+            try:
+                for name, value in zip(v.SUBMIT_ARGUMENTS[:4], row):
+                    if value is not None:
+                        _fits(name, value)
+            except ValueError as exc:
+                raise v.entry_error("tasks", number, exc) from None
+            for column, value in zip(columns, row):
+                column.append(value)
+        if not entries:
+            return []
+        keys = columns[4] if any(key is not None for key in columns[4]) else None
+        return list(self._call("submit_many", (*columns[:4], keys))[0])
+
+    def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list[Lease]:
+        """Up to ``limit`` dispatches of ``worker`` at ``now``, stopping at the first that leases nothing.
+
+        One round trip and one commit (``fp_dispatch_many``): the single
+        dispatch's locks, then the best due tasks claimed together with
+        ``SKIP LOCKED``, as many as ``limit`` and the worker's free slots
+        allow, with tokens in dispatch order.
+
+        Raises:
+            ValueError: as ``dispatch``, or ``limit`` not an int >= 1; nothing changes.
+        """
+        v.check_worker_name(worker)
+        self._time(now)
+        _fits("duration", v.check_min("duration", duration, 1))
+        _fits("limit", v.check_min("limit", limit, 1))
+        tasks, tokens = self._call("dispatch_many", (worker, now, duration, limit))
+        expires_at = now + duration
+        return [Lease(task_id, worker, token, now, expires_at) for task_id, token in zip(tasks, tokens)]
+
+    def complete_many(self, reports: list, now: int) -> list[Outcome]:
+        """``complete(task_id, token, now)`` for each ``(task_id, token)`` pair in order; the outcomes.
+
+        One round trip and one commit (``fp_complete_many``); every report is
+        fenced by its token and the expiry in the ``UPDATE``, as ``complete`` is.
+
+        Raises:
+            ValueError: ``reports`` is not a list of pairs, an id is unknown, a
+                token is not an int, or ``now`` is bad; nothing changes.
+        """
+        return self._reports_batch("complete_many", reports, now)
+
+    def fail_many(self, reports: list, now: int) -> list[Outcome]:
+        """``fail(task_id, token, now)`` for each ``(task_id, token)`` pair in order; the outcomes.
+
+        Raises: as ``complete_many``.
+        """
+        return self._reports_batch("fail_many", reports, now)
+
+    def _reports_batch(self, op: str, reports: object, now: object) -> list[Outcome]:
+        ids, tokens = [], []
+        for number, pair in enumerate(v.check_list("reports", reports)):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError(f"reports[{number}] must be a (task_id, token) pair, not {pair!r}")
+            try:
+                task_id = self._task_id(pair[0])
+                if task_id < 1:
+                    raise ValueError(f"task_id {task_id!r} is unknown: ids start at 1")
+                ids.append(task_id)
+                tokens.append(self._token(pair[1]))
+            except ValueError as exc:
+                raise v.entry_error("reports", number, exc) from None
+        accepted, reasons = self._call(op, (ids, tokens, self._time(now)))
+        return [Outcome(a, r) for a, r in zip(accepted, reasons)]
+
     # -------------------------------------------------------------- internals
 
     @staticmethod
@@ -490,6 +574,10 @@ _QUERIES = {
     "renew": "CALL {0}.fp_renew(%s, %s, %s, %s, NULL, NULL)",
     "advance": "CALL {0}.fp_advance(%s)",
     "prune": "CALL {0}.fp_prune(%s, %s, NULL)",
+    "submit_many": "CALL {0}.fp_submit_many(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[], NULL)",
+    "dispatch_many": "CALL {0}.fp_dispatch_many(%s, %s, %s, %s, NULL, NULL)",
+    "complete_many": "CALL {0}.fp_complete_many(%s::bigint[], %s::bigint[], %s, NULL, NULL)",
+    "fail_many": "CALL {0}.fp_fail_many(%s::bigint[], %s::bigint[], %s, NULL, NULL)",
 }
 
 

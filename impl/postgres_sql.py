@@ -43,7 +43,7 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 3  # 3: fp_prune and the batch procedures (fp_submit_many, fp_dispatch_many, fp_complete_many, fp_fail_many)
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
@@ -194,6 +194,86 @@ _END = """
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 """
+
+#: What an accepted ``fail`` sets: cancelled, failed, or retry_wait after the backoff (one copy for
+#: the batch; the single ``fp_fail`` spells the same).
+_FAIL_SET = """
+                status = CASE WHEN t.cancel_requested THEN 'cancelled'
+                              WHEN t.max_attempts IS NOT NULL AND t.attempts >= t.max_attempts THEN 'failed'
+                              ELSE 'retry_wait' END,
+                due_at = CASE WHEN t.cancel_requested OR (t.max_attempts IS NOT NULL AND t.attempts >= t.max_attempts)
+                              THEN t.due_at
+                              ELSE (p_now + t.retry_delay * power(2::numeric, t.attempts - 1))::bigint END,
+                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false"""
+
+#: The start of ``complete_many``/``fail_many`` after the clock: time has not moved past ``p_now``,
+#: every id was issued (else the whole batch is invalid), whether the ids are distinct, and the rows
+#: the reports may change locked in id order (the single calls' row locks, taken in one order).
+_CHECK_REPORTS = """
+    v_n := coalesce(cardinality(p_ids), 0);
+    SELECT m.now, m.last_task,
+           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n) WHERE id < 1 OR id > m.last_task),
+           (SELECT count(DISTINCT id) FROM unnest(p_ids) AS u(id)) = v_n
+        INTO v_clock, v_last, v_bad, v_distinct FROM {s}.meta m;
+    IF p_now < v_clock THEN
+        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
+    END IF;
+    IF v_bad IS NOT NULL THEN
+        IF v_last = 0 THEN
+            RAISE EXCEPTION 'reports[%]: task_id % is unknown: no task has been submitted yet (nothing in the batch was done)',
+                v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
+        END IF;
+        RAISE EXCEPTION 'reports[%]: task_id % is unknown: ids issued so far are 1..% (nothing in the batch was done)',
+            v_bad, p_ids[v_bad + 1], v_last USING ERRCODE = '{err}';
+    END IF;
+    PERFORM 1 FROM {s}.tasks t WHERE t.status = 'running' AND (t.id, t.token) IN (SELECT * FROM unnest(p_ids, p_tokens))
+        ORDER BY t.id FOR UPDATE;
+"""
+
+#: The outcomes of distinct reports, after the ``done`` statement: accepted where it changed the row,
+#: else the rejection's reason.
+_DISTINCT_OUTCOMES = """        SELECT coalesce(array_agg(d.id IS NOT NULL ORDER BY u.n), '{}'),
+               coalesce(array_agg(CASE WHEN d.id IS NULL THEN {s}.fp_rejection(u.id, u.token) END ORDER BY u.n), '{}')
+            INTO o_accepted, o_reasons
+            FROM unnest(p_ids, p_tokens) WITH ORDINALITY AS u(id, token, n) LEFT JOIN done d ON d.id = u.id;"""
+
+#: One report's outcome in the loop, after its fenced UPDATE.
+_LOOP_OUTCOME = """            o_accepted := o_accepted || FOUND;
+            o_reasons := o_reasons || CASE WHEN FOUND THEN NULL ELSE {s}.fp_rejection(p_ids[i], p_tokens[i]) END;"""
+
+#: ``complete_many`` and ``fail_many``, one template: ``{name}`` is the procedure, ``{set}`` what an
+#: accepted report sets (``{succeeded}`` for complete, ``_FAIL_SET`` for fail).
+_REPORT_BATCH = """CREATE OR REPLACE PROCEDURE {s}.{name}(p_ids bigint[], p_tokens bigint[], p_now bigint,
+                                             OUT o_accepted boolean[], OUT o_reasons text[])
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
+        v_n integer; v_distinct boolean; v_bad bigint;
+BEGIN
+    o_accepted := '{}';
+    o_reasons := '{}';
+{begin}
+{check_reports}
+    IF v_distinct THEN
+        WITH done AS (
+            UPDATE {s}.tasks t SET {set}
+            FROM unnest(p_ids, p_tokens) AS u(id, token)
+            WHERE t.id = u.id AND t.status = 'running' AND t.token = u.token AND t.expires_at > p_now
+            RETURNING t.id)
+{distinct_outcomes}
+    ELSE
+        FOR i IN 1 .. v_n LOOP
+            UPDATE {s}.tasks t SET {set}
+            WHERE t.id = p_ids[i] AND t.status = 'running' AND t.token = p_tokens[i] AND t.expires_at > p_now;
+{loop_outcome}
+        END LOOP;
+    END IF;
+    v_wrote := true = ANY(o_accepted);
+{end}
+END $$;
+"""
+
+#: What an accepted ``complete`` sets.
+_COMPLETE_SET = "status = 'succeeded',\n                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false"
 
 _FUNCTIONS = r"""
 -- Why p_token may not act on task p_id now (NULL: it holds the current lease).
@@ -371,6 +451,114 @@ BEGIN
 {end}
 END $$;
 
+-- The batches: one CALL, one transaction, one durable commit for the whole batch. Each is the
+-- single calls it stands for, in order; a raise anywhere aborts the transaction, so an invalid
+-- batch changes nothing (all or nothing).
+
+-- submit_many: the columns of the entries, one array each (p_key NULL when no entry has a key).
+-- Without keys, one UPDATE takes all the ids and one INSERT makes the tasks; with keys, the single
+-- submit's steps for each entry in order, so a key given twice in a batch names the first's task.
+CREATE OR REPLACE PROCEDURE {s}.fp_submit_many(
+    p_priority bigint[], p_due_at bigint[], p_max_attempts bigint[], p_retry_delay bigint[], p_key text[],
+    OUT o_ids bigint[]
+)
+LANGUAGE plpgsql AS $$
+DECLARE v_now bigint; v_first bigint; v_n integer := coalesce(cardinality(p_priority), 0); k record; v_id bigint;
+        v_hold boolean := true; v_wrote boolean := true;
+BEGIN
+    IF v_n = 0 THEN
+        o_ids := '{}';
+        RETURN;
+    END IF;
+    IF p_key IS NULL THEN
+        UPDATE {s}.meta SET last_task = last_task + v_n RETURNING last_task - v_n, now INTO v_first, v_now;
+        INSERT INTO {s}.tasks (id, priority, due_at, max_attempts, retry_delay)
+            SELECT v_first + i, p_priority[i], coalesce(p_due_at[i], v_now), p_max_attempts[i], p_retry_delay[i]
+            FROM generate_series(1, v_n) i;
+        o_ids := ARRAY(SELECT v_first + i FROM generate_series(1, v_n) i);
+    ELSE
+        PERFORM 1 FROM {s}.meta FOR UPDATE;
+        o_ids := '{}';
+        FOR i IN 1 .. v_n LOOP
+            IF p_key[i] IS NOT NULL THEN
+                SELECT * INTO k FROM {s}.keys WHERE key = p_key[i];
+                IF FOUND THEN
+                    IF k.priority = p_priority[i] AND k.due_at IS NOT DISTINCT FROM p_due_at[i]
+                       AND k.max_attempts IS NOT DISTINCT FROM p_max_attempts[i] AND k.retry_delay = p_retry_delay[i] THEN
+                        o_ids := o_ids || k.task_id;  -- a duplicate: the first id, nothing changes
+                        CONTINUE;
+                    END IF;
+                    RAISE EXCEPTION 'tasks[%]: key % was already used for task % with other arguments: first (priority=%, due_at=%, max_attempts=%, retry_delay=%), now (priority=%, due_at=%, max_attempts=%, retry_delay=%) (nothing in the batch was done)',
+                        i - 1, quote_literal(p_key[i]), k.task_id,
+                        k.priority, coalesce(k.due_at::text, 'None'), coalesce(k.max_attempts::text, 'None'), k.retry_delay,
+                        p_priority[i], coalesce(p_due_at[i]::text, 'None'), coalesce(p_max_attempts[i]::text, 'None'), p_retry_delay[i]
+                        USING ERRCODE = '{err}';
+                END IF;
+            END IF;
+            UPDATE {s}.meta SET last_task = last_task + 1 RETURNING last_task, now INTO v_id, v_now;
+            INSERT INTO {s}.tasks (id, priority, due_at, max_attempts, retry_delay)
+                VALUES (v_id, p_priority[i], coalesce(p_due_at[i], v_now), p_max_attempts[i], p_retry_delay[i]);
+            IF p_key[i] IS NOT NULL THEN
+                INSERT INTO {s}.keys VALUES (p_key[i], v_id, p_priority[i], p_due_at[i], p_max_attempts[i], p_retry_delay[i]);
+            END IF;
+            o_ids := o_ids || v_id;
+        END LOOP;
+    END IF;
+{end}
+END $$;
+
+-- dispatch_many: the single dispatch's locks, then up to min(limit, the worker's free slots) of the
+-- best waiting tasks that are due, claimed with SKIP LOCKED in one statement, and one token each
+-- from the sequence in dispatch order (under the dispatch lock nobody else takes tokens).
+CREATE OR REPLACE PROCEDURE {s}.fp_dispatch_many(p_worker text, p_now bigint, p_duration bigint, p_limit bigint,
+                                                 OUT o_tasks bigint[], OUT o_tokens bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := true; v_wrote boolean := false;
+        v_room bigint;
+BEGIN
+{begin_dispatch}
+    IF v_locked IS NULL THEN
+        PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
+    END IF;
+    -- time has not moved past p_now since the first read (as _CHECK_TIME), and the worker's free slots
+    SELECT m.now, w.capacity - (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
+        INTO v_clock, v_room FROM {s}.meta m LEFT JOIN {s}.workers w ON w.name = p_worker;
+    IF p_now < v_clock THEN
+        RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
+    END IF;
+    IF v_room IS NULL THEN
+        RAISE EXCEPTION 'worker % is unknown: add it with add_worker first', quote_literal(p_worker)
+            USING ERRCODE = '{err}';
+    END IF;
+    o_tasks := '{}';
+    o_tokens := '{}';
+    IF least(v_room, p_limit) > 0 THEN
+        -- one statement: claim, number in dispatch order, one token each in that order, lease
+        WITH picked AS (
+            SELECT id, priority, due_at FROM {s}.tasks
+            WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
+            ORDER BY priority DESC, due_at, id
+            LIMIT least(v_room, p_limit)
+            FOR UPDATE SKIP LOCKED),
+        numbered AS (SELECT id, row_number() OVER (ORDER BY priority DESC, due_at, id) AS n FROM picked),
+        tokens AS (SELECT n, nextval('{s}.tokens') AS token FROM generate_series(1, (SELECT count(*) FROM picked)) AS n),
+        leased AS (
+            UPDATE {s}.tasks t SET
+                status = 'running', attempts = t.attempts + 1, worker = p_worker, token = k.token,
+                started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
+            FROM numbered p JOIN tokens k ON k.n = p.n
+            WHERE t.id = p.id
+            RETURNING t.id, t.token)
+        SELECT coalesce(array_agg(id ORDER BY token), '{}'), coalesce(array_agg(token ORDER BY token), '{}')
+            INTO o_tasks, o_tokens FROM leased;
+    END IF;
+{end}
+END $$;
+
+-- complete_many and fail_many: the single call's fenced UPDATE for every report, as one statement
+-- when the ids are distinct (else one per report, in order, so a later report sees an earlier one's
+-- change). The rows to change are locked first in id order, so two batches never deadlock.
+{report_batches}
 CREATE OR REPLACE PROCEDURE {s}.fp_advance(p_now bigint)
 LANGUAGE plpgsql AS $$
 DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean := false;
@@ -429,15 +617,23 @@ def schema_ddl(schema: str, lock_key: int) -> str:
     (``impl.postgres.lock_key``).
     """
     tables = _TABLES.format(s=schema, version=SCHEMA_VERSION)
+    reports = "\n".join(_REPORT_BATCH.replace("{name}", name).replace("{set}", changes)
+                         for name, changes in (("fp_complete_many", _COMPLETE_SET), ("fp_fail_many", _FAIL_SET)))
     dispatch_also = " || pg_advisory_xact_lock({lk}, {dispatch_lock})::text"
     functions = (
-        _FUNCTIONS.replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
+        _FUNCTIONS.replace("{report_batches}", reports).replace("{begin_dispatch}", _BEGIN.replace("{also}", dispatch_also))
         .replace("{begin}", _BEGIN.replace("{also}", ""))
         .replace("{fenced_outcome}", _FENCED_OUTCOME)
         .replace("{check_task}", _CHECK_TASK)
         .replace("{check_time}", _CHECK_TIME)
         .replace("{in_time}", _IN_TIME)
         .replace("{end}", _END)
+    )
+    functions = (
+        functions.replace("{check_reports}", _CHECK_REPORTS)
+        .replace("{distinct_outcomes}", _DISTINCT_OUTCOMES)
+        .replace("{loop_outcome}", _LOOP_OUTCOME)
+        .replace("{fail_set}", _FAIL_SET)
     )
     for name, value in (("{s}", schema), ("{err}", INVALID_ARGUMENT_STATE), ("{lk}", str(int(lock_key))),
                         ("{clock_lock}", str(CLOCK_LOCK)), ("{dispatch_lock}", str(DISPATCH_LOCK))):

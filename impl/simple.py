@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import fencepost.impl._validate as v
+from fencepost.impl._batches import FoldedBatches
 from fencepost.spec.protocol import (
     ACCEPTED,
     DISPATCHABLE_STATUSES,
@@ -61,14 +62,16 @@ class _Task:
         )
 
 
-class SimpleScheduler:
+class SimpleScheduler(FoldedBatches):
     """An in-memory lease scheduler that scans every task on each timed call.
 
     Every method raises ``ValueError`` for an invalid argument and then changes
     nothing. Complexity: ``submit``, ``add_worker`` and ``task`` O(1); every
     timed operation O(T), T the number of tasks ever submitted. A task
     forgotten by ``prune`` leaves one empty slot (``None``) in the registry,
-    so ids stay positions and are never reused.
+    so ids stay positions and are never reused. The batches
+    (``submit_many``, ``dispatch_many``, ``complete_many``, ``fail_many``)
+    are the single calls in order, checked whole first (``impl._batches``).
     """
 
     def __init__(self) -> None:

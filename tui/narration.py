@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from fencepost.spec.formats.scenario import Step, StepResult
+from fencepost.spec.formats.scenario import BATCH_OF, Step, StepResult
 from fencepost.spec.protocol import RESTART
 from fencepost.tui.rows import Change, Row, same_lease
 
@@ -131,6 +131,8 @@ class Narrator:
             events.append(self._prune_event(step, result, changes))
         elif op == RESTART:
             events.append(self._restart_event(changes, now))
+        elif op in BATCH_OF:
+            events += self._batch_events(step, result, changes, now)
         return events
 
     @staticmethod
@@ -144,6 +146,28 @@ class Narrator:
         return Event("prune", f"prune forgets {len(gone)} final task{'s' if len(gone) != 1 else ''} ({names}): "
                               f"each ended before t={before}, so it leaves Done; task() of it now says it was "
                               f"forgotten, and its id is never given again", gone[0])
+    def _batch_events(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
+        """A batch is one step: one event per part, worded as its single call, numbered from 1.
+
+        ``dispatch_many`` also says why it stopped short of its limit.
+        """
+        single, args, values = BATCH_OF[step.op], step.args, list(result.value or ())
+        parts: list[Event] = []
+        if single == "submit":
+            for entry, task_id in zip(args.get("tasks", ()), values):
+                parts.append(self._submit_event(Step(op="submit", args=dict(entry)), StepResult(value=task_id), now))
+        elif single == "dispatch":
+            call = Step(op="dispatch", args={k: args[k] for k in ("worker", "now", "duration")})
+            parts = [self._dispatch_event(call, StepResult(value=lease), now) for lease in values]
+            if len(values) < args.get("limit", 0):
+                parts.append(self._dispatch_event(call, StepResult(value=None), now))
+        else:
+            for (task_id, token), outcome in zip(args.get("reports", ()), values):
+                call = Step(op=single, args={"task_id": task_id, "token": token, "now": args.get("now")})
+                parts.append(self._lease_call_event(call, StepResult(value=outcome), changes))
+        total = len(parts)
+        return [Event(e.kind, f"{step.op} [{n}/{total}] {e.text}", e.task_id) for n, e in enumerate(parts, 1)] or [
+            Event("time", f"{step.op} of nothing at t={now}")]
 
     def _restart_event(self, changes: tuple[Change, ...], now: int) -> Event:
         """What the reopened scheduler recovered, by status; and what it shows differently, if anything."""
@@ -161,15 +185,19 @@ class Narrator:
 
     def _expiries(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
         """Leases that ended at this step other than by their own accepted complete or fail."""
-        own = step.args.get("task_id") if step.op in ("complete", "fail") else None
-        accepted = getattr(result.value, "accepted", False)
+        own: set[tuple[object, object]] = set()  # (task id, token) of the step's own accepted reports
+        if step.op in ("complete", "fail") and getattr(result.value, "accepted", False):
+            own.add((step.args.get("task_id"), step.args.get("token")))
+        elif step.op in ("complete_many", "fail_many") and isinstance(result.value, (list, tuple)):
+            own.update(tuple(pair) for pair, outcome in zip(step.args.get("reports", ()), result.value)
+                       if getattr(outcome, "accepted", False) and isinstance(pair, (list, tuple)))
         events = []
         for task_id, before, after in changes:
             if before is None or before.status != "running":
                 continue
             if same_lease(before, after):
                 continue
-            if task_id == own and accepted and step.args.get("token") == before.token:
+            if (task_id, before.token) in own:
                 continue
             self._expired[(task_id, before.token)] = (before.started_at, before.expires_at)
             noticed = "" if before.expires_at == now else f" (noticed at t={now})"
@@ -237,7 +265,7 @@ class Narrator:
         op, task_id, token = step.op, step.args["task_id"], step.args["token"]
         row = self._side.rows.get(task_id)
         if not getattr(result.value, "accepted", False):
-            reason = self._reason(result, task_id, token)
+            reason = self._reason(result, task_id, token, changes)
             return Event("rejection", f"rejected {op} of task {task_id} with token {token}: {reason}", task_id)
         # From here on the words describe the scheduler's state after the step, never the
         # call's arguments: an implementation that wrongly accepts a stale token is shown as it is.
@@ -269,12 +297,18 @@ class Narrator:
             )
         return Event("cancel", f"task {task_id} cancelled before it was claimed; it never starts", task_id)
 
-    def _reason(self, result: StepResult, task_id: int, token: int | None) -> str:
-        """A rejection's reason in words, from the implementation's reason code and views."""
+    def _reason(self, result: StepResult, task_id: int, token: int | None, changes: tuple[Change, ...] = ()) -> str:
+        """A rejection's reason in words, from the implementation's reason code and views.
+
+        ``changes`` are the step's; a report refused inside a batch may name a task a later
+        report of the same batch ended, so its lease is read from before the step.
+        """
         reason = getattr(result.value, "reason", None)
         row = self._side.rows.get(task_id)
         status = row.status if row else "unknown"
         if reason == "stale_token" and row is not None:
+            if row.status != "running":
+                row = next((b for changed, b, _ in changes if changed == task_id and b is not None), row)
             return f"token {token} is stale: task {task_id} now runs under token {row.token}"
         if reason == "lease_expired":
             start, end = self._expired.get((task_id, token), (None, None))

@@ -397,6 +397,12 @@ class _Side:
                 self.keys[result.value] = step.args["key"]
         elif step.op == "add_worker":
             self.capacity[step.args["worker"]] = step.args["capacity"]
+        elif step.op == "submit_many" and isinstance(result.value, (list, tuple)):
+            for entry, task_id in zip(step.args.get("tasks", ()), result.value):
+                if isinstance(task_id, int) and (not self.ids or task_id > self.ids[-1]):  # else a duplicate by key
+                    self.ids.append(task_id)
+                    if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                        self.keys[task_id] = entry["key"]
 
     def touched(self, step: Step, result: StepResult, also: Iterable[int] = ()) -> Iterable[int]:
         """The task ids to re-read after ``step``: all of them while there are few, or after a restart."""
@@ -415,6 +421,13 @@ class _Side:
             ids.add(value)
         elif step.op == "dispatch" and isinstance(getattr(value, "task_id", None), int):
             ids.add(value.task_id)
+        elif step.op == "submit_many" and isinstance(value, (list, tuple)):
+            ids.update(i for i in value if isinstance(i, int))
+        elif step.op == "dispatch_many" and isinstance(value, (list, tuple)):
+            ids.update(lease.task_id for lease in value if isinstance(getattr(lease, "task_id", None), int))
+        elif step.op in ("complete_many", "fail_many"):
+            ids.update(pair[0] for pair in step.args.get("reports", ()) if isinstance(pair, (list, tuple)) and pair
+                       and isinstance(pair[0], int) and pair[0] in self.rows)
         return sorted(ids)
 
     def refresh(

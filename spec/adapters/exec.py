@@ -17,9 +17,10 @@ hang or show a traceback.
 
 Capabilities: the schedulers' ``submit`` takes ``key`` exactly when the
 program's ``hello`` lists ``"key"``, and they have ``reopen()`` (which sends
-``restart``) exactly when it lists ``"restart"``, and ``prune`` exactly when
-it lists ``"prune"``, so capability detection that inspects a scheduler sees
-what the program offers.
+``restart``) exactly when it lists ``"restart"``, ``prune`` exactly when
+it lists ``"prune"``, and the batch operations exactly when it lists
+``"batch"``, so capability detection that inspects a scheduler sees what
+the program offers.
 """
 
 from __future__ import annotations
@@ -569,16 +570,37 @@ class _WithPrune(ExecScheduler):
         return self._call("prune", before=before, now=now)
 
 
-#: Capability -> the client mixin that offers it, in the order the bases are listed.
-_MIXINS = {"key": _WithKeys, "restart": _WithRestart, "prune": _WithPrune}
-_CLIENT_CLASSES: dict[frozenset[str], type[ExecScheduler]] = {}
+class _WithBatches(ExecScheduler):
+    """The batch operations, each one request; lists travel as JSON arrays (a report pair as ``[id, token]``)."""
+
+    def submit_many(self, tasks: list) -> list:
+        return self._call("submit_many", tasks=tasks)
+
+    def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list:
+        return self._call("dispatch_many", worker=worker, now=now, duration=duration, limit=limit)
+
+    def complete_many(self, reports: list, now: int) -> list:
+        return self._call("complete_many", reports=_pairs(reports), now=now)
+
+    def fail_many(self, reports: list, now: int) -> list:
+        return self._call("fail_many", reports=_pairs(reports), now=now)
+
+
+def _pairs(reports: object) -> object:
+    """Report pairs as JSON arrays (a tuple is not JSON); anything else goes as it is, for the program to refuse."""
+    if isinstance(reports, (list, tuple)):
+        return [list(pair) if isinstance(pair, tuple) else pair for pair in reports]
+    return reports
+
+
+#: Capability -> the class whose methods it adds to a program's schedulers.
+_MIXINS = {"key": _WithKeys, "restart": _WithRestart, "prune": _WithPrune, "batch": _WithBatches}
+_CLASSES: dict[frozenset[str], type[ExecScheduler]] = {}
 
 
 def _client_class(capabilities: frozenset[str]) -> type[ExecScheduler]:
-    """The client class with exactly the methods the program's capabilities offer (made once per set)."""
-    offered = frozenset(c for c in capabilities if c in _MIXINS)
-    if offered not in _CLIENT_CLASSES:
-        mixins = tuple(mixin for name, mixin in _MIXINS.items() if name in offered)
-        name = "ExecScheduler" + "".join(f"_{c}" for c in sorted(offered))
-        _CLIENT_CLASSES[offered] = type(name, mixins, {}) if mixins else ExecScheduler
-    return _CLIENT_CLASSES[offered]
+    offered = frozenset(c for c in _MIXINS if c in capabilities)
+    if offered not in _CLASSES:
+        bases = tuple(mixin for c, mixin in _MIXINS.items() if c in offered)
+        _CLASSES[offered] = type("ExecScheduler", bases, {}) if bases else ExecScheduler
+    return _CLASSES[offered]

@@ -13,6 +13,10 @@ them can still be checked:
 * **prune**: ``prune(before, now)``, forgetting final tasks that ended before
   ``before`` (see ``spec.model.prune``). Offered when the scheduler has a
   callable ``prune``.
+* **batch**: ``submit_many``, ``dispatch_many``, ``complete_many`` and
+  ``fail_many`` (``spec.protocol.BATCH_OPERATIONS``), the single calls as
+  one atomic call. Offered when all four are callable; a scheduler with
+  some but not all of them offers none (a check drives all four or none).
 
 A check drives only what is offered and says which parts it skipped.
 """
@@ -24,11 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fencepost.spec.checkers.steps import offers_restart
+from fencepost.spec.protocol import BATCH_OPERATIONS
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
 RESTART = "restart"
 PRUNE = "prune"
+BATCH = "batch"
 
 
 @dataclass(frozen=True)
@@ -38,9 +44,10 @@ class Capabilities:
     keys: bool = False  # submit takes key=
     restart: bool = False  # objects have a callable reopen()
     prune: bool = False  # objects have a callable prune(before, now)
+    batch: bool = False  # objects have all four batch operations
 
     def _named(self) -> tuple[tuple[str, bool], ...]:
-        return ((KEYS, self.keys), (RESTART, self.restart), (PRUNE, self.prune))
+        return ((KEYS, self.keys), (RESTART, self.restart), (PRUNE, self.prune), (BATCH, self.batch))
 
     @property
     def found(self) -> tuple[str, ...]:
@@ -62,7 +69,7 @@ class Capabilities:
 #: What ``detect`` assumes of a scheduler it cannot inspect: nothing optional.
 NONE = Capabilities()
 #: Everything optional, as the shipped in-memory schedulers plus a reopen() would offer.
-ALL = Capabilities(keys=True, restart=True, prune=True)
+ALL = Capabilities(keys=True, restart=True, prune=True, batch=True)
 
 
 def takes_key(scheduler: object, factory: Callable[[], object] | None = None) -> bool:
@@ -94,6 +101,11 @@ def takes_key(scheduler: object, factory: Callable[[], object] | None = None) ->
 def offers_prune(scheduler: object) -> bool:
     """True when ``scheduler`` has a callable ``prune``: the optional retention operation."""
     return callable(getattr(scheduler, "prune", None))
+
+
+def offers_batches(scheduler: object) -> bool:
+    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
+    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
 
 
 def _probe_key(factory: Callable[[], object]) -> bool:
@@ -131,6 +143,7 @@ def detect(factory: Callable[[], object]) -> Capabilities:
     """
     sample = factory()
     try:
-        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample), prune=offers_prune(sample))
+        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample), prune=offers_prune(sample),
+                            batch=offers_batches(sample))
     finally:
         _close(sample)

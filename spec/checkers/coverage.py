@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from fencepost.spec import model
 from fencepost.spec.checkers.capabilities import NONE, Capabilities
-from fencepost.spec.protocol import RESTART, Lease, Outcome, Reason, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART, Lease, Outcome, Reason, Status
 from fencepost.spec.variants import DEFAULT, Variants
 
 #: Outcome keys per operation that every run of ``fencepost check`` and every
@@ -48,6 +48,22 @@ PRUNE_OUTCOMES: dict[str, str] = {
     "kept_at_before": "prune kept a final task that ended exactly at before (the bound is strict)",
     "raised": "an invalid prune raised and changed nothing",
 }
+#: Outcomes a run must also reach when the scheduler offers batches, per batch operation, with what each means.
+BATCH_OUTCOMES: dict[str, dict[str, str]] = {
+    "submit_many": {"ok": "several tasks submitted in one call", "raised": "an invalid entry refused the whole batch"},
+    "dispatch_many": {
+        "leases": "several leases in one call",
+        "stopped:worker_full": "the batch asked for more than the worker's room and stopped when it was full",
+        "stopped:nothing_eligible": "the batch stopped when nothing more was eligible",
+        "raised": "an invalid batch refused",
+    },
+    "complete_many": {
+        "accepted:all": "every report of the batch accepted",
+        "accepted:some": "some reports accepted, others refused, in one batch",
+        "raised": "an invalid report refused the whole batch",
+    },
+    "fail_many": {"accepted:some": "a batch of failures with at least one accepted", "raised": "an invalid report refused the whole batch"},
+}
 
 
 def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DEFAULT) -> dict[str, tuple[str, ...]]:
@@ -70,6 +86,8 @@ def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DE
         required[RESTART] = tuple(RESTART_OUTCOMES)
     if capabilities.prune:
         required["prune"] = tuple(PRUNE_OUTCOMES)
+    if capabilities.batch:
+        required.update({op: tuple(outcomes) for op, outcomes in BATCH_OUTCOMES.items()})
     return required
 
 
@@ -160,6 +178,8 @@ def classify(
             return "key_reused", boundaries
     if raised:
         return "raised", boundaries
+    if op in BATCH_OPERATIONS:
+        return _classify_batch(op, args, after, result), boundaries
     if op in ("add_worker", "submit", "advance", RESTART):
         return "ok", boundaries
     if op == "dispatch":
@@ -179,6 +199,25 @@ def classify(
             return "accepted:cancel_requested", boundaries
         return f"accepted:{status.status.value}", boundaries
     return "accepted", boundaries
+
+
+def _classify_batch(op: str, args: dict, after: model.State, result: list) -> str:
+    """A batch's outcome key: how much of it went through, and for dispatch_many why it stopped."""
+    if op == "submit_many":
+        return "ok"
+    if op == "dispatch_many":
+        if len(result) == args["limit"]:
+            return "leases" if len(result) > 1 else "lease"
+        capacity = dict(after.workers)[args["worker"]]
+        if model.load(after, args["worker"]) >= capacity:
+            return "stopped:worker_full"
+        return "stopped:nothing_eligible"
+    accepted = sum(1 for outcome in result if outcome.accepted)
+    if not result:
+        return "empty"
+    if accepted == len(result):
+        return "accepted:all" if op == "complete_many" else "accepted:some"
+    return "accepted:some" if accepted else "refused:all"
 
 
 def _valid_without_key(state: model.State, args: dict) -> bool:

@@ -62,7 +62,7 @@ from fencepost.spec.formats.trace import TraceStep, format_call
 from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.minimize import minimize
 from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from fencepost.spec.protocol import OPERATIONS
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
 
 #: Kills a run makes when ``--kills`` is not given.
 DEFAULT_KILLS = 50
@@ -94,7 +94,7 @@ class _Reporting:
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self._inner, name)
-        if name in OPERATIONS:
+        if name in OPERATIONS or name in BATCH_OPERATIONS:  # a batch is one call: all of it returned, or none
             return self._reported(name, attr)
         if name == "reopen":
             def reopen() -> _Reporting:

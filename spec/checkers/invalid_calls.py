@@ -8,6 +8,7 @@ refused for the fault its kind names.
 from __future__ import annotations
 
 from fencepost.spec import model
+from fencepost.spec.protocol import Status
 from fencepost.spec.variants import DEFAULT, Variants
 
 
@@ -169,3 +170,44 @@ def valid_call(op: str, task_id: int, token: int, worker: str, now: int, duratio
         "renew": {"task_id": task_id, "token": token, "now": now, "duration": duration},
         "advance": {"now": now},
     }[op]
+
+
+#: The faults ``invalid_batch`` makes, each in a batch that is otherwise valid, so a scheduler
+#: that is not all or nothing keeps the good entries before the bad one and is seen.
+INVALID_BATCHES = (
+    "bad_entry",  # a submit_many whose last entry is an invalid submit, after valid ones
+    "not_a_list",  # tasks or reports that are not a list, or an entry of the wrong shape
+    "bad_limit",  # dispatch_many with a limit below 1 or not an int
+    "bad_report",  # complete_many / fail_many with an unknown id or a wrong-typed token after valid pairs
+)
+
+
+def invalid_batches(state: model.State, kind: str, pick: int, now: int | None = None,
+                    form: str = "str") -> list[tuple[str, dict]]:
+    """The batch calls of one kind of fault (see ``INVALID_BATCHES``) against ``state``, as ``(op, args)``.
+
+    Raises:
+        ValueError: ``kind`` is not one of ``INVALID_BATCHES``.
+    """
+    now = state.now if now is None else now
+    tasks = len(state.tasks)
+    worker = state.workers[pick % len(state.workers)][0] if state.workers else "w1"
+    running = [(t.id, t.token) for t in state.tasks if t.status is Status.RUNNING]
+    good = [list(pair) for pair in running[: 1 + pick % 2]] or ([[1, 1]] if tasks else [])
+    if kind == "bad_entry":
+        bad = ({"retry_delay": 0}, {"priority": disguise(pick, form)}, {"due_at": -1}, {"max_attempts": 0},
+               {"colour": 1}, {"key": ""})[pick % 6]
+        return [("submit_many", {"tasks": [{}, {"priority": 1}][: 1 + pick % 2] + [bad]})]
+    if kind == "not_a_list":
+        return [
+            ("submit_many", {"tasks": {"priority": 1}}), ("submit_many", {"tasks": [{}, 1]}),
+            ("complete_many", {"reports": good[0] if good else 1, "now": now}),
+            ("fail_many", {"reports": [*good, [1]], "now": now}),
+        ]
+    if kind == "bad_limit":
+        limit = (0, -1 - pick, disguise(1 + pick % 3, form))[pick % 3]
+        return [("dispatch_many", {"worker": worker, "now": now, "duration": 1, "limit": limit})]
+    if kind == "bad_report":
+        bad = ([tasks + 1 + pick, 1], [0, 1], [1 if tasks else 0, disguise(1, form)])[pick % 3]
+        return [(op, {"reports": [*good, bad], "now": now}) for op in ("complete_many", "fail_many")]
+    raise ValueError(f"kind must be one of {', '.join(INVALID_BATCHES)}: {kind!r}")

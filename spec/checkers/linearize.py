@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fencepost.spec import model
 from fencepost.spec.checkers.linearize_states import _State, canonical
 from fencepost.spec.formats.history import Call, ERROR, History, INFO, OK
-from fencepost.spec.formats.values import same_result
+from fencepost.spec.formats.values import BATCH_OF, same_result
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
@@ -412,6 +412,9 @@ def describe(op: str, value: object) -> str:
         return f"ValueError: {value}" if isinstance(value, ValueError) else f"{type(value).__name__}: {value}"
     if value is None:
         return "none" if op == "dispatch" else "ok"
+    if isinstance(value, (list, tuple)):  # a batch: its entries' results, one call
+        single = BATCH_OF.get(op, op)
+        return "[" + "; ".join(describe(single, item) for item in value) + "]"
     if hasattr(value, "accepted"):
         return "accepted" if value.accepted else f"rejected ({value.reason})" if value.reason else "rejected"
     if hasattr(value, "token"):

@@ -14,7 +14,7 @@ import bisect
 from dataclasses import replace
 
 from fencepost.spec import model
-from fencepost.spec.protocol import DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
 from fencepost.spec.variants import DEFAULT, Variants
 
 
@@ -338,6 +338,18 @@ class _State:
         O(R + D + log T): R running leases, D tasks changed since the base.
         """
         variants = self.base.variants
+        if op in BATCH_OPERATIONS:
+            # A batch reads and changes many tasks: applied to the whole state, which becomes a new base
+            # (O(T)); still one call, so one linearization point.
+            whole = self.materialise()
+            if follow:
+                followed = model.follow(whole, op, dict(args), observed)
+                if followed is None:
+                    return None
+                after, value = followed
+            else:
+                after, value = model.apply(whole, op, args)
+            return _State.of(canonical(after)), value
         ids: set[int] = set()
         records: tuple[model.KeyRecord, ...] = ()
         if op in _TASK_OPS:

@@ -7,7 +7,8 @@ runs the invariants of ``spec.invariants`` over the implementation's views.
 ``--exec``: they announce the calls to come so a program can answer them in
 one round trip; an in-process scheduler never sees them.
 ``run_calls`` replays concrete calls this way (the minimizers' and the
-regressions' oracle).
+regressions' oracle). A batch (``submit_many`` and the others) is one call:
+the scheduler's list of results is judged whole.
 
 Declared variants (``spec.variants``): the model starts from
 ``model.initial(variants)``; where a variant allows several answers to one
@@ -30,7 +31,7 @@ from fencepost.spec.checkers.deadline import CallTimeout, run_watched, Scheduler
 from fencepost.spec.checkers.results import comparable, describe, Divergence, normalize, VIEW_FIELDS, view_tuple
 from fencepost.spec.checkers.steps import bad_task_ids, check_bad_task_ids, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
-from fencepost.spec.protocol import RESTART
+from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 from fencepost.spec.variants import DEFAULT, Variants
 
 #: What a forgotten task's ``task()`` error must say (case-insensitive): "forgotten", "forgot".
@@ -120,16 +121,25 @@ class Lockstep:
             expected = normalize(result, self.opaque)
             record.expected = self.numbered(expected)
         self.state = after
-        if op == "submit" and not raised and result not in self.max_attempts:
-            self.max_attempts[result] = args.get("max_attempts")
-        if op == "dispatch" and result is not None:
-            self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
-            self.worker_of_token[result.token] = result.worker
+        if not raised:
+            self._remember(op, args, result)
         if self.renaming is not None:
             for lease in (result or []) if op == "dispatch_many" else [result] if op == "dispatch" and result is not None else []:
                 self.renaming.saw(lease.token)
         self.compare_views(record)
         return record
+
+    def _remember(self, op: str, args: dict, result: object) -> None:
+        """What the rules and invariants need to know of a call the model accepted: budgets, tokens, workers."""
+        if op == "submit" and result not in self.max_attempts:
+            self.max_attempts[result] = args.get("max_attempts")
+        elif op == "submit_many":
+            for entry, task_id in zip(args["tasks"], result):
+                self.max_attempts.setdefault(task_id, entry.get("max_attempts"))
+        leases = [result] if op == "dispatch" and result is not None else result if op == "dispatch_many" else []
+        for lease in leases:
+            self.tokens_by_task.setdefault(lease.task_id, []).append(lease.token)
+            self.worker_of_token[lease.token] = lease.worker
 
     def follow(self, state: model.State, op: str, args: dict, raw: object) -> tuple[model.State, object] | None:
         """``model.follow`` of the scheduler's raw answer: the next state and the model's result, or None."""
@@ -154,7 +164,7 @@ class Lockstep:
 
     def differs(self, state: model.State, op: str, args: dict, expected: object, got: object, raw: object) -> str:
         """The divergence message: the results, and under a variant that allows choices, why the model allows none of it."""
-        text = f"the result differs: expected {describe(expected)}, got {describe(got)}"
+        text = f"the result differs: expected {describe(expected, op)}, got {describe(got, op)}"
         if self.chooses and not (isinstance(got, tuple) and got and got[0] in ("error", "hang", "fault")) \
                 and not (isinstance(expected, tuple) and expected and expected[0] == "error"):
             reason = model.why_not(state, op, dict(args), raw)

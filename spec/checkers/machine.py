@@ -22,8 +22,12 @@ model does not change) and everything must still agree; with ``prune``, a
 ``prune`` rule forgets final tasks, its ``before`` landing exactly on a final
 task's ``ended_at`` (kept) or one past it (forgotten), and afterwards every
 call naming a forgotten id must raise ``ValueError`` and its ``task()`` say
-it was forgotten, while submits reuse the forgotten tasks' keys. A scheduler
-that offers none of these is driven exactly as before.
+it was forgotten, while submits reuse the forgotten tasks' keys; with
+batches, ``submit_many``, ``dispatch_many`` (of 1, of the worker's room, of
+more than its room), ``complete_many`` and ``fail_many`` (mixed reports, a
+worker's whole load, stale and repeated reports after accepted ones) and
+invalid batches, each one call judged whole. A scheduler that offers none of
+these is driven exactly as before.
 
 Declared variants (``spec.variants``) change what the machine calls, never
 what it judges by hand: it draws only what the queue offers
@@ -51,7 +55,7 @@ from fencepost.spec import invariants, model
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.deadline import Watch
-from fencepost.spec.checkers.invalid_calls import INVALID_CALLS, invalid_calls, NON_INT_FORMS
+from fencepost.spec.checkers.invalid_calls import INVALID_BATCHES, INVALID_CALLS, invalid_batches, invalid_calls, NON_INT_FORMS
 from fencepost.spec.checkers.lockstep import Lockstep
 from fencepost.spec.checkers.results import describe
 from fencepost.spec.formats.trace import format_call, TraceStep
@@ -88,6 +92,10 @@ BAD_KEYS = ("", 1, ["a"], True)
 #: kept), one past it (forgotten), the call's ``now`` (every earlier end), 0
 #: (nothing), or an invalid value (past ``now``, negative, not an int).
 PRUNE_KINDS = ("at_end", "at_end", "past_end", "past_end", "now", "zero", "after_now", "negative", "not_int")
+#: Most entries a batch the machine makes has: more than any worker's capacity, few enough to read.
+BATCH_MAX = 4
+#: How ``dispatch_many`` chooses its limit: 1, exactly the worker's room, more than its room, several.
+BATCH_SIZES = ("one", "room", "more", "more", "several")
 
 
 class _Fresh:
@@ -150,7 +158,97 @@ def conformance_machine(
     # waiting, which uniform times rarely meet. (The contract's draws stay exactly as they were.)
     dispatch_times = TIME_KINDS if variants == DEFAULT else (*TIME_KINDS, "before_due", "before_due")
 
-    class ConformanceMachine(RuleBasedStateMachine):
+    #: The report batches the machine makes: fail_many only where fail is offered.
+    report_batches = ("complete_many", "complete_many", "fail_many") if offers("fail") else ("complete_many",)
+
+    class BatchRules(RuleBasedStateMachine):
+        """The batch rules: part of the machine only when the scheduler offers batches, so a
+        machine for one that does not has exactly the rules (and so the draws) it had before."""
+
+        @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
+        @rule(entries=st.lists(
+            st.tuples(st.integers(min_value=0, max_value=2), st.none() | st.integers(min_value=1, max_value=3),
+                      st.sampled_from(keyed_kinds), offsets),
+            max_size=BATCH_MAX))
+        def submit_many_batch(self, entries: list[tuple[int, int | None, str, int]]) -> None:
+            """Several submits as one call (none, one or several), keys repeating inside the batch too."""
+            tasks = []
+            for priority, max_attempts, keyed, offset in entries[: MAX_TASKS - len(self.state.tasks)]:
+                entry: dict[str, object] = {"priority": priority} if offers("priority") else {}
+                if max_attempts is not None and offers("max_attempts"):
+                    entry["max_attempts"] = max_attempts
+                if keyed != "none":
+                    entry["key"] = KEY_POOL[offset % len(KEY_POOL)]
+                tasks.append(entry)
+            self.step("submit_many", tasks=tasks)
+
+        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=lease_lengths,
+              size=st.sampled_from(BATCH_SIZES))
+        def dispatch_many_batch(self, worker: int, when: str, pick: int, offset: int, duration: int, size: str) -> None:
+            """A batch of dispatches: of 1, of exactly the worker's room, of more than its room, of several."""
+            name, now = self.worker(worker), self.time(when, pick, offset)
+            seen = model.expire(self.state, now)
+            room = dict(seen.workers)[name] - model.load(seen, name)
+            limit = {"one": 1, "room": max(1, room), "more": max(1, room) + 1 + offset, "several": 2 + offset}[size]
+            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=limit)
+
+        @precondition(lambda self: self.state.tasks)
+        @rule(op=st.sampled_from(report_batches),
+              reports=st.lists(st.tuples(st.sampled_from(TASK_KINDS), picks, st.sampled_from(TOKEN_KINDS)),
+                               max_size=BATCH_MAX),
+              when=st.sampled_from(LEASE_TIME_KINDS), pick=picks, offset=offsets)
+        def report_many_batch(self, op: str, reports: list[tuple[str, int, str]], when: str, pick: int, offset: int) -> None:
+            """A batch of reports on any tasks with any tokens: each judged as its single call, in order."""
+            pairs = []
+            for which, task_pick, token in reports:
+                task_id = self.task_id(which, task_pick)
+                pairs.append([task_id, self.token(task_id, token, task_pick)])
+            self.step(op, reports=pairs, now=self.time(when, pick, offset))
+
+        @rule(worker=picks, op=st.sampled_from(report_batches),
+              extra=st.sampled_from(("none", "stale", "stale", "again")), when=st.sampled_from(("now", "now", "later")),
+              pick=picks, duration=lease_lengths)
+        def batched_worker_cycle(self, worker: int, op: str, extra: str, when: str, pick: int, duration: int) -> None:
+            """A batched worker loop's turn: claim as much as the worker has room for, then report on all it holds.
+
+            Two calls: ``dispatch_many`` with the worker's room as its limit, then
+            one report batch with the current token of every task the worker
+            holds. ``extra`` puts, right after the first report, one with a stale
+            token of another running task (refused, whatever was accepted before
+            it; that task's own report comes later), or adds the first report
+            again at the end (refused: it was just accepted).
+            """
+            name, now = self.worker(worker), self.time(when, pick, 0)
+            seen = model.expire(self.state, now)
+            room = dict(seen.workers)[name] - model.load(seen, name)
+            self.step("dispatch_many", worker=name, now=now, duration=duration, limit=max(1, room))
+            running = [t for t in self.state.tasks if t.status is Status.RUNNING]
+            pairs = [[t.id, t.token] for t in running if t.worker == name]
+            if not pairs:
+                return
+            others = [t for t in running if t.id != pairs[0][0]]
+            if extra == "stale" and others:
+                stale = others[pick % len(others)]
+                older = [token for token in self.tokens_by_task.get(stale.id, []) if token != stale.token]
+                wrong = older[-1] if older else self.state.last_token + 1 + pick
+                pairs = [pairs[0], [stale.id, wrong], *(pair for pair in pairs[1:] if pair[0] != stale.id)]
+            elif extra == "again":
+                pairs.append(list(pairs[0]))
+            self.step(op, reports=pairs, now=now)
+
+        @rule(kind=st.sampled_from(INVALID_BATCHES), pick=picks, form=st.sampled_from(NON_INT_FORMS),
+              when=st.sampled_from(TIME_KINDS), offset=offsets)
+        def invalid_batch(self, kind: str, pick: int, form: str, when: str, offset: int) -> None:
+            """Batches the protocol refuses whole: both sides raise ValueError and nothing in them is done."""
+            calls = invalid_batches(self.state, kind, pick, self.time(when, pick, offset), form)
+            self.run.plan(calls)
+            for op, args in calls:
+                self.step(op, **args)
+
+
+    # Batches are driven under the contract only: under a declared variant the batch rules would need
+    # the variants' choices inside each batch too (not done yet), so they stay out.
+    class ConformanceMachine(*((BatchRules,) if offered.batch and variants == DEFAULT else ()), RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
         capabilities = offered
 
@@ -329,7 +427,10 @@ def conformance_machine(
             max_attempts=st.none() | st.integers(min_value=1, max_value=2),
         )
         def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
-            """Several equal tasks at once: equal due times, and ids past 9 within few steps."""
+            """Several equal tasks, one submit each: equal due times, and ids past 9 within few steps.
+
+            (A rule name from before the batch operations; the batch ``submit_many`` is
+            ``submit_many_batch``. Renaming it would change every run's draws.)"""
             extra = {} if max_attempts is None or not offers("max_attempts") else {"max_attempts": max_attempts}
             if offers("priority"):
                 extra = {"priority": priority, **extra}
@@ -337,6 +438,8 @@ def conformance_machine(
             self.run.plan(submits)
             for op, args in submits:
                 self.step(op, **args)
+
+        # ------------------------------------------------------------ rules: single calls
 
         @rule(worker=picks, when=st.sampled_from(dispatch_times), pick=picks, offset=offsets, duration=lease_lengths)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:

@@ -19,31 +19,70 @@ def _without(calls: list[tuple[str, dict, object]], start: int, count: int) -> l
 
     Deleting a submit shifts every later task id down by one, and deleting a
     successful dispatch shifts every later token, so later calls keep naming
-    the same tasks and leases. A call naming a deleted task or token is
-    deleted with it.
+    the same tasks and leases (a batch's ids, leases and report pairs count
+    one by one). A call naming a deleted task or token is deleted with it; a
+    batch's report pair naming one is dropped from the batch.
     """
     gone_ids: list[int] = []
     gone_tokens: list[int] = []
-    issued = max((e for op, _, e in calls[:start] if op == "submit" and _is_int(e)), default=0)
+    issued = max((i for op, _, e in calls[:start] for i in _ids_issued(op, e)), default=0)
     for op, _, expected in calls[start : start + count]:
-        if op == "submit" and _is_int(expected) and expected > issued:  # a duplicate by key issues no id
-            issued = expected
-            gone_ids.append(expected)
-        elif op == "dispatch" and isinstance(expected, tuple) and expected[0] == "lease":
-            gone_tokens.append(expected[3])
+        for task_id in _ids_issued(op, expected):
+            if task_id > issued:  # a duplicate by key issues no id
+                issued = task_id
+                gone_ids.append(task_id)
+        gone_tokens += _tokens_issued(op, expected)
     kept = calls[:start]
+
+    def renumbered(task_id: object, token: object) -> tuple[object, object] | None:
+        if _is_int(task_id):
+            if task_id in gone_ids:
+                return None
+            task_id -= sum(1 for g in gone_ids if g < task_id)
+        if _is_int(token):
+            if token in gone_tokens:
+                return None
+            token -= sum(1 for g in gone_tokens if g < token)
+        return task_id, token
+
     for op, args, expected in calls[start + count :]:
         args = dict(args)
-        if _is_int(args.get("task_id")):
-            if args["task_id"] in gone_ids:
-                continue
-            args["task_id"] -= sum(1 for g in gone_ids if g < args["task_id"])
-        if _is_int(args.get("token")):
-            if args["token"] in gone_tokens:
-                continue
-            args["token"] -= sum(1 for g in gone_tokens if g < args["token"])
+        if isinstance(args.get("reports"), list):
+            pairs = []
+            for pair in args["reports"]:
+                if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                    pair = renumbered(*pair)
+                    if pair is None:
+                        continue
+                    pair = list(pair)
+                pairs.append(pair)
+            args["reports"] = pairs
+        moved = renumbered(args.get("task_id"), args.get("token"))
+        if moved is None:
+            continue
+        for name, value in zip(("task_id", "token"), moved):
+            if name in args:
+                args[name] = value
         kept.append((op, args, expected))
     return kept
+
+
+def _ids_issued(op: str, expected: object) -> list[int]:
+    """The task ids a call's (normalized) result issued or named: a submit's, a submit_many's."""
+    if op == "submit" and _is_int(expected):
+        return [expected]
+    if op == "submit_many" and isinstance(expected, tuple) and expected[:1] == ("batch",):
+        return [i for i in expected[1] if _is_int(i)]
+    return []
+
+
+def _tokens_issued(op: str, expected: object) -> list[int]:
+    """The tokens a call's (normalized) result handed out: a dispatch's lease, a dispatch_many's."""
+    if op == "dispatch" and isinstance(expected, tuple) and expected[:1] == ("lease",):
+        return [expected[3]]
+    if op == "dispatch_many" and isinstance(expected, tuple) and expected[:1] == ("batch",):
+        return [lease[3] for lease in expected[1] if isinstance(lease, tuple) and lease[:1] == ("lease",)]
+    return []
 
 
 #: Longest trace ``minimize`` tries deleting two separate calls from: O(n^2)

@@ -45,7 +45,7 @@ from fencepost.spec.arguments import (
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.protocol import RESTART
+from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
     ScenarioError,
@@ -102,6 +102,9 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
                 scheduler = result.value
             if step.op == "submit" and result.error is None and result.value == submitted + 1:
                 submitted += 1  # the ids task() must know from here on (a duplicate by key issues none)
+            elif step.op == "submit_many" and result.error is None and isinstance(result.value, (list, tuple)):
+                for task_id in result.value:
+                    submitted += task_id == submitted + 1
             if renaming is None:
                 mismatch = check_expect(step, result)
             else:
@@ -168,11 +171,16 @@ def _check_clock(step: Step, scheduler: object) -> str | None:
 
 
 def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: str) -> None:
-    """Raise ``UsageError`` when ``scenario`` has a restart step and ``scheduler`` no ``reopen()``."""
+    """Raise ``UsageError`` when ``scenario`` has a restart step and ``scheduler`` no ``reopen()``,
+    or a batch step and ``scheduler`` not every batch operation (``spec.protocol.BATCH_OPERATIONS``)."""
     restart = first_restart(scenario)
     if restart is not None and not offers_restart(scheduler):
         raise UsageError(f"step {restart} is a restart, but {name} "
                          f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
+    batch = next((n for n, step in enumerate(scenario.steps, 1) if step.op in BATCH_OPERATIONS), None)
+    if batch is not None and not all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS):
+        raise UsageError(f"step {batch} is a {scenario.steps[batch - 1].op}, but {name} makes a "
+                         f"{type(scheduler).__name__} without the batch operations ({', '.join(BATCH_OPERATIONS)})")
 
 
 def _fault_words(fault: SchedulerFault) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fencepost.spec.checkers.steps import bool_field, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
+from fencepost.spec.formats.values import BATCH_OF
 from fencepost.spec.variants import show_token
 
 
@@ -31,6 +32,8 @@ def normalize(result: object, opaque: bool = False) -> object:
     """
     if result is None:
         return result
+    if isinstance(result, (list, tuple)):  # a batch's results, one per entry
+        return ("batch", tuple(normalize(item, opaque) for item in result))
     if isinstance(result, int):
         return int_field(result)
     if hasattr(result, "accepted"):
@@ -48,6 +51,8 @@ def comparable(value: object) -> object:
         return value[:2]
     if isinstance(value, tuple) and value and value[0] == "error":
         return ("error",)
+    if isinstance(value, tuple) and value and value[0] == "batch":
+        return ("batch", tuple(comparable(item) for item in value[1]))
     return value
 
 
@@ -74,6 +79,9 @@ def describe(value: object, op: str = "dispatch") -> str:
             return "a protocol fault (below)"
         if kind == "other":
             return value[1]
+        if kind == "batch":
+            single = BATCH_OF.get(op, op)
+            return "[" + "; ".join(describe(item, single) for item in value[1]) + "]"
     return repr(value)
 
 

@@ -12,6 +12,7 @@ share these, so a step means the same everywhere.
 from __future__ import annotations
 
 from fencepost.spec.formats.scenario import (
+    BATCH_OF,
     LEASE_FIELDS,
     OUTCOME_OPS,
     Step,
@@ -47,12 +48,16 @@ def describe_call(step: Step) -> str:
 
 def describe_result(step: Step, result: StepResult) -> str:
     """The result in a few words: ``lease task 1 to w1, token 1, [5, 10)``, ``none``,
-    ``accepted``, ``rejected: stale_token``, ``task 3``, ``ok``, ``error: ...``."""
+    ``accepted``, ``rejected: stale_token``, ``task 3``, ``ok``, ``error: ...``;
+    a batch's as its entries' in brackets, ``[accepted; rejected: stale_token]``."""
     if result.error is not None:
         return f"error: {result.error}"
     value = result.value
     if step.op == RESTART:
         return "reopened"
+    if step.op in BATCH_OF and isinstance(value, (list, tuple)):
+        single = Step(op=BATCH_OF[step.op], args={})
+        return "[" + "; ".join(describe_result(single, StepResult(value=item)) for item in value) + "]"
     if step.op == "dispatch":
         if value is None:
             return "none"
@@ -85,6 +90,8 @@ def describe_expect(step: Step) -> str:
         return "an error"
     if expect == "none":
         return "none"
+    if step.op in BATCH_OF:
+        return "[" + "; ".join(describe_expect(Step(op=BATCH_OF[step.op], args={}, expect=item)) for item in expect) + "]"
     if step.op == "dispatch":
         fields = ", ".join(f"{k}={v!r}" for k, v in expect.items())
         return f"a lease with {fields}" if fields else "a lease"
@@ -112,6 +119,11 @@ def _meets(step: Step, result: StepResult) -> bool:
         return expect == "error" and result.error is not None
     if expect == "none":
         return value is None
+    if step.op in BATCH_OF:
+        if not isinstance(value, (list, tuple)) or len(value) != len(expect):
+            return False
+        return all(_meets(Step(op=BATCH_OF[step.op], args={}, expect=want), StepResult(value=have))
+                   for want, have in zip(expect, value))
     if step.op == "dispatch":
         return value is not None and all(same_value(getattr(value, k, _ABSENT), v) for k, v in expect.items())
     if step.op in OUTCOME_OPS:

@@ -43,9 +43,10 @@ from fencepost.spec.variants import Variants
 PROTOCOL_VERSION = 1
 #: Optional capabilities a program may list in its ``hello``: ``key`` (its
 #: ``submit`` accepts an idempotency ``key``), ``restart`` (it answers the
-#: ``restart`` op) and ``prune`` (it answers ``prune`` with ``before`` and
-#: ``now``, with how many tasks it forgot).
-CAPABILITIES = ("key", "restart", "prune")
+#: ``restart`` op), ``prune`` (it answers ``prune`` with ``before`` and
+#: ``now``, with how many tasks it forgot) and ``batch`` (it answers
+#: ``submit_many``, ``dispatch_many``, ``complete_many`` and ``fail_many``).
+CAPABILITIES = ("key", "restart", "prune", "batch")
 #: The ops every program answers besides the protocol's methods.
 CONTROL_OPS = ("hello", "reset", "now", "restart")
 

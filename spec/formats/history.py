@@ -33,6 +33,10 @@ Choices the format left open, taken here:
   from ``spec.protocol.SchedulerProtocol``, an int argument a JSON integer
   (never a bool or a float), a str argument a string, ``null`` only where the
   protocol's default is ``None``.
+* A batch (``submit_many``, ``dispatch_many``, ``complete_many``,
+  ``fail_many``) is one call: one invoke with its list argument (``tasks``,
+  ``reports`` as ``[task_id, token]`` arrays) and one completion whose
+  ``result`` is the list of its entries' results.
 * A call still open at the end of the file is treated like ``info``.
 * Blank lines are skipped.
 
@@ -67,9 +71,9 @@ from fencepost.spec.formats.limits import (
     check_tree,
     describe_path,
 )
-from fencepost.spec.formats.scenario import SIGNATURES
+from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
-from fencepost.spec.protocol import OPERATIONS
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
 from fencepost.spec.variants import Variants
 
 #: The event types, in the order a call goes through them.
@@ -326,14 +330,18 @@ def parse_event(raw: bytes, where: str = "", line: int = 0, opaque: bool = False
     return Event(process, kind, result=obj["result"], time=stamp, line=line)
 
 
+#: What an invoke's ``op`` may be: the protocol's operations and its batches (one call each).
+HISTORY_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
+
+
 def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError], opaque: bool = False) -> tuple[str, dict]:
     op = obj.get("op")
-    if op not in OPERATIONS:
-        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)}, got {_show(op)}")
+    if op not in HISTORY_OPS:
+        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)} (or a batch: {', '.join(BATCH_OPERATIONS)}), got {_show(op)}")
     args = obj.get("args")
     if not isinstance(args, dict):
         raise fail(f"field 'args' must be an object of {op}'s keyword arguments, got {_show(args)}")
-    params = {p.name: p for p in SIGNATURES[op]}
+    params = {p.name: p for p in ALL_SIGNATURES[op]}
     for name, value in args.items():
         if name not in params:
             shown = _show(name) if len(name) > _SHOW_LIMIT or name != _one_line(name) else name  # the file's key: bounded, one line
@@ -341,10 +349,11 @@ def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError], opaque: bool 
         param = params[name]
         if value is None and param.default is None:
             continue
-        fits = isinstance(value, str) if param.type is str else _is_int(value) or (
+        fits = isinstance(value, param.type) if param.type in (str, list) else _is_int(value) or (
             opaque and name == "token" and isinstance(value, str) and value != "")
         if not fits:
-            kind = "a string" if param.type is str else "an int or a non-empty string" if opaque and name == "token" else "an int"
+            kind = {str: "a string", list: "an array"}.get(param.type) or (
+                "an int or a non-empty string" if opaque and name == "token" else "an int")
             raise fail(f"args.{name}: must be {kind}, got {_show(value)}")
     missing = [p.name for p in params.values() if p.required and p.name not in args]
     if missing:
@@ -524,7 +533,7 @@ class HistoryLog:
 NOT_A_PROTOCOL_VALUE = "NotAProtocolValue"
 
 #: The calls a ``Recorder`` records; every other attribute passes straight through.
-RECORDED_OPS = OPERATIONS
+RECORDED_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
 
 
 class Recorder:
@@ -547,14 +556,14 @@ class Recorder:
         self._scheduler = scheduler
         self._process = process
         self._log = log
-        self._params = {op: [p.name for p in SIGNATURES[op]] for op in RECORDED_OPS}
+        self._params = {op: [p.name for p in ALL_SIGNATURES[op]] for op in RECORDED_OPS}
 
     @property
     def process(self) -> str:
         return self._process
 
     def __getattr__(self, name: str) -> object:
-        if name in RECORDED_OPS:
+        if name in RECORDED_OPS and (name in OPERATIONS or callable(getattr(self._scheduler, name, None))):
             return lambda *args, **kwargs: self._record(name, args, kwargs)
         return getattr(self._scheduler, name)
 

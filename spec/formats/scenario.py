@@ -29,6 +29,13 @@ any operation the string ``"error"``: the call must raise ``ValueError``.
 ``op = "prune"`` (with ``before`` and ``now``) is the optional retention
 operation; a scheduler without it cannot run such a step.
 
+A batch (``submit_many``, ``dispatch_many``, ``complete_many``,
+``fail_many``, offered by schedulers with the ``batch`` capability) is one
+step: ``tasks = [{ priority = 1 }, {}]`` or ``reports = [[1, 1], [2, 2]]``,
+and its ``expect`` is ``"error"`` or an array with one of the single call's
+expects per entry (``[{ task_id = 1 }, { task_id = 2 }]``; ``dispatch_many``
+lists only the leases it hands out, so ``[]`` when none).
+
 ``submit`` takes an optional ``key`` (an idempotency key, a non-empty
 string). ``op = "restart"`` is a step with no arguments and no ``expect``:
 the scheduler is replaced by its ``reopen()`` and every later step, and the
@@ -139,10 +146,24 @@ def _signature(op: str) -> tuple[Param, ...]:
 #: Every operation's keyword arguments, in protocol order.
 SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in (*OPERATIONS, *PRUNE_OPERATIONS)}
 SIGNATURES[RESTART] = ()  # a restart step takes no arguments
+#: The batches (optional operations, ``spec.protocol.BATCH_OPERATIONS``): their list arguments
+#: hold what the single calls take (``tasks``: tables of submit's arguments; ``reports``:
+#: ``[task_id, token]`` pairs); the scheduler judges the entries, as it judges value ranges.
+_REQUIRED = inspect.Parameter.empty
+BATCH_SIGNATURES: dict[str, tuple[Param, ...]] = {
+    "submit_many": (Param("tasks", list, True, _REQUIRED),),
+    "dispatch_many": (*SIGNATURES["dispatch"], Param("limit", int, True, _REQUIRED)),
+    "complete_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
+    "fail_many": (Param("reports", list, True, _REQUIRED), Param("now", int, True, _REQUIRED)),
+}
+#: Every step op's keyword arguments: ``SIGNATURES`` (int and str arguments only) and the batches'.
+ALL_SIGNATURES: dict[str, tuple[Param, ...]] = {**SIGNATURES, **BATCH_SIGNATURES}
+#: Each batch and the single call its entries are: its ``expect`` is a list of that call's expects.
+BATCH_OF = dict(zip(BATCH_OPERATIONS, ("submit", "dispatch", "complete", "fail")))
 
 #: What a step's ``op`` may be: the protocol's operations, ``prune`` (the optional
-#: retention operation: its ``expect`` is how many tasks it forgot) and ``restart``.
-STEP_OPS = (*OPERATIONS, *PRUNE_OPERATIONS, RESTART)
+#: retention operation: its ``expect`` is how many tasks it forgot), the batches and ``restart``.
+STEP_OPS = (*OPERATIONS, *PRUNE_OPERATIONS, *BATCH_OPERATIONS, RESTART)
 
 #: Lease fields a dispatch ``expect`` table may name, with their types.
 LEASE_FIELDS: dict[str, type] = {
@@ -210,7 +231,7 @@ class Step:
     question: Question | None = None  # predict, then reveal: asked before the result is shown
 
     def __post_init__(self) -> None:
-        defaults_none = {p.name for p in SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
+        defaults_none = {p.name for p in ALL_SIGNATURES.get(self.op, ()) if not p.required and p.default is None}
         args = {k: v for k, v in self.args.items() if not (v is None and k in defaults_none)}
         object.__setattr__(self, "args", args)
         if isinstance(self.expect, dict):
@@ -386,9 +407,9 @@ def _step_from_data(raw: dict, fail) -> Step:
     if "op" not in raw:
         raise fail("op", "missing")
     op = raw["op"]
-    if op not in STEP_OPS:
-        raise fail("op", f"expected one of {', '.join(STEP_OPS)}, got {_show(op)}")
-    params = SIGNATURES[op]
+    if op not in STEP_OPS:  # the message names the core ops and restart, as it always has
+        raise fail("op", f"expected one of {', '.join((*OPERATIONS, RESTART))}, got {_show(op)}")
+    params = ALL_SIGNATURES[op]
     takes = ", ".join(p.name for p in params) or "no arguments"
     for key in raw:
         if key not in _STEP_KEYS and key not in {p.name for p in params}:
@@ -479,6 +500,17 @@ def _expect_state_from_data(value: object, fail) -> dict:
 def _expect_from_data(op: str, expect: object, fail) -> object:
     if expect == "error" and op != RESTART:
         return "error"
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(expect, list):
+            raise fail("expect", f'expected "error" or an array of what {single} expects, one per entry, got {_show(expect)}')
+        items = []
+        for number, item in enumerate(expect):
+            if item == "error" or (single == "dispatch" and item == "none"):
+                raise fail(f"expect[{number}]", f"an entry of a {op} expect cannot be {_show(item)}")
+            items.append(_expect_from_data(single, item, lambda name, problem, n=number: fail(
+                name.replace("expect", f"expect[{n}]", 1), problem)))
+        return items
     if op == "dispatch":
         if expect == "none":
             return "none"
@@ -515,7 +547,7 @@ def _expect_table(
     return dict(expect)
 
 
-_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table"}
+_TYPE_WORDS = {int: "an int", str: "a string", bool: "a bool", dict: "a table", list: "an array"}
 
 
 def _expect_type(value: object, kind: type, fail) -> object:
@@ -625,7 +657,7 @@ def _to_data(scenario: Scenario, source: str) -> dict:
 
 
 def _in_protocol_order(step: Step) -> dict:
-    order = [p.name for p in SIGNATURES.get(step.op, ())]
+    order = [p.name for p in ALL_SIGNATURES.get(step.op, ())]
     return dict(sorted(step.args.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
 
@@ -752,6 +784,9 @@ def expect_from(step: Step, result: StepResult) -> object:
     value = result.value
     if result.error is not None:
         return "error"
+    if step.op in BATCH_OF:
+        single = Step(op=BATCH_OF[step.op], args={})
+        return [expect_from(single, StepResult(value=item)) for item in value]
     if step.op == "dispatch":
         if value is None:
             return "none"

@@ -24,7 +24,7 @@ from pathlib import Path
 import hypothesis
 
 from fencepost.spec import model
-from fencepost.spec.formats.scenario import Scenario, Step, dump_scenario
+from fencepost.spec.formats.scenario import BATCH_OF, Scenario, Step, dump_scenario
 from fencepost.spec.protocol import Lease
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -49,6 +49,8 @@ def expect_of(step: TraceStep) -> object:
     expected = step.expected
     if isinstance(expected, tuple) and expected[0] == "error":
         return "error"
+    if step.op in BATCH_OF and isinstance(expected, tuple) and expected[:1] == ("batch",):
+        return [expect_of(TraceStep(BATCH_OF[step.op], {}, item, None)) for item in expected[1]]
     if step.op == "dispatch":
         if expected is None:
             return "none"

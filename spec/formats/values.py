@@ -17,6 +17,8 @@ operation                              JSON form of its result
                                        "cancel_requested"}``, ``status`` as its string
 ``now`` (``--exec`` only)              the clock, an int
 ``reset``, ``restart`` (``--exec``)    ``null``
+``submit_many``, ``dispatch_many``,    a list of what the single call answers, one per entry
+``complete_many``, ``fail_many``       (``dispatch_many``: leases only, never ``null``)
 =====================================  ===========================================================
 
 Ints are JSON integers, never a bool or a float; ``accepted`` is a JSON bool.
@@ -32,7 +34,7 @@ O(1).
 from __future__ import annotations
 
 from fencepost.spec.formats.limits import MAX_WIRE_STRING, WIRE_INT_LIMIT
-from fencepost.spec.protocol import OPERATIONS, PRUNE_OPERATIONS, Lease, Outcome, Status, TaskView
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
 LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
@@ -46,8 +48,10 @@ NONE_OPS = frozenset({"add_worker", "advance"})
 #: The reads and controls only the ``--exec`` adapter carries: ``task`` and
 #: ``now`` answer a view and the clock; ``reset`` and ``restart`` answer null.
 ADAPTER_OPS = ("task", "now", "reset", "restart")
+#: Each batch operation and the single call its entries are: its result is a list of those results.
+BATCH_OF = dict(zip(BATCH_OPERATIONS, ("submit", "dispatch", "complete", "fail")))
 #: Every operation with a JSON form here (``prune`` answers how many tasks it forgot, an int).
-OPS = (*OPERATIONS, *PRUNE_OPERATIONS, *ADAPTER_OPS)
+OPS = (*OPERATIONS, *PRUNE_OPERATIONS, *BATCH_OPERATIONS, *ADAPTER_OPS)
 
 #: The nine TaskView fields, in the order the protocol declares them.
 VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
@@ -84,6 +88,13 @@ def to_json(op: str, value: object, opaque: bool = False) -> object:
             that is not a bool, an int field holding a bool or a float).
     """
     _known(op)
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(value, (list, tuple)):
+            raise ValueFormError(f"{op} answers a list of what {single} answers, got {value!r}")
+        if single == "dispatch" and any(item is None for item in value):
+            raise ValueFormError(f"dispatch_many answers a list of leases, never None in it: {value!r}")
+        return [to_json(single, item, opaque) for item in value]
     if op in ("reset", "restart"):
         return None
     if op == "now":
@@ -137,6 +148,16 @@ def from_json(op: str, obj: object, opaque: bool = False) -> object:
             field and the rule.
     """
     _known(op)
+    if op in BATCH_OF:
+        single = BATCH_OF[op]
+        if not isinstance(obj, list):
+            raise ValueFormError(f"{op} answers a list of what {single} answers, got {_show(obj)}")
+        if single == "dispatch" and any(item is None for item in obj):
+            raise ValueFormError(f"dispatch_many answers a list of leases, never null in it: {_show(obj)}")
+        try:
+            return [from_json(single, item, opaque) for item in obj]
+        except ValueFormError as exc:
+            raise ValueFormError(f"{op}: {exc}") from None
     if op in NONE_OPS or op in ("reset", "restart"):
         if obj is not None:
             raise ValueFormError(f"{op} answers null, got {_show(obj)}")
@@ -202,6 +223,10 @@ def same_result(op: str, have: object, want: object, opaque: bool = False) -> bo
     """Whether two results of ``op`` agree as the spec compares them: Lease fields, task ids,
     ``accepted`` only for an Outcome (reason wording is not part of the contract). O(1).
     With ``opaque`` a token may be a str (and a str never equals an int)."""
+    if op in BATCH_OF:
+        if not isinstance(have, (list, tuple)) or not isinstance(want, (list, tuple)) or len(have) != len(want):
+            return False
+        return all(same_result(BATCH_OF[op], h, w, opaque) for h, w in zip(have, want))
     a, b = to_json(op, have, opaque), to_json(op, want, opaque)
     if op in OUTCOME_OPS:
         return a["accepted"] is b["accepted"]

@@ -32,7 +32,15 @@ DESCRIPTIONS: dict[str, str] = {
     "prune_at_before": "prune forgets a task that ended exactly at before (<= instead of <)",
     "prune_recounts": "after a prune, the next id and token are counted from the tasks left, so forgotten ones are reused",
     "prune_keeps_answering": "a pruned task still answers task() instead of raising that it was forgotten",
+    "batch_not_atomic": "submit_many keeps the entries before an invalid one: a batch that is not all or nothing",
+    "dispatch_many_over_capacity": "dispatch_many checks the worker's room once per batch, so a batch overfills the worker",
+    "dispatch_many_twice": "dispatch_many wraps around its candidate snapshot and hands a task out twice in one batch",
+    "complete_many_trusts_batch": "complete_many accepts a stale token once an earlier report in the batch was accepted",
 }
+
+#: Mutants whose bug is in a batch operation: only a check that drives batches (capability
+#: ``batch``) can see them.
+BATCH_MUTANTS = ("batch_not_atomic", "dispatch_many_over_capacity", "dispatch_many_twice", "complete_many_trusts_batch")
 
 #: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.
 MUTANTS: dict[str, str] = {name: f"fencepost.spec.mutants.{name}:Scheduler" for name in DESCRIPTIONS}

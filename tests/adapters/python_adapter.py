@@ -8,6 +8,8 @@ program in another language would have: it does not use fencepost's codec.
 Comparing its check with the in-process check of the same scheduler measures
 what crossing a process boundary costs.
 
+It offers the ``batch`` capability (``submit_many`` and the other batches;
+report pairs arrive as JSON arrays) unless given ``--no-batch``.
 ``--restart`` also offers the ``restart`` capability: the scheduler is
 replaced by a deep copy of itself, standing in for one recovered from
 storage (this scheduler keeps everything in memory, so a real restart would
@@ -28,10 +30,14 @@ import sys
 from fencepost import Scheduler, SimpleScheduler
 
 METHODS = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance", "task")
+#: The batch operations and the single call each entry of their result is.
+BATCHES = {"submit_many": "submit", "dispatch_many": "dispatch", "complete_many": "complete", "fail_many": "fail"}
 
 
 def encode(op: str, value: object) -> object:
     """The JSON form of ``op``'s result."""
+    if op in BATCHES:
+        return [encode(BATCHES[op], item) for item in value]
     if op == "dispatch" and value is not None:
         return {name: getattr(value, name) for name in ("task_id", "worker", "token", "started_at", "expires_at")}
     if op in ("complete", "fail", "cancel", "renew"):
@@ -53,6 +59,8 @@ def main(argv: list[str]) -> None:
         capabilities.append("restart")
     if "--prune" in argv:
         capabilities.append("prune")
+    if all(callable(getattr(make, op, None)) for op in BATCHES) and "--no-batch" not in argv:
+        capabilities.append("batch")
     declared = dict(a.partition("=")[::2] for a, flag in zip(argv[1:], argv) if flag == "--declare")
     scheduler = make()
     for line in sys.stdin:
@@ -69,7 +77,7 @@ def main(argv: list[str]) -> None:
                 scheduler, result = copy.deepcopy(scheduler), None
             elif op == "now":
                 result = scheduler.now
-            elif op in METHODS or (op == "prune" and "prune" in capabilities):
+            elif op in METHODS or (op == "prune" and "prune" in capabilities) or (op in BATCHES and "batch" in capabilities):
                 result = encode(op, getattr(scheduler, op)(**args))
             else:
                 raise LookupError(f"unknown op {op!r}")

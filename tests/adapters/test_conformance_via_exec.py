@@ -89,6 +89,33 @@ def test_prune_listed_in_hello_is_checked_through_exec_and_skipped_without_it(ca
         result = check_factory(program, max_examples=10)
     assert result.passed, result.failure
     assert result.coverage.outcomes[("prune", "forgot")] > 0
-    assert "checked: idempotency keys, prune" in result.capabilities.summary()
+    assert "checked: idempotency keys, prune, batch" in result.capabilities.summary()
     main(["check", "--exec", PYTHON, "--max-examples", "5"])  # a short run: only its summary line matters here
-    assert "checked: idempotency keys; skipped (not offered): restart, prune" in capsys.readouterr().out
+    assert "checked: idempotency keys, batch; skipped (not offered): restart, prune" in capsys.readouterr().out
+
+
+def test_the_batch_capability_is_read_from_hello_and_its_calls_travel_as_one_request_each():
+    from fencepost.spec.adapters.exec import ExecProgram
+    from fencepost.spec.checkers.capabilities import detect
+
+    with ExecProgram(PYTHON) as program:
+        program.start()
+        assert detect(program).batch  # hello lists "batch"
+        s = program()
+        s.add_worker(worker="w1", capacity=2)
+        assert s.submit_many([{}, {"priority": 2}]) == [1, 2]
+        leases = s.dispatch_many("w1", 0, 5, 3)
+        assert [lease.task_id for lease in leases] == [2, 1]
+        outcomes = s.complete_many([(2, leases[0].token), (1, 99)], 1)  # tuples go as JSON arrays
+        assert [o.accepted for o in outcomes] == [True, False]
+        with pytest.raises(ValueError, match=r"tasks\[1\]"):
+            s.submit_many([{}, {"retry_delay": 0}])
+    with ExecProgram(f"{PYTHON} --no-batch") as program:
+        program.start()
+        assert not detect(program).batch
+        assert not hasattr(program(), "submit_many")
+
+
+def test_check_says_it_skipped_batches_a_program_does_not_offer(capsys):
+    assert main(["check", "--exec", f"{PYTHON} --no-batch", "--max-examples", "5", "--steps", "5"]) in (0, 1)
+    assert "skipped (not offered): restart, prune, batch" in capsys.readouterr().out

@@ -69,6 +69,18 @@ class OneReadPerStep:
     def advance(self, now):
         return self._call("advance", now)
 
+    def submit_many(self, tasks):
+        return self._call("submit_many", tasks)
+
+    def dispatch_many(self, worker, now, duration, limit):
+        return self._call("dispatch_many", worker, now, duration, limit)
+
+    def complete_many(self, reports, now):
+        return self._call("complete_many", reports, now)
+
+    def fail_many(self, reports, now):
+        return self._call("fail_many", reports, now)
+
     def reopen(self) -> OneReadPerStep:
         return OneReadPerStep(self.inner.reopen())
 

@@ -57,6 +57,18 @@ class ModelScheduler:
     def advance(self, now):
         return self._do("advance", now=now)
 
+    def submit_many(self, tasks):
+        return self._do("submit_many", tasks=tasks)
+
+    def dispatch_many(self, worker, now, duration, limit):
+        return self._do("dispatch_many", worker=worker, now=now, duration=duration, limit=limit)
+
+    def complete_many(self, reports, now):
+        return self._do("complete_many", reports=reports, now=now)
+
+    def fail_many(self, reports, now):
+        return self._do("fail_many", reports=reports, now=now)
+
 
 SCHEDULERS = [ModelScheduler, SimpleScheduler, IndexedScheduler]
 

@@ -42,8 +42,8 @@ KEYLESS_BUDGET = 40
 @pytest.mark.parametrize(
     ("factory", "expected"),
     [
-        (SimpleScheduler, Capabilities(keys=True, prune=True)),
-        (ModelScheduler, Capabilities(keys=True)),
+        (SimpleScheduler, Capabilities(keys=True, prune=True, batch=True)),
+        (ModelScheduler, Capabilities(keys=True, batch=True)),
         (ReopenableScheduler, ALL),
         (KeylessScheduler, NONE),
         (KwargsScheduler, Capabilities(keys=True)),  # **options: a probe submits with a key
@@ -106,12 +106,12 @@ def test_a_scheduler_without_keys_or_reopen_is_still_checked_and_never_passed_a_
 
 def test_check_prints_which_capabilities_it_checked_and_which_it_skipped(capsys) -> None:
     assert main(["check", "restartable:ReopenableScheduler", "--max-examples", "5", "--steps", "5"]) in (0, 1)
-    assert "optional capabilities checked: idempotency keys, restart, prune\n" in capsys.readouterr().out
+    assert "optional capabilities checked: idempotency keys, restart, prune, batch\n" in capsys.readouterr().out
     assert main(["check", "restartable:KeylessScheduler", "--max-examples", "5", "--steps", "5"]) in (0, 1)
     out = capsys.readouterr().out
-    assert "optional capabilities checked: none; skipped (not offered): idempotency keys, restart, prune" in out
+    assert "optional capabilities checked: none; skipped (not offered): idempotency keys, restart, prune, batch" in out
     assert main(["check", "impl:Scheduler", "--max-examples", "5", "--steps", "5"]) in (0, 1)
-    assert "checked: idempotency keys, prune; skipped (not offered): restart" in capsys.readouterr().out
+    assert "checked: idempotency keys, prune, batch; skipped (not offered): restart" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- traces and scenarios
