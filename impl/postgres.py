@@ -34,10 +34,9 @@ and the stress tests show them):
   the database server; a client that read it just before another client's
   call moved the clock on gets that ``ValueError`` and re-reads (see the
   README, "Time across clients").
-* Tokens come from a sequence, taken only by a dispatch that leases a task:
-  1, 2, 3... as the model issues them. After a crash of the database server
-  (not of a client) the sequence may skip values; tokens stay unique and
-  increasing.
+* Tokens come from a counter row, taken only by a dispatch that leases a task
+  and undone with it: 1, 2, 3... as the model issues them, also after a crash
+  of the database server or a dispatch whose connection was lost.
 
 Limits: times, priorities, durations and the other int arguments are stored
 as 64-bit integers; a value outside that range is refused with ``ValueError``.
@@ -620,7 +619,7 @@ _POOL: dict[str, list[tuple[str, psycopg.Connection]]] = {}
 #: Empties a pooled schema: what a fresh one holds (time 0, no worker, task, token or key).
 _RESET = (
     "DELETE FROM {0}.keys; DELETE FROM {0}.tasks; DELETE FROM {0}.workers;"
-    " UPDATE {0}.meta SET now = 0, last_task = 0, epoch = clock_timestamp(); ALTER SEQUENCE {0}.tokens RESTART"
+    " UPDATE {0}.meta SET now = 0, last_task = 0, epoch = clock_timestamp(); UPDATE {0}.issued SET last_token = 0; ALTER SEQUENCE {0}.tokens RESTART"
 )
 
 

@@ -13,7 +13,7 @@ ends every lease with ``expires_at <= now``, the contract's expiry, so no
 lease is ever current past the clock and a call that does not move the
 clock has nothing to expire); and the *dispatch lock*, exclusive, which
 every dispatch holds while it picks the best waiting task (``FOR UPDATE SKIP
-LOCKED``) and takes the next token from the ``tokens`` sequence, so tokens,
+LOCKED``) and takes the next token from the ``issued`` row, so tokens,
 claims and their visibility come in one order. Completions, failures,
 renewals and cancels of different tasks do not wait for each other at all:
 each is one ``UPDATE`` of its task's row whose ``WHERE`` re-checks the token
@@ -43,7 +43,7 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
@@ -57,7 +57,15 @@ CREATE TABLE IF NOT EXISTS {s}.meta (
     epoch       timestamptz NOT NULL DEFAULT clock_timestamp(),  -- origin of DatabaseClock's ticks
     version     integer NOT NULL
 );
--- tokens issued so far; taken only under the dispatch lock, by a dispatch that leases a task
+-- Tokens issued so far, in a row rather than a sequence: a sequence skips values after a
+-- server crash (it logs 32 ahead) and after a rolled-back dispatch (nextval is not undone), and
+-- the contract's tokens are 1, 2, 3... without gaps. Taken only under the dispatch lock.
+CREATE TABLE IF NOT EXISTS {s}.issued (
+    singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),  -- exactly one row
+    last_token  bigint NOT NULL DEFAULT 0
+);
+INSERT INTO {s}.issued DEFAULT VALUES ON CONFLICT DO NOTHING;
+-- the sequence the deliberately broken writers of impl/postgres_broken.py take tokens from
 CREATE SEQUENCE IF NOT EXISTS {s}.tokens AS bigint MINVALUE 1;
 CREATE TABLE IF NOT EXISTS {s}.workers (
     name        text PRIMARY KEY,
@@ -253,7 +261,10 @@ END $$;
 -- The claim: under the dispatch lock, the best waiting task that is due, locked with SKIP
 -- LOCKED (a row another call is changing right now, e.g. a cancel, is that call's), leased
 -- under the next token, if the worker has a free slot. A dispatch that leases nothing takes
--- no token: nextval runs only for the row the UPDATE changes.
+-- no token: fp_take_token runs only for the row the UPDATE changes, and is undone with it.
+CREATE OR REPLACE FUNCTION {s}.fp_take_token() RETURNS bigint LANGUAGE sql VOLATILE AS
+$$ UPDATE {s}.issued SET last_token = last_token + 1 RETURNING last_token $$;
+
 CREATE OR REPLACE PROCEDURE {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
                                             OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
@@ -264,7 +275,7 @@ BEGIN
         PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
     UPDATE {s}.tasks t SET
-        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = nextval('{s}.tokens'),
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = {s}.fp_take_token(),
         started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
     WHERE t.id = (SELECT id FROM {s}.tasks
                   WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
