@@ -1,6 +1,6 @@
 """``python -m fencepost`` behaves exactly like the ``fencepost`` command."""
 
-from fencepost.spec.cli import entry_point
+from fencepost.cli import entry_point
 
 if __name__ == "__main__":
     entry_point()

@@ -27,23 +27,23 @@ from __future__ import annotations
 
 import argparse
 import gc
-import random
-import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
+from fencepost.impl.bench_timing import (  # noqa: F401  (WARM_CYCLES and the rest stay importable from here)
+    DURATION,
+    PRIORITY_LEVELS,
+    WARM_CYCLES,
+    Timing,
+    priorities,
+    timed,
+)
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 
-#: Priorities are drawn uniformly from range(PRIORITY_LEVELS).
-PRIORITY_LEVELS = 8
-#: Lease length for the benchmark's dispatches; the clock never reaches it.
-DURATION = 1_000_000
-#: Untimed cycles before each timed repetition, to bring that loop's data back into cache.
-WARM_CYCLES = 500
 #: Sizes for a full run and for ``--quick``.
 FULL_SIZES = (1_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -53,16 +53,6 @@ BASE_SIZE = 1_000
 TARGET_FLOOR_RATIO = 2.5
 TARGET_GROWTH_RATIO = 1.6
 TARGET_BYTES_PER_TASK = 300
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Nanoseconds per cycle over ``repeats`` repetitions of ``cycles`` cycles each."""
-
-    best_ns: float
-    median_ns: float
-    cycles: int
-    repeats: int
 
 
 @dataclass(frozen=True)
@@ -88,43 +78,6 @@ class SpecSpeed:
 
 
 # ------------------------------------------------------------------ measuring
-
-
-def priorities(size: int, cycles: int, seed: int) -> tuple[list[int], list[int]]:
-    """The initial ``size`` priorities and the ``cycles`` submitted during timing."""
-    rng = random.Random(seed)
-    initial = [rng.randrange(PRIORITY_LEVELS) for _ in range(size)]
-    during = [rng.randrange(PRIORITY_LEVELS) for _ in range(cycles)]
-    return initial, during
-
-
-def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int,
-          warm: int = WARM_CYCLES) -> dict[object, Timing]:
-    """Time each loop ``repeats`` times, taking turns, so all of them see the same machine.
-
-    Each loop is called with the number of cycles to run. One untimed round
-    comes first (allocator pools, the interpreter's specialization), and
-    before every timed repetition the same loop runs ``warm`` untimed
-    cycles, so it starts with its own data in cache whatever ran before it.
-    The garbage collector is off throughout, as in ``timeit``.
-    """
-    samples: dict[object, list[float]] = {name: [] for name in loops}
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for loop in loops.values():
-            loop(cycles)
-        for _ in range(repeats):
-            for name, loop in loops.items():
-                loop(warm)
-                start = time.perf_counter_ns()
-                loop(cycles)
-                samples[name].append((time.perf_counter_ns() - start) / cycles)
-    finally:
-        if was_enabled:
-            gc.enable()
-    return {name: Timing(min(got), statistics.median(got), cycles, repeats) for name, got in samples.items()}
 
 
 def floor_loop(size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
@@ -430,7 +383,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the table (and the spec speed unless ``--no-spec``); 0, or 2 on bad arguments."""
-    from fencepost.spec.cli import UsageError
+    from fencepost.spec.arguments import UsageError
 
     for name in ("cycles", "repeats", "simple_max", "tasks"):
         value = getattr(args, name)
@@ -473,7 +426,7 @@ def _run_postgres(args: argparse.Namespace) -> int:
     """``--postgres``: hand over to ``impl/bench_postgres.py`` once the server and psycopg are there."""
     import os
 
-    from fencepost.spec.cli import UsageError
+    from fencepost.spec.arguments import UsageError
 
     dsn = args.dsn or os.environ.get("FENCEPOST_PG_DSN")
     if not dsn:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.impl.bench import DURATION, Timing, priorities, timed
+from fencepost.impl.bench_timing import DURATION, Timing, priorities, timed
 from fencepost.impl.durable import SYNCHRONOUS_SETTINGS, DurableScheduler
 
 #: Tasks in the file whose reopen is timed (the issue's figure).

@@ -1,8 +1,8 @@
-"""Run a small realistic workload through the runner on real threads, and watch it in the TUI.
+"""A small realistic workload run through the runner on real threads: what ``fencepost demo`` shows.
 
-  fencepost demo [--workers N] [--tasks N] [--seed S] [--out FILE]
-
-The demo drives a ``ManualClock`` itself: it submits N tasks with seeded
+``run_demo(workers, tasks, seed, out)`` runs it and writes the runner's trace;
+the command (``fencepost.tui.demo``) checks the arguments and opens the trace
+in the TUI. The demo drives a ``ManualClock`` itself: it submits N tasks with seeded
 priorities and due times over a few leases, of which one stalls past its
 lease (the zombie: the task runs again elsewhere and the stalled
 function's late completion is rejected), one is cancelled while it runs and
@@ -11,23 +11,17 @@ ticks and heartbeats half-way, some fail once and retry, and one fails every
 time until its budget is spent. Then it moves the clock on,
 a step at a time, until every task is final.
 
-The runner's trace is written to FILE (default: a file in the temporary
-folder, named by the seed) and opened in the TUI; when standard output is
-not a terminal, the trace is only written and its path printed.
-Exit status: 0, or 2 on bad arguments.
+The runner's trace is written to ``out`` as a scenario that ``fencepost
+replay`` checks and ``fencepost tui`` shows.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import sys
-import tempfile
 import threading
 from pathlib import Path
 
 from fencepost.impl.runner import ManualClock, Runner, TaskContext
-from fencepost.spec.cli import EXIT_OK, UsageError, check_output_path
 
 #: The demo's lease, in ticks: short, so the stalled task's expiry comes early in the run.
 LEASE = 10
@@ -163,28 +157,3 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
         ),
     )
     return runner
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=4, help=f"pool slots (default 4, at least {MIN_WORKERS})")
-    parser.add_argument("--tasks", type=int, default=16,
-                        help=f"tasks submitted by the demo (default 16, {MIN_TASKS} to {MAX_TASKS:,})")
-    parser.add_argument("--seed", type=int, default=0, help="seed for priorities, due times and failures (default 0)")
-    parser.add_argument("--out", metavar="FILE", help="where to write the trace (.toml or .json; default: a temporary file)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.workers < MIN_WORKERS:
-        raise UsageError(f"--workers must be at least {MIN_WORKERS} (a stalled, a cancelled and a long task run beside the rest), got {args.workers}")
-    if not MIN_TASKS <= args.tasks <= MAX_TASKS:
-        raise UsageError(f"--tasks must be from {MIN_TASKS} to {MAX_TASKS}, got {args.tasks}")
-    if args.out is not None:
-        check_output_path(args.out, "--out")
-    out = Path(args.out) if args.out else Path(tempfile.gettempdir()) / f"fencepost-demo-seed{args.seed}.toml"
-    runner = run_demo(args.workers, args.tasks, args.seed, out)
-    print(f"fencepost demo: wrote {len(runner._trace)} protocol calls to {out}")
-    if not sys.stdout.isatty():
-        return EXIT_OK
-    from fencepost.tui import launch
-
-    return launch.run(argparse.Namespace(scenario=str(out), list=False, new=False, impl=None))

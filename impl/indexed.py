@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
-from fencepost.impl import _validate as v
+import fencepost.impl._validate as v
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
 _COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head

@@ -1,6 +1,10 @@
-"""Process isolation for the runner: each attempt in a child process of its own.
+"""How the runner runs an attempt's user work: in the slot's own thread, or in a child process.
 
-The slot's thread starts a child (``spawn``: a fresh interpreter, since
+The runner picks its isolation once, at construction (``MODES[isolation]``):
+``ThreadIsolation`` calls the function in the slot's thread, and
+``ProcessIsolation`` runs each attempt in a child process of its own.
+
+Process isolation. The slot's thread starts a child (``spawn``: a fresh interpreter, since
 forking a process that runs threads is unsafe), sends it the function, and
 serves the child's ``TaskContext`` over a pipe (``now``, ``cancel_requested``,
 ``heartbeat``, ``submit`` each a round trip to the runner). It waits for one
@@ -15,9 +19,10 @@ The function, its arguments, its result and its exception travel by pickle.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 from multiprocessing import connection
 
-from fencepost.impl.runner import Runner, TaskContext, _Attempt, _ThreadLink
+from fencepost.impl.attempts import Attempt, TaskContext, TaskRecord, ThreadLink
 
 #: Children are spawned, never forked: the parent runs threads, and a fork copies their locks mid-use.
 _CONTEXT = multiprocessing.get_context("spawn")
@@ -30,9 +35,81 @@ class ChildProcessDied(Exception):
     """An attempt's child process ended without sending back a result (crashed, or killed from outside)."""
 
 
-def run_in_child(runner: Runner, attempt: _Attempt) -> tuple[str, object]:
-    """Run one attempt in a child process (no runner lock held); the outcome as ``Runner._execute`` gives it."""
-    link = _ThreadLink(runner, attempt)
+class ThreadIsolation:
+    """User work in the slot's thread: a thread cannot be killed, so cancellation is cooperative."""
+
+    name = "thread"
+
+    def check_fn(self, fn: object) -> None:
+        """Any callable runs in a thread."""
+
+    def check_force(self, force: bool) -> None:
+        """Refuse ``cancel(force=True)``: there is no way to stop a thread from outside.
+
+        Raises:
+            ValueError: ``force`` is true.
+        """
+        if force:
+            raise ValueError(
+                "force=True needs isolation='process': a thread cannot be killed, so with threads "
+                "cancellation is cooperative (the work reads ctx.cancel_requested)"
+            )
+
+    def run(self, runner: object, attempt: Attempt, task: TaskRecord) -> tuple[str, object]:
+        """Call ``task.fn(ctx)`` here (no runner lock held): ``("ok", value)`` or ``("error", exc)``."""
+        ctx = TaskContext(ThreadLink(runner, attempt), attempt.task_id, attempt.number, attempt.token)
+        try:
+            return ("ok", task.fn(ctx))
+        except BaseException as exc:  # user work's failure is data, never the pool's end
+            return ("error", exc)
+
+    def lease_lost(self, attempt: Attempt) -> None:
+        """The attempt's lease expired: its thread keeps running until the function returns."""
+
+
+class ProcessIsolation:
+    """Each attempt in a child process, terminated when its lease expires or on a forced cancel."""
+
+    name = "process"
+
+    def check_fn(self, fn: object) -> None:
+        """Refuse, at submit, a function that could never be sent to a child process.
+
+        Raises:
+            ValueError: ``fn`` does not pickle.
+        """
+        try:
+            pickle.dumps(fn)
+        except RuntimeError:
+            pass  # multiprocessing's own objects (an Event...) pickle only while a child is spawned: let the spawn judge
+        except Exception as exc:
+            raise ValueError(
+                f"fn must pickle with isolation='process' (each attempt sends it to a child process), "
+                f"got {fn!r}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def check_force(self, force: bool) -> None:
+        """A child process can be terminated: ``force`` is allowed."""
+
+    def run(self, runner: object, attempt: Attempt, task: TaskRecord) -> tuple[str, object]:
+        """``run_in_child``: ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
+        return run_in_child(runner, attempt)
+
+    def lease_lost(self, attempt: Attempt) -> None:
+        """The attempt's lease expired: terminate its child."""
+        attempt.kill = True
+        attempt.wake_up()
+
+
+#: The isolations a runner offers, by the name its ``isolation`` argument gives.
+MODES = {"thread": ThreadIsolation(), "process": ProcessIsolation()}
+
+
+def run_in_child(runner: object, attempt: Attempt) -> tuple[str, object]:
+    """Run one attempt in a child process (no runner lock held); the outcome as ``Runner._execute`` gives it.
+
+    ``runner`` is the ``fencepost.impl.runner.Runner`` whose slot runs the attempt."""
+    link = ThreadLink(runner, attempt)
     fn = runner._tasks[attempt.task_id].fn
     wake_reader, wake_writer = _CONTEXT.Pipe(duplex=False)
     with runner._lock:
@@ -83,7 +160,7 @@ def run_in_child(runner: Runner, attempt: _Attempt) -> tuple[str, object]:
             end.close()
 
 
-def _serve(link: _ThreadLink, message: tuple) -> tuple[str, object]:
+def _serve(link: ThreadLink, message: tuple) -> tuple[str, object]:
     """Answer one request of a child's context: ``("value", v)`` or ``("raise", exc)``."""
     op, *args = message
     try:

@@ -42,6 +42,12 @@ What a lease guarantees, and what it does not:
 **A restart loses everything**: tasks, results, errors and leases live in
 this process's memory only. Durability is a separate concern.
 
+**Modes, each chosen once.** The pool itself (slots, leases, expiry, the
+trace) is this module; how user work runs is the isolation's
+(``impl.isolation``: thread or process); whose tasks the runner runs is its
+mode's (``impl.shared_runner``: alone, or shared). The records both build on
+are ``impl.attempts``.
+
 **Shared runners.** With ``name``, ``functions`` and ``payloads`` (a
 ``PostgresPayloads``), runners in many processes share one scheduler: each
 task is stored as a registered function's name and JSON arguments before it
@@ -61,25 +67,27 @@ and ``fencepost tui`` shows.
 
 from __future__ import annotations
 
-import functools
 import heapq
-import json
-import pickle
 import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from fencepost.impl.attempts import Attempt, Cancelled, TaskContext, TaskRecord
 from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
+from fencepost.impl.isolation import MODES
+from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's constants stay importable from here)
+    PAYLOAD_KEY_PREFIX,
+    PAYLOAD_METHODS,
+    SHARED_POLL_SECONDS,
+    mode_for,
+)
 from fencepost.spec.formats.scenario import SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
-from fencepost.spec.protocol import FINAL_STATUSES, Outcome, Status, TaskView
+from fencepost.spec.protocol import Outcome, Status, TaskView
 
 __all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
-ISOLATIONS = ("thread", "process")
+ISOLATIONS = tuple(MODES)
 
 #: Real seconds ``stop()`` waits for running user functions before it gives up with ``TimeoutError``.
 STOP_TIMEOUT = 60.0
@@ -87,124 +95,6 @@ STOP_TIMEOUT = 60.0
 #: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers), or
 #: ``NAME-w1`` .. ``NAME-wN`` for a runner given a ``name`` (unique among runners sharing a scheduler).
 SLOT_PREFIX = "w"
-
-#: Real seconds between a shared runner's looks at the queue for what other processes did (new
-#: tasks, time moved): the longest an idle shared runner takes to notice work it did not submit.
-SHARED_POLL_SECONDS = 0.05
-
-#: Idempotency keys a shared runner generates for its payloads start with this (then a random UUID).
-PAYLOAD_KEY_PREFIX = "fencepost-runner:"
-
-#: What a shared runner's payload store must offer (``fencepost.impl.postgres_payloads.PostgresPayloads``).
-PAYLOAD_METHODS = ("put", "forget", "for_task", "stamp")
-
-
-class Cancelled(Exception):
-    """Raised by user work to say it stopped because a cancellation was requested."""
-
-
-class TaskContext:
-    """What user work gets as its only argument: who it is, the time, and its lease.
-
-    ``task_id``, ``attempt`` (1 for the first run) and ``token`` (this
-    attempt's lease token) are fixed; ``now`` and ``cancel_requested`` are read
-    live. Every method may be called from the user function's own thread (or,
-    with process isolation, from the child process).
-    """
-
-    __slots__ = ("task_id", "attempt", "token", "_link")
-
-    def __init__(self, link: object, task_id: int, attempt: int, token: int) -> None:
-        self._link = link  # the runner's side: a thread link, or a pipe to it from a child process
-        self.task_id = task_id
-        self.attempt = attempt
-        self.token = token
-
-    def __repr__(self) -> str:
-        return f"TaskContext(task_id={self.task_id}, attempt={self.attempt}, token={self.token})"
-
-    @property
-    def now(self) -> int:
-        """The runner's clock, now."""
-        return self._link.now()
-
-    @property
-    def cancel_requested(self) -> bool:
-        """True once ``cancel`` was accepted while this attempt runs."""
-        return self._link.cancel_requested()
-
-    def raise_if_cancelled(self) -> None:
-        """Raise ``Cancelled`` if a cancellation was requested; otherwise do nothing."""
-        if self.cancel_requested:
-            raise Cancelled(f"task {self.task_id} attempt {self.attempt}: cancellation requested")
-
-    def heartbeat(self, duration: int | None = None) -> bool:
-        """Renew this attempt's lease for ``duration`` ticks (default: the runner's lease) from now.
-
-        Returns False once the scheduler has refused a renewal (the lease
-        expired, a newer attempt holds the task, or a cancel was requested),
-        and from then on without asking again.
-
-        Raises:
-            ValueError: ``duration`` is not an int >= 1 (the scheduler's message).
-        """
-        return self._link.heartbeat(duration)
-
-    def submit(self, fn: Callable[[TaskContext], object], **options: object) -> int:
-        """Submit another task, as ``Runner.submit(fn, **options)``; return its id."""
-        return self._link.submit(fn, options)
-
-
-@dataclass(eq=False)
-class _Task:
-    """The runner's record of one task: the user's function and what came of it."""
-
-    fn: Callable[[TaskContext], object] | None  # None: a shared task not dispatched here yet (its payload is read then)
-    status: str = Status.PENDING.value  # the scheduler's status, as of the runner's last call about it
-    result: object = None  # the value of the completion the scheduler accepted
-    error: BaseException | None = None  # the exception of the last failure the scheduler accepted
-    attempts: int = 0  # attempts started (dispatches), zombies included; shared: the scheduler's count
-    completed_here: bool = False  # this runner's completion was the accepted one (``result`` is its value)
-    problem: str | None = None  # shared: why this runner cannot run the task (no payload, unknown function)
-
-
-@dataclass(eq=False)
-class _Attempt:
-    """One lease being worked on by one slot."""
-
-    task_id: int
-    token: int
-    number: int  # 1 for the task's first attempt
-    slot: str
-    expires_at: int  # as renewed; the scheduler's own expiry is the truth
-    cancel_requested: bool = False
-    expired: bool = False  # the runner saw a timed call at or after expires_at
-    renew_refused: bool = False  # heartbeat answers False from then on
-    kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
-    wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
-
-
-class _ThreadLink:
-    """``TaskContext``'s runner side for an attempt running in a pool thread."""
-
-    __slots__ = ("_runner", "_attempt")
-
-    def __init__(self, runner: Runner, attempt: _Attempt) -> None:
-        self._runner = runner
-        self._attempt = attempt
-
-    def now(self) -> int:
-        return self._runner._clock.now
-
-    def cancel_requested(self) -> bool:
-        return self._attempt.cancel_requested
-
-    def heartbeat(self, duration: int | None) -> bool:
-        return self._runner._heartbeat(self._attempt, duration)
-
-    def submit(self, fn: Callable[[TaskContext], object], options: dict) -> int:
-        return self._runner.submit(fn, **options)
-
 
 class Runner:
     """A bounded pool running user functions under the leases of a scheduler.
@@ -263,7 +153,7 @@ class Runner:
             raise ValueError(
                 f"name must be None or a non-empty str without surrounding spaces (its slots are NAME-w1..), got {name!r}"
             )
-        registry = _check_shared(functions, payloads, poll)
+        mode = mode_for(functions, payloads, poll)
         if clock is None:
             clock = MonotonicClock()
         missing = [name for name in ("now", "subscribe", "unsubscribe", "seconds_until") if not hasattr(clock, name)]
@@ -273,32 +163,19 @@ class Runner:
             from fencepost.impl import Scheduler
 
             scheduler = Scheduler()
-        if payloads is not None:
-            shared_now = getattr(scheduler, "now", None)
-            if isinstance(shared_now, int) and clock.now < shared_now:
-                raise ValueError(
-                    f"clock is behind the scheduler's: clock.now={clock.now} < scheduler.now={shared_now}; "
-                    f"runners sharing a scheduler need one time (SchedulerClock or DatabaseClock), "
-                    f"else every timed call is refused (time can't go backwards)"
-                )
+        mode.bind(clock, scheduler)
         self._clock = clock
         self._lease = lease
         self._scheduler = scheduler
         self._isolation = isolation
+        self._runs = MODES[isolation]  # how user work runs: in the slot's thread, or in a child process
+        self._mode = mode  # whose tasks: this runner's own (alone), or any of a shared scheduler's
         self._lock = threading.Lock()  # guards everything below and every call on the scheduler
         self._changed = threading.Condition(self._lock)  # notified on every state change
         self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
-        self._payloads = payloads  # None: a runner alone on its scheduler, functions in memory
-        self._functions = registry  # shared: name -> function
-        self._poll = (SHARED_POLL_SECONDS if poll is None else poll) if payloads is not None else None
-        self._stamp: object = None  # shared: the payload store's stamp at the last poll
-        self._next_look = 0.0  # shared: time.monotonic() at which the stamp is read next
-        # shared, on a clock that moves by itself (DatabaseClock): tasks others submitted or failed
-        # fall due at times this runner never learns, so every poll is a fresh look
-        self._real_time = payloads is not None and clock.seconds_until(0) is not None
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
-        self._tasks: dict[int, _Task] = {}
-        self._running: dict[str, _Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
+        self._tasks: dict[int, TaskRecord] = {}
+        self._running: dict[str, Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
         # Every protocol call, in the scheduler's order, as (op, argument values in protocol
         # order, value, error message): tuples, not dicts, so a long run's trace stays small.
         self._trace: list[tuple[str, tuple, object, str | None]] = []
@@ -360,8 +237,7 @@ class Runner:
                     self._broken = (name, exc)
                 self._stopping = True
                 for attempt in self._running.values():
-                    if attempt.wake is not None:
-                        attempt.wake()
+                    attempt.wake_up()
                 self._changed.notify_all()
 
     def _check_broken(self) -> None:
@@ -385,8 +261,7 @@ class Runner:
         with self._lock:
             self._stopping = True
             for attempt in self._running.values():
-                if attempt.wake is not None:
-                    attempt.wake()
+                attempt.wake_up()
             self._changed.notify_all()
         self._clock.unsubscribe(self._on_clock)
         for thread in self._threads:
@@ -431,22 +306,11 @@ class Runner:
         """
         if not callable(fn):
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
-        if self._isolation == "process":
-            _check_pickles(fn)
-        wrote = False
-        if self._payloads is not None:
-            function, args, kwargs = self._describe(fn)  # refused before anything is written
-            if self._stopping:
-                self._check_broken()
-                raise RuntimeError("cannot submit: the runner is stopped")
-            if key is None:
-                key = f"{PAYLOAD_KEY_PREFIX}{uuid.uuid4().hex}"
-            # committed before the submit, so whoever dispatches the task finds it
-            wrote = self._payloads.put(key, function, args, kwargs)
+        self._runs.check_fn(fn)
+        key, unstore = self._mode.store(self, fn, key)  # shared: the payload, committed before the submit
         with self._lock:
             if self._stopping:
-                if wrote:
-                    self._payloads.forget(key)
+                unstore()
                 self._check_broken()
                 raise RuntimeError("cannot submit: the runner is stopped")
             options = {"key": key} if key is not None else {}
@@ -455,8 +319,7 @@ class Runner:
                     "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
                 )
             except ValueError:
-                if wrote:
-                    self._payloads.forget(key)  # the scheduler refused the submit: leave nothing behind
+                unstore()  # the scheduler refused the submit: leave nothing behind
                 raise
             known = self._tasks.get(task_id)
             if known is not None and known.fn is not None:
@@ -465,7 +328,7 @@ class Runner:
             if known is not None:
                 known.fn = fn  # shared: looked at (task, cancel) before this submit returned
             else:
-                self._tasks[task_id] = _Task(fn)
+                self._tasks[task_id] = TaskRecord(fn)
             heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
             self._version += 1
             self._changed.notify_all()
@@ -481,11 +344,7 @@ class Runner:
             ValueError: ``force=True`` with thread isolation (a thread cannot be
                 killed), or an unknown ``task_id``. Nothing changes.
         """
-        if force and self._isolation == "thread":
-            raise ValueError(
-                "force=True needs isolation='process': a thread cannot be killed, so with threads "
-                "cancellation is cooperative (the work reads ctx.cancel_requested)"
-            )
+        self._runs.check_force(force)
         with self._lock:
             self._known(task_id)
             outcome, _ = self._timed_call("cancel", lambda now: dict(task_id=task_id, now=now))
@@ -496,8 +355,7 @@ class Runner:
                         attempt.cancel_requested = True
                         if force:
                             attempt.kill = True
-                            if attempt.wake is not None:
-                                attempt.wake()
+                            attempt.wake_up()
             self._changed.notify_all()
         return outcome
 
@@ -523,15 +381,10 @@ class Runner:
         """
         with self._lock:
             task = self._known(task_id)
-            if self._payloads is not None and task.status != Status.SUCCEEDED.value:
-                self._refresh(task_id)
+            self._mode.before_result(self, task_id, task)
             if task.status != Status.SUCCEEDED.value:
                 raise ValueError(f"task {task_id} has no result: it is {task.status}, not succeeded")
-            if self._payloads is not None and not task.completed_here:
-                raise ValueError(
-                    f"task {task_id} succeeded in another runner process: its value stays there "
-                    f"(a shared queue stores each task's view, not its result)"
-                )
+            self._mode.check_result_here(task_id, task)
             return task.result
 
     def error(self, task_id: int) -> BaseException | None:
@@ -565,21 +418,7 @@ class Runner:
         with self._lock:
             self._check_broken()
             task = self._known(task_id)
-            if self._payloads is not None:
-                deadline = time.monotonic() + timeout
-                while True:
-                    self._check_broken()
-                    view = self._refresh(task_id)
-                    remaining = deadline - time.monotonic()
-                    if task.status in _FINAL:
-                        return view
-                    if remaining <= 0:
-                        raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
-                    self._changed.wait(min(self._poll, remaining))
-            if not self._changed.wait_for(lambda: task.status in _FINAL or self._broken is not None, timeout):
-                raise TimeoutError(f"wait: task {task_id} is still {task.status} after {timeout} s")
-            self._check_broken()
-            return self._scheduler.task(task_id)
+            return self._mode.wait(self, task_id, task, timeout)
 
     def wait_idle(self, timeout: float) -> None:
         """Return once no user function runs and nothing is eligible at the clock's current time.
@@ -595,9 +434,7 @@ class Runner:
         """
         _check_timeout(timeout)
         with self._lock:
-            if self._payloads is not None:
-                self._version += 1  # another process may have made work: look again
-                self._changed.notify_all()
+            self._mode.others_may_have_worked(self)  # shared: another process may have made work: look again
             self._check_broken()
             if not self._changed.wait_for(lambda: self._is_idle() or self._broken is not None, timeout):
                 self._check_broken()
@@ -647,7 +484,7 @@ class Runner:
                 outcome = self._run_attempt(attempt)
                 self._finish(attempt, outcome)
 
-    def _next_attempt(self, slot: str) -> _Attempt | None:
+    def _next_attempt(self, slot: str) -> Attempt | None:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
         if self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
@@ -657,20 +494,17 @@ class Runner:
             self._changed.notify_all()
             return None
         task = self._tasks.get(lease.task_id)
-        if task is None:
-            task = self._tasks[lease.task_id] = _Task(None)  # another client submitted it
-            if self._payloads is None:
-                task.problem = (f"task {lease.task_id} was not submitted by this runner: a runner without "
-                                f"payloads runs only its own tasks (see Runner's payloads argument)")
+        new = task is None
+        if new:
+            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
         task.status = Status.RUNNING.value
         task.attempts += 1
-        if self._payloads is not None:
-            self._adopt(lease.task_id, task)
-        attempt = _Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
+        self._mode.claim(lease.task_id, task, new)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
         self._running[slot] = attempt
         return attempt
 
-    def _run_attempt(self, attempt: _Attempt) -> tuple[str, object]:
+    def _run_attempt(self, attempt: Attempt) -> tuple[str, object]:
         """Called and returns with the lock held; runs the user function with it released."""
         self._lock.release()
         try:
@@ -678,23 +512,14 @@ class Runner:
         finally:
             self._lock.acquire()
 
-    def _execute(self, attempt: _Attempt) -> tuple[str, object]:
+    def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
-        if self._isolation == "process" and self._tasks[attempt.task_id].problem is None:
-            from fencepost.impl.isolation import run_in_child
-
-            return run_in_child(self, attempt)
         task = self._tasks[attempt.task_id]  # a dict read; entries are never removed
         if task.problem is not None:
-            return ("error", LookupError(task.problem))  # shared: nothing here can run it; fail the attempt
-        fn = task.fn
-        ctx = TaskContext(_ThreadLink(self, attempt), attempt.task_id, attempt.number, attempt.token)
-        try:
-            return ("ok", fn(ctx))
-        except BaseException as exc:  # user work's failure is data, never the pool's end
-            return ("error", exc)
+            return ("error", LookupError(task.problem))  # nothing here can run it; fail the attempt
+        return self._runs.run(self, attempt, task)
 
-    def _finish(self, attempt: _Attempt, outcome: tuple[str, object]) -> None:
+    def _finish(self, attempt: Attempt, outcome: tuple[str, object]) -> None:
         """Under the lock: report the attempt's end to the scheduler and free its slot."""
         kind, value = outcome
         try:
@@ -726,37 +551,17 @@ class Runner:
         eligible again (and, with process isolation, its child terminated).
         When a free slot's dispatch gets there first, there is nothing left to do.
         A shared runner's thread also looks, every ``poll`` seconds, for what
-        other processes did (``_look_around``).
+        other processes did (``SharedMode.look_around``).
         """
         with self._lock:
             while not self._stopping:
-                if self._payloads is not None and time.monotonic() >= self._next_look:
-                    self._look_around()
+                self._mode.look_around(self)
                 if self._expire_due_leases():
                     self._changed.notify_all()
                     continue
                 live = [a.expires_at for a in self._running.values() if not a.expired]
                 wait = self._clock.seconds_until(min(live)) if live else None
-                if self._poll is not None:
-                    until_look = max(0.0, self._next_look - time.monotonic())
-                    wait = until_look if wait is None else min(wait, until_look)
-                self._changed.wait(wait)
-
-    def _look_around(self) -> None:
-        """Under the lock, shared runners: if another process made a task or moved time, look for work.
-
-        One read of the payload store's stamp, at most once per ``poll`` (this
-        thread is woken by every state change); the idle proof is dropped when
-        the stamp changed, and on a real-time clock every time: a task another
-        process submitted for later, or failed with a retry delay, falls due
-        when time passes, which no stamp shows.
-        """
-        self._next_look = time.monotonic() + self._poll
-        stamp = self._payloads.stamp()
-        if stamp != self._stamp or self._real_time:
-            self._stamp = stamp
-            self._version += 1
-            self._changed.notify_all()
+                self._changed.wait(self._mode.bound_wait(wait))
 
     def _expire_due_leases(self) -> bool:
         """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
@@ -776,12 +581,9 @@ class Runner:
                 attempt.expired = True
                 self._refresh(attempt.task_id)
                 self._version += 1  # the task is eligible again
-                if self._isolation == "process":
-                    attempt.kill = True
-                    if attempt.wake is not None:
-                        attempt.wake()
+                self._runs.lease_lost(attempt)  # process isolation: terminate its child
 
-    def _heartbeat(self, attempt: _Attempt, duration: int | None) -> bool:
+    def _heartbeat(self, attempt: Attempt, duration: int | None) -> bool:
         if attempt.renew_refused:
             return False
         with self._lock:
@@ -842,57 +644,14 @@ class Runner:
         self._tasks[task_id].status = getattr(view.status, "value", view.status)
         return view
 
-    def _known(self, task_id: int) -> _Task:
-        task = self._tasks.get(task_id) if isinstance(task_id, int) and not isinstance(task_id, bool) else None
-        if task is None and self._payloads is not None and isinstance(task_id, int) and not isinstance(task_id, bool):
-            view = self._scheduler.task(task_id)  # any task of the shared scheduler; unknown ids raise ValueError
-            task = self._tasks[task_id] = _Task(None, status=getattr(view.status, "value", view.status))
+    def _known(self, task_id: int) -> TaskRecord:
+        an_id = isinstance(task_id, int) and not isinstance(task_id, bool)
+        task = self._tasks.get(task_id) if an_id else None
+        if task is None and an_id:
+            task = self._mode.unknown(self, task_id)  # shared: any task of the scheduler
         if task is None:
             raise ValueError(f"task_id must be the id of a task this runner submitted, got {task_id!r}")
         return task
-
-    def _describe(self, fn: Callable[..., object]) -> tuple[str, list, dict]:
-        """Shared runners: ``fn`` as (registered name, args, kwargs), or ValueError saying why it cannot be shared."""
-        base, args, kwargs = (fn.func, list(fn.args), dict(fn.keywords)) if isinstance(fn, functools.partial) else (fn, [], {})
-        name = next((n for n, f in self._functions.items() if f is base or f == base), None)
-        if name is None:
-            raise ValueError(
-                f"fn must be one of the runner's functions ({', '.join(sorted(self._functions))}) or a "
-                f"functools.partial of one: a shared queue stores a function's name, not its code; got {fn!r}"
-            )
-        try:
-            same = json.loads(json.dumps([args, kwargs], allow_nan=False)) == [args, kwargs]
-        except (TypeError, ValueError):
-            same = False
-        if not same:
-            raise ValueError(
-                f"fn's arguments must come back unchanged from JSON (str, int, float, bool, None, lists, "
-                f"dicts with str keys; no tuples, no NaN) to be stored for other processes; got args={args!r} kwargs={kwargs!r}"
-            )
-        return name, args, kwargs
-
-    def _adopt(self, task_id: int, task: _Task) -> None:
-        """Under the lock, shared runners, at a dispatch: the attempt's number, and the function if not known here.
-
-        One read of the payload store: the scheduler's attempt count (every
-        process's dispatches) and, for a task another process submitted, its
-        function from the registry. A task without a payload, or naming a
-        function this runner lacks, gets a ``problem``: its attempt fails with
-        ``LookupError`` saying so.
-        """
-        payload = self._payloads.for_task(task_id)
-        if payload is None:
-            if task.fn is None:
-                task.problem = f"task {task_id} has no payload: it was not submitted by a shared runner"
-            return
-        task.attempts = max(task.attempts, payload.attempts)
-        if task.fn is None:
-            function = self._functions.get(payload.function)
-            if function is None:
-                task.problem = (f"task {task_id} runs function {payload.function!r}, which this runner's "
-                                f"functions ({', '.join(sorted(self._functions))}) lack")
-            else:
-                task.fn = functools.partial(function, *payload.args, **payload.kwargs)
 
     def _is_idle(self) -> bool:
         return not self._running and self._proven_idle()
@@ -929,50 +688,12 @@ class Runner:
         with self._lock:
             if not self._stopping:
                 self._expire_due_leases()
-            if self._payloads is not None:
-                self._version += 1  # time moved: retries and due tasks others submitted may be eligible
+            self._mode.others_may_have_worked(self)  # shared: retries and due tasks others submitted may be eligible
             self._changed.notify_all()
 
 
-_FINAL = frozenset(status.value for status in FINAL_STATUSES)
-
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
 _ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}
-
-
-def _check_shared(functions: object, payloads: object, poll: object) -> dict[str, Callable[..., object]]:
-    """The shared options' rules: ``functions`` and ``payloads`` go together; ``poll`` needs them."""
-    if payloads is None:
-        if functions is not None or poll is not None:
-            raise ValueError(
-                f"functions and poll need payloads (a payload store such as PostgresPayloads): "
-                f"got functions={functions!r}, poll={poll!r}, payloads=None"
-            )
-        return {}
-    missing = [m for m in PAYLOAD_METHODS if not callable(getattr(payloads, m, None))]
-    if missing:
-        raise ValueError(f"payloads must offer {', '.join(PAYLOAD_METHODS)}; {payloads!r} lacks {', '.join(missing)}")
-    if not isinstance(functions, Mapping) or not functions:
-        raise ValueError(f"functions must be a non-empty mapping of names to functions with payloads, got {functions!r}")
-    for name, fn in functions.items():
-        if not isinstance(name, str) or not name or not callable(fn):
-            raise ValueError(f"functions must map non-empty str names to callables, got {name!r}: {fn!r}")
-    if poll is not None and (isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0):
-        raise ValueError(f"poll must be None or a number of real seconds > 0, got {poll!r}")
-    return dict(functions)
-
-
-def _check_pickles(fn: object) -> None:
-    """Refuse, at submit, a function that could never be sent to a child process."""
-    try:
-        pickle.dumps(fn)
-    except RuntimeError:
-        pass  # multiprocessing's own objects (an Event...) pickle only while a child is spawned: let the spawn judge
-    except Exception as exc:
-        raise ValueError(
-            f"fn must pickle with isolation='process' (each attempt sends it to a child process), "
-            f"got {fn!r}: {type(exc).__name__}: {exc}"
-        ) from None
 
 
 def _check_timeout(timeout: object) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fencepost.impl import _validate as v
+import fencepost.impl._validate as v
 from fencepost.spec.protocol import (
     ACCEPTED,
     DISPATCHABLE_STATUSES,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fencepost.spec.protocol import FINAL_STATUSES, Status, TaskView
+from fencepost.spec.variants import DEFAULT, Variants
 
 _STATUS_VALUES = frozenset(s.value for s in Status)
 
@@ -36,16 +37,22 @@ class Observation:
     """What one scheduler shows after a step."""
 
     now: int
-    tasks: Sequence[TaskView]  # index id - 1
+    tasks: Sequence[TaskView | None]  # index id - 1; None for a task forgotten by prune
     capacities: Mapping[str, int]  # worker -> capacity, as added
     max_attempts: Mapping[int, int | None]  # task id -> its budget, as submitted
+    variants: Variants = DEFAULT  # the declared variants the run checks against
+
+    def present(self) -> list[TaskView]:
+        """The views of the tasks not forgotten, in id order."""
+        return [view for view in self.tasks if view is not None]
 
 
 @dataclass
 class History:
     """What the invariants remember across steps of one run."""
 
-    last_token: int = 0  # the highest token seen on any lease so far
+    last_token: int = 0  # the highest token seen on any lease so far (tokens=int)
+    issued: set = field(default_factory=set)  # every token seen on any lease so far (tokens=opaque)
     final: dict[int, tuple] = field(default_factory=dict)  # task id -> its view when first seen final
     cancelled_at: dict[int, int] = field(default_factory=dict)  # task id -> time first seen cancelled
     prev_tokens: dict[int, int | None] = field(default_factory=dict)  # task id -> token at last step
@@ -64,7 +71,7 @@ def _fail(name: str, message: str) -> None:
 
 def each_task_has_exactly_one_status(obs: Observation, history: History) -> None:
     """Every task's status is exactly one of the six protocol statuses."""
-    for view in obs.tasks:
+    for view in obs.present():
         if _status(view) not in _STATUS_VALUES:
             _fail("each_task_has_exactly_one_status", f"task {view.id} has status {view.status!r}")
 
@@ -74,7 +81,7 @@ def each_task_has_exactly_one_status(obs: Observation, history: History) -> None
 
 def running_task_has_exactly_one_current_lease(obs: Observation, history: History) -> None:
     """A running task has a worker, token and expiry; no other task has any of them."""
-    for view in obs.tasks:
+    for view in obs.present():
         lease = (view.worker, view.token, view.expires_at)
         if _status(view) == Status.RUNNING:
             if None in lease:
@@ -87,23 +94,28 @@ def running_task_has_exactly_one_current_lease(obs: Observation, history: Histor
 
 
 def no_worker_above_capacity(obs: Observation, history: History) -> None:
-    """Each worker runs at most its capacity; every running task's worker exists."""
+    """Each worker runs at most its capacity (unless ``capacity=none``); every running task's worker exists."""
     load: dict[str, int] = {}
-    for view in obs.tasks:
+    for view in obs.present():
         if _status(view) == Status.RUNNING:
             load[view.worker] = load.get(view.worker, 0) + 1
     for worker, running in load.items():
         if worker not in obs.capacities:
             _fail("no_worker_above_capacity", f"task runs on unknown worker {worker!r}")
-        if running > obs.capacities[worker]:
+        if running > obs.capacities[worker] and obs.variants.capacity == "per-worker":
             _fail("no_worker_above_capacity", f"worker {worker!r} runs {running} > capacity {obs.capacities[worker]}")
 
 
 def tokens_are_unique_and_increasing(obs: Observation, history: History) -> None:
-    """No two running tasks share a token, and every newly seen token is above all earlier ones."""
+    """No two running tasks share a token, and every newly seen token is above all earlier ones.
+
+    Under ``tokens=opaque`` a token is any value the scheduler chooses, so
+    "above" becomes "never seen before": no newly seen token was on any
+    earlier lease.
+    """
     seen: dict[int, int] = {}
     fresh: list[int] = []
-    for view in obs.tasks:
+    for view in obs.present():
         if _status(view) != Status.RUNNING:
             continue
         if view.token in seen:
@@ -111,23 +123,32 @@ def tokens_are_unique_and_increasing(obs: Observation, history: History) -> None
         seen[view.token] = view.id
         if history.prev_tokens.get(view.id) != view.token:
             fresh.append(view.token)
+    if obs.variants.tokens == "opaque":
+        for token in fresh:
+            if token in history.issued:
+                _fail("tokens_are_unique_and_increasing", f"new lease carries token {token!r}, which an earlier lease had")
+            history.issued.add(token)
+        history.prev_tokens = {view.id: view.token for view in obs.present()}
+        return
     for token in sorted(fresh):
         if token <= history.last_token:
             _fail("tokens_are_unique_and_increasing", f"new token {token} is not above the last issued token {history.last_token}")
         history.last_token = token
-    history.prev_tokens = {view.id: view.token for view in obs.tasks}
+    history.prev_tokens = {view.id: view.token for view in obs.present()}
 
 
 def no_lease_alive_at_or_past_expiry(obs: Observation, history: History) -> None:
-    """Every running task's lease ends after now: ``now < expires_at``."""
-    for view in obs.tasks:
-        if _status(view) == Status.RUNNING and view.expires_at is not None and view.expires_at <= obs.now:
+    """Every running task's lease ends after now: ``now < expires_at`` (``now <= expires_at`` under ``interval=closed``)."""
+    for view in obs.present():
+        late = view.expires_at is not None and (
+            view.expires_at < obs.now if obs.variants.interval == "closed" else view.expires_at <= obs.now)
+        if _status(view) == Status.RUNNING and late:
             _fail("no_lease_alive_at_or_past_expiry", f"task {view.id} is running at t={obs.now} with expires_at={view.expires_at}")
 
 
 def final_states_never_change(obs: Observation, history: History) -> None:
     """Once succeeded, failed or cancelled, a task's whole view stays as it was."""
-    for view in obs.tasks:
+    for view in obs.present():
         snapshot = (_status(view), view.priority, view.due_at, view.attempts, view.worker, view.token, view.expires_at, view.cancel_requested)
         if view.id in history.final:
             if history.final[view.id] != snapshot:
@@ -138,7 +159,7 @@ def final_states_never_change(obs: Observation, history: History) -> None:
 
 def attempts_never_exceed_max_attempts(obs: Observation, history: History) -> None:
     """A task is dispatched at most ``max_attempts`` times."""
-    for view in obs.tasks:
+    for view in obs.present():
         budget = obs.max_attempts.get(view.id)
         if budget is not None and view.attempts > budget:
             _fail("attempts_never_exceed_max_attempts", f"task {view.id} has {view.attempts} attempts > max_attempts {budget}")
@@ -146,7 +167,7 @@ def attempts_never_exceed_max_attempts(obs: Observation, history: History) -> No
 
 def cancelled_task_never_runs_after_cancellation(obs: Observation, history: History) -> None:
     """A task seen cancelled is never seen running again."""
-    for view in obs.tasks:
+    for view in obs.present():
         if _status(view) == Status.CANCELLED:
             history.cancelled_at.setdefault(view.id, obs.now)
         elif view.id in history.cancelled_at:

@@ -21,6 +21,20 @@ directly, and ``impl.indexed.IndexedScheduler`` refines ``SimpleScheduler``:
 both must give the same results and the same task views for every sequence of
 calls, which is what ``spec.checkers.machine`` checks.
 
+Declared variants (``spec.variants``) live in the state (``State.variants``,
+set by ``initial(variants)`` and constant for a run), so every transition
+reads the rule in force and no signature changes; the safety core holds
+whatever they say. Where a variant allows several answers to one call
+(``order=any``: any eligible task; ``tokens=opaque``: any fresh token), the
+transition itself gives the contract's pick, and ``follow`` says whether a
+scheduler's own answer is allowed and where it leads.
+
+Optional operations: ``prune`` (forget final tasks that ended before a time;
+``Task.ended_at`` records when each became final) and the batches
+``submit_many``, ``dispatch_many``, ``complete_many``, ``fail_many``, each
+defined as the fold of the single calls it stands for, all or nothing on an
+invalid argument, one atomic call.
+
 Decisions the issue left open, taken here and documented in the README:
 
 * When a lease ends with both a cancellation requested and the attempt
@@ -43,6 +57,7 @@ Decisions the issue left open, taken here and documented in the README:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fencepost.spec.protocol import (
@@ -56,6 +71,7 @@ from fencepost.spec.protocol import (
     Status,
     TaskView,
 )
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +86,13 @@ class Task:
     status: Status = Status.PENDING
     attempts: int = 0  # dispatches so far; never above max_attempts
     worker: str | None = None  # set exactly while running
-    token: int | None = None  # set exactly while running
+    token: int | str | None = None  # set exactly while running (a str only under tokens=opaque)
     started_at: int | None = None  # set exactly while running
     expires_at: int | None = None  # set exactly while running
     cancel_requested: bool = False  # only ever set while running
-    expired_token: int | None = None  # the token whose lease expired last, for the rejection reason
+    expired_token: int | str | None = None  # the token whose lease expired last, for the rejection reason
+    ended_at: int | None = None  # the time of the transition that made the task final; set exactly while final
+    forgotten: bool = False  # pruned: only its id (never reused) and ended_at remain meaningful
 
 
 #: The ``submit`` arguments an idempotency key is bound to, in this order and
@@ -99,7 +117,9 @@ class State:
     tasks: tuple[Task, ...] = ()  # indexed by id - 1; ids are 1, 2, 3... in submit order
     workers: tuple[tuple[str, int], ...] = ()  # (name, capacity) in the order added
     last_token: int = 0  # tokens issued so far; the next one is last_token + 1
-    keys: tuple[KeyRecord, ...] = ()  # every idempotency key ever submitted, in submit order
+    keys: tuple[KeyRecord, ...] = ()  # every idempotency key submitted and not forgotten, in submit order
+    variants: Variants = DEFAULT  # the declared contract variants; constant for a run
+    issued: frozenset[int | str] = frozenset()  # every token handed out; kept only under tokens=opaque
 
 
 # ---------------------------------------------------------------- guards
@@ -133,7 +153,26 @@ def require_task(state: State, task_id: object) -> Task:
     if not 1 <= task_id <= len(state.tasks):
         known = f"ids issued so far are 1..{len(state.tasks)}" if len(state.tasks) else "no task has been submitted yet"
         raise ValueError(f"task_id {task_id!r} is unknown: {known}")
-    return state.tasks[task_id - 1]
+    found = state.tasks[task_id - 1]
+    if found.forgotten:
+        raise ValueError(
+            f"task_id {task_id} was forgotten: it ended {found.status.value} at t={found.ended_at} "
+            "and was pruned since (its id is never reused)"
+        )
+    return found
+
+
+def require_token(state: State, token: object) -> int | str:
+    """A report's token: an ``int`` (``bool`` excluded), or under ``tokens=opaque`` also a non-empty ``str``."""
+    if state.variants.tokens == "opaque" and isinstance(token, str):
+        if not token:
+            raise ValueError("token must be a non-empty str or an int, not the empty str")
+        return token
+    if state.variants.tokens == "opaque":
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
+        return token
+    return require_int("token", token)
 
 
 def require_key(key: object) -> str | None:
@@ -165,10 +204,27 @@ def dispatch_order(task: Task) -> tuple[int, int, int]:
     return (-task.priority, task.due_at, task.id)
 
 
+def fifo_order(task: Task) -> tuple[int, int, int]:
+    """Sort key under ``order=fifo``: earliest due time, then lowest numeric id (priority ignored)."""
+    return (0, task.due_at, task.id)
+
+
+def order_key(variants: Variants) -> Callable[[Task], tuple[int, int, int]]:
+    """The sort key a dispatch picks the least of. Under ``order=any`` any eligible task may go;
+    ``dispatch`` (the model's own pick, for scenarios and views) then takes the contract's best."""
+    return fifo_order if variants.order == "fifo" else dispatch_order
+
+
 def eligible(state: State) -> list[Task]:
     """Tasks a dispatch at ``state.now`` may pick, best first."""
     ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and t.due_at <= state.now]
-    return sorted(ready, key=dispatch_order)
+    return sorted(ready, key=order_key(state.variants))
+
+
+def lease_live(variants: Variants, expires_at: int, now: int) -> bool:
+    """Whether a lease ending at ``expires_at`` is live at ``now``: ``now < expires_at``, or under
+    ``interval=closed`` ``now <= expires_at``. Its start is always ``<= now``."""
+    return now <= expires_at if variants.interval == "closed" else now < expires_at
 
 
 def view(task: Task) -> TaskView:
@@ -230,8 +286,9 @@ def _put(state: State, task: Task) -> State:
     return replace(state, tasks=tasks)
 
 
-def _release(task: Task, status: Status, **changes: object) -> Task:
-    """End the task's assignment: clear every lease field and move to ``status``."""
+def _release(task: Task, status: Status, now: int, **changes: object) -> Task:
+    """End the task's assignment at ``now``: clear every lease field and move to ``status``
+    (a final one records ``ended_at=now``)."""
     return replace(
         task,
         status=status,
@@ -240,6 +297,7 @@ def _release(task: Task, status: Status, **changes: object) -> Task:
         started_at=None,
         expires_at=None,
         cancel_requested=False,
+        ended_at=now if status in FINAL_STATUSES else None,
         **changes,
     )
 
@@ -253,25 +311,35 @@ def expire(state: State, now: int) -> State:
 
     An expired task goes back to ``pending`` (eligible at once: its due time
     has passed), unless a cancellation was requested (``cancelled``) or its
-    attempt budget is spent (``failed``). Expiry proves nothing about the work.
+    attempt budget is spent (``failed``; under ``exhaust=at-dispatch`` it goes
+    back to ``pending`` and the next dispatch ends it). Expiry proves nothing
+    about the work. Under ``interval=closed`` a lease expires once
+    ``expires_at < now``.
     """
+    variants = state.variants
     for t in state.tasks:
-        if t.status is Status.RUNNING and t.expires_at <= now:
+        if t.status is Status.RUNNING and not lease_live(variants, t.expires_at, now):
             if t.cancel_requested:
                 status = Status.CANCELLED
-            elif _budget_spent(t):
+            elif _budget_spent(t) and variants.exhaust == "at-expiry":
                 status = Status.FAILED
             else:
                 status = Status.PENDING
-            state = _put(state, _release(t, status, expired_token=t.token))
+            state = _put(state, _release(t, status, now, expired_token=t.token))
     return replace(state, now=now)
 
 
-def _rejection(task: Task, token: int) -> Outcome | None:
+def _rejection(task: Task, token: object, variants: Variants = DEFAULT, late: bool = False) -> Outcome | None:
     """Why a token may not act on ``task`` now, or None if it is the current lease.
 
-    Called after ``expire``, so a running task's lease is alive: ``now < expires_at``.
+    Called after ``expire``, so a running task's lease is alive. With
+    ``late`` (a ``complete`` or ``fail`` under ``late=accept-unclaimed``), the
+    token of the lease that expired last also acts while the task is pending
+    and was not handed out again (a dispatch clears ``expired_token``).
     """
+    if late and variants.late == "accept-unclaimed" and task.status is Status.PENDING \
+            and task.expired_token is not None and task.expired_token == token:
+        return None
     if task.status is Status.RUNNING:
         return None if task.token == token else Outcome(False, Reason.STALE_TOKEN)
     if task.expired_token is not None and task.expired_token == token:
@@ -284,9 +352,9 @@ def _rejection(task: Task, token: int) -> Outcome | None:
 # ---------------------------------------------------------------- operations
 
 
-def initial() -> State:
-    """A scheduler with no workers, no tasks, time 0 and no token issued."""
-    return State()
+def initial(variants: Variants = DEFAULT) -> State:
+    """A scheduler with no workers, no tasks, time 0 and no token issued, under ``variants``."""
+    return State(variants=variants)
 
 
 def add_worker(state: State, worker: str, capacity: int) -> tuple[State, None]:
@@ -346,17 +414,47 @@ def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State,
     """Lease the best eligible task to ``worker`` for ``[now, now + duration)``.
 
     Returns None, after expiring due leases, when the worker is full or nothing
-    is eligible; a None issues no token and assigns nothing.
+    is eligible; a None issues no token and assigns nothing. Under
+    ``order=any`` this is the contract's pick, one of those allowed (see
+    ``follow``); under ``exhaust=at-dispatch`` a dispatch with room first ends
+    every eligible task whose budget is spent ``failed``.
     """
+    return _dispatch(state, worker, now, duration, _MODEL_PICKS)
+
+
+def _dispatch(state: State, worker: str, now: int, duration: int,
+              observed: object) -> tuple[State, object]:
+    """``dispatch``. Given ``observed`` (a scheduler's answer: a lease or None) instead of
+    ``_MODEL_PICKS``, the model follows it: the next state with the lease it chose, or
+    ``_NOT_ALLOWED`` as the result when the model allows no such answer here."""
     capacity = capacity_of(state, worker)
     require_time(state, now)
     require_at_least("duration", duration, 1)
     state = expire(state, now)
+    variants = state.variants
+    full = variants.capacity == "per-worker" and load(state, worker) >= capacity
+    if not full and variants.exhaust == "at-dispatch":
+        for t in state.tasks:
+            if t.status in DISPATCHABLE_STATUSES and t.due_at <= now and _budget_spent(t):
+                state = _put(state, _release(t, Status.FAILED, now))
     ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and t.due_at <= now]
-    if load(state, worker) >= capacity or not ready:
-        return state, None  # unchanged: last_token, every task
-    chosen = min(ready, key=dispatch_order)
-    token = state.last_token + 1
+    if full or not ready:
+        if observed is not None and observed is not _MODEL_PICKS:
+            return state, _NOT_ALLOWED
+        return state, None  # unchanged: last_token, issued, every task
+    if observed is None:
+        return state, _NOT_ALLOWED  # the scheduler handed out nothing where the model must
+    if observed is _MODEL_PICKS:
+        chosen = min(ready, key=order_key(variants))
+        token: int | str = state.last_token + 1
+    else:
+        chosen, token = _allowed_lease(state, ready, worker, now, duration, observed)
+        if chosen is None:
+            return state, _NOT_ALLOWED
+    if observed is _MODEL_PICKS and variants.tokens == "opaque":
+        # the model's own pick must not collide with a token a scheduler chose
+        while token in state.issued:
+            token += 1
     lease = Lease(task_id=chosen.id, worker=worker, token=token, started_at=now, expires_at=now + duration)
     running = replace(
         chosen,
@@ -368,24 +466,62 @@ def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State,
         expires_at=now + duration,
         expired_token=None,
     )
-    # unchanged: workers, every other task
-    return replace(_put(state, running), last_token=token), lease
+    issued = state.issued | {token} if variants.tokens == "opaque" else state.issued
+    last_token = token if isinstance(token, int) and token > state.last_token else state.last_token
+    # unchanged: workers, keys, every other task
+    return replace(_put(state, running), last_token=last_token, issued=issued), lease
+
+
+#: ``follow``'s marker for an answer the model does not allow.
+_NOT_ALLOWED = object()
+#: ``_dispatch``'s marker for "no scheduler's answer to follow: pick as the model does".
+_MODEL_PICKS = object()
+
+
+def _allowed_lease(state: State, ready: list[Task], worker: str, now: int, duration: int,
+                   observed: object) -> tuple[Task | None, int | str]:
+    """The task and token of a scheduler's lease, if the model allows that lease here; (None, 0) if not."""
+    variants = state.variants
+    try:
+        task_id, token = observed.task_id, observed.token
+        fields = (observed.worker, observed.started_at, observed.expires_at)
+    except AttributeError:
+        return None, 0
+    if fields != (worker, now, now + duration) or type(fields[1]) is not int or type(fields[2]) is not int:
+        return None, 0
+    if variants.order == "any":
+        chosen = next((t for t in ready if t.id == task_id and type(task_id) is int), None)
+    else:
+        chosen = min(ready, key=order_key(variants))
+        if type(task_id) is not int or task_id != chosen.id:
+            chosen = None
+    if chosen is None:
+        return None, 0
+    if variants.tokens == "opaque":
+        fresh = (isinstance(token, str) and token) or (isinstance(token, int) and not isinstance(token, bool))
+        if not fresh or token in state.issued:
+            return None, 0
+    elif type(token) is not int or token != state.last_token + 1:
+        return None, 0
+    return chosen, token
 
 
 def complete(state: State, task_id: int, token: int, now: int) -> tuple[State, Outcome]:
     """Accept the current lease's completion: ``succeeded``, slot freed at once.
 
     Accepted even when a cancellation was requested: the work did finish.
+    Under ``late=accept-unclaimed`` also accepted from the last expired
+    lease's token while nobody took the task since.
     """
     require_task(state, task_id)
-    require_int("token", token)
+    require_token(state, token)
     require_time(state, now)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
-    refused = _rejection(current, token)
+    refused = _rejection(current, token, state.variants, late=True)
     if refused:
         return state, refused
-    return _put(state, _release(current, Status.SUCCEEDED)), ACCEPTED
+    return _put(state, _release(current, Status.SUCCEEDED, now)), ACCEPTED
 
 
 def fail(state: State, task_id: int, token: int, now: int) -> tuple[State, Outcome]:
@@ -393,23 +529,23 @@ def fail(state: State, task_id: int, token: int, now: int) -> tuple[State, Outco
 
     The task ends ``cancelled`` if a cancellation was requested, ``failed`` if
     its attempt budget is spent, and otherwise waits in ``retry_wait`` until
-    ``now + retry_delay * 2 ** (attempts - 1)``.
+    ``now + retry_delay * 2 ** (attempts - 1)``. Late reports as ``complete``.
     """
     require_task(state, task_id)
-    require_int("token", token)
+    require_token(state, token)
     require_time(state, now)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
-    refused = _rejection(current, token)
+    refused = _rejection(current, token, state.variants, late=True)
     if refused:
         return state, refused
     if current.cancel_requested:
-        ended = _release(current, Status.CANCELLED)
+        ended = _release(current, Status.CANCELLED, now)
     elif _budget_spent(current):
-        ended = _release(current, Status.FAILED)
+        ended = _release(current, Status.FAILED, now)
     else:
         backoff = current.retry_delay * 2 ** (current.attempts - 1)
-        ended = _release(current, Status.RETRY_WAIT, due_at=now + backoff)
+        ended = _release(current, Status.RETRY_WAIT, now, due_at=now + backoff)
     return _put(state, ended), ACCEPTED
 
 
@@ -427,17 +563,18 @@ def cancel(state: State, task_id: int, now: int) -> tuple[State, Outcome]:
         return state, Outcome(False, Reason.ALREADY_FINAL)
     if current.status is Status.RUNNING:
         return _put(state, replace(current, cancel_requested=True)), ACCEPTED
-    return _put(state, _release(current, Status.CANCELLED)), ACCEPTED
+    return _put(state, _release(current, Status.CANCELLED, now)), ACCEPTED
 
 
 def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tuple[State, Outcome]:
     """Move the current lease's end to ``now + duration``, keeping its token.
 
     Refused once a cancellation was requested, so a cancelled task cannot be
-    kept alive by its worker.
+    kept alive by its worker. A late token never renews (not even under
+    ``late=accept-unclaimed``): a lease that ended stays ended.
     """
     require_task(state, task_id)
-    require_int("token", token)
+    require_token(state, token)
     require_time(state, now)
     require_at_least("duration", duration, 1)
     state = expire(state, now)
@@ -450,8 +587,145 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     return _put(state, replace(current, expires_at=now + duration)), ACCEPTED
 
 
+def prune(state: State, before: int, now: int) -> tuple[State, int]:
+    """Forget every final task that ended at a time ``< before``; return how many were forgotten.
+
+    Timed: ``now`` follows the clock rules and due leases expire first (a
+    task that this expiry ends at ``now`` is kept, since ``now >= before``).
+    ``before`` is an int with ``0 <= before <= now``. A forgotten task's
+    idempotency key is forgotten with it (the key may make a new task);
+    its id is never reused, and ``task`` of it raises ValueError saying it was
+    forgotten. O(T).
+    """
+    require_int("before", before)
+    require_time(state, now)
+    if not 0 <= before <= now:
+        raise ValueError(f"before must be >= 0 and <= now: before={before!r}, now={now!r}")
+    state = expire(state, now)
+    gone = [t for t in state.tasks if not t.forgotten and t.status in FINAL_STATUSES and t.ended_at < before]
+    if not gone:
+        return state, 0  # unchanged: everything but the clock and expired leases
+    forgotten_ids = {t.id for t in gone}
+    for t in gone:
+        state = _put(state, replace(t, forgotten=True))
+    keys = tuple(r for r in state.keys if r.task_id not in forgotten_ids)
+    # unchanged: workers, last_token, issued, every other task
+    return replace(state, keys=keys), len(gone)
+
+
+# ---------------------------------------------------------------- batches
+#
+# A batch is the sequence of single calls it stands for, as one atomic call:
+# the model folds the single transitions over the state, and since it is pure
+# an invalid entry anywhere raises before anything is kept (all or nothing).
+
+
+def _require_list(name: str, value: object) -> list:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list, not {type(value).__name__}: {value!r}")
+    return list(value)
+
+
+def _entry_error(name: str, number: int, exc: ValueError) -> ValueError:
+    return ValueError(f"{name}[{number}]: {exc} (nothing in the batch was done)")
+
+
+def submit_many(state: State, tasks: list[dict]) -> tuple[State, list[int]]:
+    """``submit(**entry)`` for each entry of ``tasks`` in order, all or nothing; the list of ids.
+
+    Each entry is a dict of ``submit``'s keyword arguments. Untimed.
+    """
+    entries = _require_list("tasks", tasks)
+    ids = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"tasks[{number}] must be a dict of submit's arguments, not {type(entry).__name__}: {entry!r}")
+        unknown = sorted(set(entry) - set(SUBMIT_ARGUMENTS))
+        if unknown:
+            raise ValueError(f"tasks[{number}]: submit takes no argument {unknown[0]!r} (it takes {', '.join(SUBMIT_ARGUMENTS)})")
+        try:
+            state, task_id = submit(state, **entry)
+        except ValueError as exc:
+            raise _entry_error("tasks", number, exc) from None
+        ids.append(task_id)
+    return state, ids
+
+
+#: ``submit``'s keyword arguments, which a ``submit_many`` entry may give.
+SUBMIT_ARGUMENTS = ("priority", "due_at", "max_attempts", "retry_delay", "key")
+
+
+def dispatch_many(state: State, worker: str, now: int, duration: int, limit: int) -> tuple[State, list[Lease]]:
+    """Up to ``limit`` dispatches of ``worker`` at ``now``, stopping at the first that hands out nothing.
+
+    ``limit`` is an int >= 1. Returns the leases, possibly none.
+    """
+    return _dispatch_many(state, worker, now, duration, limit, _MODEL_PICKS)
+
+
+def _dispatch_many(state: State, worker: str, now: int, duration: int, limit: int,
+                   observed: object) -> tuple[State, object]:
+    capacity_of(state, worker)
+    require_time(state, now)
+    require_at_least("duration", duration, 1)
+    require_at_least("limit", limit, 1)
+    leases: list[Lease] = []
+    seen = None
+    if observed is not _MODEL_PICKS:
+        if not isinstance(observed, (list, tuple)) or len(observed) > limit:
+            return expire(state, now), _NOT_ALLOWED
+        seen = list(observed)
+    for number in range(limit):
+        # past the scheduler's last lease it must be that the model hands out nothing either
+        want = _MODEL_PICKS if seen is None else (seen[number] if number < len(seen) else None)
+        state, lease = _dispatch(state, worker, now, duration, want)
+        if lease is _NOT_ALLOWED:
+            return state, _NOT_ALLOWED
+        if lease is None:
+            break
+        leases.append(lease)
+    return state, leases
+
+
+def _reports(name: str, reports: object, state: State) -> list[tuple[int, int | str]]:
+    """``reports`` validated whole (before any change): a list of ``(task_id, token)`` pairs."""
+    pairs = []
+    for number, pair in enumerate(_require_list(name, reports)):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"{name}[{number}] must be a (task_id, token) pair, not {pair!r}")
+        try:
+            require_task(state, pair[0])
+            require_token(state, pair[1])
+        except ValueError as exc:
+            raise _entry_error(name, number, exc) from None
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def complete_many(state: State, reports: list, now: int) -> tuple[State, list[Outcome]]:
+    """``complete(task_id, token, now)`` for each pair of ``reports`` in order, all or nothing."""
+    return _reports_batch(complete, "reports", state, reports, now)
+
+
+def fail_many(state: State, reports: list, now: int) -> tuple[State, list[Outcome]]:
+    """``fail(task_id, token, now)`` for each pair of ``reports`` in order, all or nothing."""
+    return _reports_batch(fail, "reports", state, reports, now)
+
+
+def _reports_batch(single: Callable, name: str, state: State, reports: object, now: int) -> tuple[State, list[Outcome]]:
+    pairs = _reports(name, reports, state)
+    require_time(state, now)
+    outcomes = []
+    for task_id, token in pairs:
+        state, outcome = single(state, task_id, token, now)
+        outcomes.append(outcome)
+    if not pairs:
+        state = expire(state, now)
+    return state, outcomes
+
+
 def advance(state: State, now: int) -> tuple[State, None]:
-    """Move time to ``now``, expiring every lease with ``expires_at <= now``."""
+    """Move time to ``now``, expiring every lease no longer live (``expires_at <= now``)."""
     require_time(state, now)
     return expire(state, now), None
 
@@ -467,6 +741,11 @@ TRANSITIONS = {
     "cancel": cancel,
     "renew": renew,
     "advance": advance,
+    "prune": prune,
+    "submit_many": submit_many,
+    "dispatch_many": dispatch_many,
+    "complete_many": complete_many,
+    "fail_many": fail_many,
 }
 
 
@@ -493,6 +772,69 @@ def apply(state: State, op: str, args: dict[str, object]) -> tuple[State, object
         return transition(state, **args)
     except TypeError as exc:  # an unknown or missing keyword
         raise ValueError(f"bad arguments for {op}: {exc}") from None
+
+
+def follow(state: State, op: str, args: dict[str, object], observed: object) -> tuple[State, object] | None:
+    """Whether the model allows a scheduler's answer ``observed`` to this call, and where it leads.
+
+    For a deterministic call that is ``apply`` and ``same_answer``. A dispatch
+    may have several allowed answers under ``order=any`` (any eligible task)
+    and ``tokens=opaque`` (any token never handed out before): the model then
+    takes the scheduler's choice, checked against the rules, so the next state
+    holds the scheduler's task and token. ``dispatch_many`` follows each lease
+    in turn. The core holds whatever the variants: only an eligible task, only
+    a worker with room (unless ``capacity=none``), only a fresh token.
+
+    Returns:
+        ``(next state, the model's result)`` when ``observed`` is allowed,
+        else None (the state the caller holds is unchanged either way).
+
+    Raises:
+        ValueError: exactly where ``apply`` does: the call is invalid.
+    """
+    if op in ("dispatch", "dispatch_many"):
+        transition = _dispatch if op == "dispatch" else _dispatch_many
+        try:
+            after, result = transition(state, **args, observed=observed)
+        except TypeError as exc:
+            raise ValueError(f"bad arguments for {op}: {exc}") from None
+        return None if result is _NOT_ALLOWED else (after, result)
+    after, result = apply(state, op, args)
+    return (after, result) if same_answer(result, observed) else None
+
+
+def same_answer(want: object, have: object) -> bool:
+    """Whether ``have`` (a scheduler's answer, read by attribute names) is the model's answer ``want``.
+
+    Compared as the spec compares: every Lease field, a task id or count,
+    ``accepted`` only for an Outcome (reason wording is advice), element by
+    element for a batch. Types count where ``==`` would blur them: ``True``
+    is not ``1`` and ``1.0`` is not ``1``. O(size of the answer).
+    """
+    if want is None:
+        return have is None
+    if isinstance(want, bool) or have is None:
+        return False
+    if isinstance(want, int):
+        return type(have) is int and have == want
+    if isinstance(want, Outcome):
+        return type(getattr(have, "accepted", None)) is bool and have.accepted == want.accepted
+    if isinstance(want, Lease):
+        try:
+            got = (have.task_id, have.worker, have.token, have.started_at, have.expires_at)
+        except AttributeError:
+            return False
+        return all(type(g) is type(w) and g == w for g, w in zip(got, (
+            want.task_id, want.worker, want.token, want.started_at, want.expires_at)))
+    if isinstance(want, list):
+        return isinstance(have, (list, tuple)) and len(have) == len(want) and all(
+            same_answer(w, h) for w, h in zip(want, have))
+    return want == have
+
+
+def visible(state: State) -> list[Task]:
+    """The tasks ``task()`` answers for: every task not forgotten, in id order."""
+    return [t for t in state.tasks if not t.forgotten]
 
 
 def worker_loads(state: State) -> dict[str, tuple[int, int]]:

@@ -106,6 +106,14 @@ class TaskView:
 #: The protocol's operations, in the order the README's contract table lists them.
 OPERATIONS = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance")
 
+#: Operations a scheduler may offer or not (``spec.checkers.capabilities``
+#: detects them): ``prune(before, now)`` forgets final tasks that ended before
+#: ``before`` and returns how many; the batches are the single calls they
+#: stand for, as one atomic call (see ``spec.model``).
+PRUNE_OPERATIONS = ("prune",)
+BATCH_OPERATIONS = ("submit_many", "dispatch_many", "complete_many", "fail_many")
+OPTIONAL_OPERATIONS = PRUNE_OPERATIONS + BATCH_OPERATIONS
+
 #: Not an operation but a step of checks and scenarios: the scheduler is
 #: replaced by its ``reopen()`` (as a new process would see its storage) and
 #: must then agree on everything. The contract's state does not change.

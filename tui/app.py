@@ -23,19 +23,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
+from fencepost.spec.arguments import DEFAULT_IMPL
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.formats.scenario import (
-    Scenario,
-    ScenarioError,
-    builtin_names,
-    builtin_summary,
-    curriculum,
-    dump_scenario,
-    load_scenario,
-    resolve,
-)
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from fencepost.walkthroughs import builtin_names, builtin_summary, curriculum, resolve
 from fencepost.tui.commands import CommandError, parse_command
-from fencepost.tui.launch import DEFAULT_IMPL
 from fencepost.tui.lanes import LanesView
 from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
@@ -92,11 +84,7 @@ ANSWER_BINDINGS = [
 def open_timeline(scenario: Scenario, factory: Callable[[], object]) -> Timeline:
     """Build the timeline, with the model's checks too if the scenario is small
     (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest."""
-    timeline = build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS)
-    # A big timeline is hundreds of thousands of long-lived objects; left to the
-    # collector, every full collection would walk them all in the middle of a step.
-    gc.freeze()
-    return timeline
+    return build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS)
 
 
 class FencepostApp(App[None]):
@@ -154,10 +142,15 @@ class FencepostApp(App[None]):
         notice: str | None = None,
         save_path: str | None = None,
         walkthrough: str | None = None,
+        freeze_collector: bool = False,
     ) -> None:
         """``walkthrough``: the built-in's name when the scenario is one, so its last step
-        can point to the next in the curriculum."""
+        can point to the next in the curriculum. ``freeze_collector``: the process is this
+        app's alone (``fencepost tui``), so what stays alive is moved out of the garbage
+        collector's sight (``gc.freeze``) once the screen is up and as the model runs;
+        a library caller's heap is left as it is."""
         super().__init__()
+        self.freeze_collector = freeze_collector
         self.walkthrough = walkthrough
         self.timeline = timeline
         self.impl_name = impl_name
@@ -235,7 +228,7 @@ class FencepostApp(App[None]):
         self.show_step()
         # Once the first screen is up, everything alive (the timeline, the widgets) stays
         # alive: out of the collector's sight, a full collection no longer stalls a step.
-        self.call_after_refresh(gc.freeze)
+        self.call_after_refresh(self.freeze_survivors)
         if not self.timeline.model_done:
             self.call_after_refresh(self.check_against_model)
         if self.notice:
@@ -423,6 +416,16 @@ class FencepostApp(App[None]):
 
     # ------------------------------------------------------------ the model, in the background
 
+    def freeze_survivors(self) -> None:
+        """With ``freeze_collector``: move every object alive now out of the collector's sight.
+
+        A big timeline is hundreds of thousands of long-lived objects; left to the
+        collector, every full collection would walk them all in the middle of a step.
+        Only the entry point asks for it: it is never undone, which is right only for
+        a process that ends with the app."""
+        if self.freeze_collector:
+            gc.freeze()
+
     @work(thread=True, exclusive=True, group="model")
     def check_against_model(self) -> None:
         worker = get_current_worker()
@@ -430,11 +433,11 @@ class FencepostApp(App[None]):
         total = len(timeline.frames)
 
         def progress(done: int) -> None:
-            gc.freeze()  # the model's rows live as long as the timeline: keep them out of collections
+            self.freeze_survivors()  # the model's rows live as long as the timeline: keep them out of collections
             self.call_from_thread(self.model_advanced, timeline, f"model {100 * done // total}%")
 
         if timeline.run_model(should_stop=lambda: worker.is_cancelled, progress=progress):
-            gc.freeze()
+            self.freeze_survivors()
             self.call_from_thread(self.model_finished, timeline)
 
     def model_advanced(self, timeline: Timeline, progress: str) -> None:

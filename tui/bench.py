@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import random
 import statistics
 import time
@@ -104,7 +105,8 @@ async def _measure_app(scenario: Scenario, size: tuple[int, int], samples: int) 
     figures: dict[str, float] = {}
     started, started_cpu = time.perf_counter(), time.process_time()
     timeline = open_timeline(scenario, Scheduler)
-    app = Timed(timeline)
+    gc.freeze()  # as `fencepost tui` does (tui/launch.py): this measures that path, in a process of its own
+    app = Timed(timeline, freeze_collector=True)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
 

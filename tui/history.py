@@ -30,7 +30,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from fencepost.spec.checkers.linearize import Verdict, describe_call, describe_outcome, report
+from fencepost.spec.checkers.linearize import Verdict
+from fencepost.spec.checkers.linearize_command import describe_call, describe_outcome, report
 from fencepost.spec.formats.history import INFO, History
 
 #: Columns the lane names may take; longer names are cut.

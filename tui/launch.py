@@ -20,24 +20,15 @@ is one line on stderr and exit status 2. Press ? in the app for the keys.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.cli import EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.arguments import DEFAULT_IMPL, EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.formats.scenario import (
-    DEFAULT_WALKTHROUGH,
-    Scenario,
-    ScenarioError,
-    builtin_names,
-    builtin_summary,
-    curriculum,
-    load_scenario,
-    resolve,
-)
-
-DEFAULT_IMPL = "impl:Scheduler"
+from fencepost.walkthroughs import DEFAULT_WALKTHROUGH, builtin_names, builtin_summary, curriculum, resolve
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, load_scenario
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,15 +108,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_name: str, notice: str | None) -> int:
-    from fencepost.tui.app import FencepostApp, open_timeline  # Textual only once the input is good
+    from fencepost.tui.app import FencepostApp  # Textual only once the input is good
 
     timeline = build_watched(scenario, factory, args.call_timeout, impl_name)
+    # The process is the app's from here to its end: the timeline's rows are out of the
+    # collector's sight for good, so no full collection walks them in the middle of a step.
+    gc.freeze()
     app = FencepostApp(
         timeline,
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,
         walkthrough=builtin_name(args),
+        freeze_collector=True,
     )
     app.run()
     return EXIT_OK

@@ -10,9 +10,10 @@ from it. The three columns at a frame come from ``Timeline.board(index)``:
 the view is a pure function of the step index, so stepping back is exact.
 
 Nothing here imports Textual. The widgets only format what this module hands
-them; all the reading of the scheduler's behaviour (why a task was picked,
-which lease expired, why a completion was refused) happens here, from the
-protocol's public task views and return values.
+them. This module is the frame store: the rows at every frame, the columns
+and the model's checks. The words said about each step (why a task was
+picked, which lease expired, why a completion was refused) are
+``tui.narration``'s, which any view can use.
 
 Scale. Task views are not copied for every frame: each frame stores only the
 rows that changed (before and after), a full copy is kept every
@@ -35,15 +36,11 @@ import operator
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from fencepost.spec import model
-from fencepost.spec.protocol import RESTART
-from fencepost.tui.commands import expect_from
-from fencepost.spec.formats.scenario import (
-    Scenario,
-    Step,
-    StepResult,
+from fencepost.spec.formats.scenario import Scenario, Step, StepResult, expect_from
+from fencepost.spec.checkers.steps import (
     apply_step,
     bool_field,
     check_expect,
@@ -53,6 +50,19 @@ from fencepost.spec.formats.scenario import (
     int_field,
     offers_restart,
 )
+from fencepost.spec.protocol import RESTART
+from fencepost.tui.narration import (  # noqa: F401  (EVENT_KINDS and lease_text stay importable from here)
+    CALL,
+    EVENT_KINDS,
+    NOTABLE_KINDS,
+    Event,
+    Narrator,
+    lease_text,
+    mismatch_event,
+    result_divergence,
+    view_difference,
+)
+from fencepost.tui.rows import Change, Row, same_lease  # noqa: F401  (same_lease stays importable from here)
 
 #: A full copy of one side's task rows is kept every this many frames.
 CHECKPOINT_EVERY = 256
@@ -66,59 +76,10 @@ FULL_SCAN_LIMIT = 64
 
 Side = Literal["impl", "model"]
 
-#: Event kinds; the stylesheet gives each its colour.
-EVENT_KINDS = (
-    "call",  # the step's call and result (the first log line of every step)
-    "worker",  # a worker joined
-    "submit",  # a task was submitted
-    "dispatch",  # a task was leased, and why it was the pick
-    "idle",  # a dispatch that leased nothing, and why
-    "expiry",  # a lease reached its end and the task was taken back
-    "rejection",  # complete, fail, renew or cancel refused, with the reason in words
-    "complete",  # a completion accepted
-    "fail",  # an explicit failure accepted (retry, failed or cancelled)
-    "cancel",  # a cancellation accepted (or requested, for running work)
-    "renew",  # a lease extended
-    "time",  # time moved and nothing else happened
-    "restart",  # the scheduler was reopened from its storage, with what it recovered
-    "error",  # the call was invalid and raised
-    "mismatch",  # the step's expect did not hold
-)
-
-#: Kinds that ``n``/``N`` jump between.
-NOTABLE_KINDS = frozenset({"expiry", "rejection"})
-
 #: Operations that take no time, so expire no lease.
 UNTIMED = frozenset({"add_worker", "submit"})
 
 WAITING = frozenset({"pending", "retry_wait"})
-
-
-class Row(NamedTuple):
-    """One task as a side (implementation or model) shows it at one frame.
-
-    The first nine fields are the protocol's ``TaskView`` (status as its
-    string); ``started_at`` and ``since`` are derived here: when the current
-    lease began, and the frame at which the task entered its current status.
-    """
-
-    id: int
-    status: str
-    priority: int
-    due_at: int
-    attempts: int
-    worker: str | None
-    token: int | None
-    expires_at: int | None
-    cancel_requested: bool
-    started_at: int | None
-    since: int
-    rank: tuple[int, int, int]  # the dispatch order key: (-priority, due_at, id)
-
-    @property
-    def view(self) -> tuple:
-        """The protocol fields only: what implementation and model must agree on."""
-        return self[:9]
 
 
 # The columns' orders. Every key ends in the task id, so no two rows tie.
@@ -132,19 +93,6 @@ def _RUNNING_ORDER(row: Row) -> tuple:  # by worker, then lease start
 
 def _DONE_ORDER(row: Row) -> tuple:  # most recently finished first
     return (-row.since, row.id)
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something that happened at one step, in words."""
-
-    kind: str  # one of EVENT_KINDS
-    text: str
-    task_id: int | None = None
-
-
-#: The log's first line of every frame: the widget words it from the frame.
-_CALL = Event("call", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +168,6 @@ KEY_SHOWN = 10
 def short_key(key: str) -> str:
     """``key`` cut to ``KEY_SHOWN`` characters for a task column."""
     return key if len(key) <= KEY_SHOWN else key[: KEY_SHOWN - 1] + "…"
-
-
-Change = tuple[int, "Row | None", Row]
 
 
 class _Track:
@@ -507,36 +452,6 @@ def _row(view: object, previous: Row | None, now: int, frame: int) -> Row:
     return row
 
 
-def same_lease(before: Row, after: Row) -> bool:
-    """Both rows are running under one lease. A dispatch always counts an attempt,
-    so a re-lease is seen even by an implementation that wrongly reuses the token."""
-    return (
-        before.status == after.status == "running"
-        and (before.token, before.worker, before.attempts) == (after.token, after.worker, after.attempts)
-    )
-
-
-#: What became of a task whose lease expired, by its status after the step.
-_AFTER_EXPIRY = {
-    "running": "leased again at once to {worker} under token {token}",
-    "pending": "task {id} is pending again",
-    "failed": "no attempts left ({attempts} used): task {id} failed",
-    "cancelled": "a cancellation was requested: task {id} cancelled",
-}
-
-#: What an accepted explicit failure did, by the task's status after it.
-_AFTER_FAIL = {
-    "retry_wait": "task {id} failed attempt {attempts}: retries once due at t={due_at} (backoff)",
-    "failed": "task {id} failed attempt {attempts} with no attempts left: failed",
-    "cancelled": "task {id} failed and a cancellation was requested: cancelled",
-}
-
-
-def lease_text(start: int | None, end: int | None) -> str:
-    """A lease as the half-open interval it is: ``[5, 10)``."""
-    return f"[{start}, {end})"
-
-
 def _result_key(result: StepResult) -> object:
     """What implementation and model must agree on: raised or not, and the value's fields."""
     if result.error is not None:
@@ -572,9 +487,8 @@ class Timeline:
         self._scheduler = factory()
         self._impl = _Side()
         self._waiting = _Waiting(self._impl.rows)
+        self._narrator = Narrator(self._impl, self._waiting)
         self._results: list[object] = [None]  # _result_key of every frame's implementation result
-        # (task id, token) -> (start, end) of every lease that ended by expiry, for rejection texts
-        self._expired: dict[tuple[int, int | None], tuple[int | None, int | None]] = {}
         self._state = model.initial()
         self._model = _Side()
         self._model_lock = threading.Lock()
@@ -629,7 +543,7 @@ class Timeline:
         mine = dict(self._cursors["impl"].rows_at(index))
         theirs = self._cursors["model"].rows_at(index)
         ids = sorted(mine.keys() | theirs.keys())
-        return [text for task_id in ids if (text := _view_difference((task_id,), mine, theirs))]
+        return [text for task_id in ids if (text := view_difference((task_id,), mine, theirs))]
 
     def next_notable(self, index: int) -> int | None:
         """The first frame after ``index`` with an expiry or a rejection, if any."""
@@ -710,10 +624,10 @@ class Timeline:
             now = self.frames[-1].now
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
-        events = self._events(step, result, changes, now)
+        events = self._narrator.events(step, result, changes, now)
         mismatch = crash or check_expect(step, result) or self._check_state(step)
         if mismatch:
-            events.append(Event("mismatch", f"expect failed: {mismatch}"))
+            events.append(mismatch_event(mismatch))
         frame = Frame(
             index=index,
             now=now,
@@ -727,7 +641,7 @@ class Timeline:
         )
         # A restart's value is the reopened scheduler; what must agree with the model is only that it did not raise.
         self._results.append(None if step.op == RESTART and result.error is None else _result_key(result))
-        self.log.append((index, _CALL))
+        self.log.append((index, CALL))
         self.log.extend((index, event) for event in events)
         self.log_end.append(len(self.log))
         if frame.notable:
@@ -794,9 +708,9 @@ class Timeline:
         said = describe_result(step, result)
         divergence = None
         if self._results[index] != _result_key(result):
-            divergence = f"returned {self.frames[index].result}; the model returned {said}"
+            divergence = result_divergence(self.frames[index].result, said)
         else:
-            divergence = _view_difference(compared, impl_rows, mod.rows)
+            divergence = view_difference(compared, impl_rows, mod.rows)
         check = Check(
             index=index,
             now=self._state.now,
@@ -809,190 +723,6 @@ class Timeline:
         if divergence:
             self.divergences.append(index)
         self.checks.append(check)
-
-    # ------------------------------------------------------------ events in words
-
-    def _events(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
-        if result.error is not None:
-            return [Event("error", f"{step.op} raised: {result.error}")]
-        events = self._expiries(step, result, changes, now)
-        args, op = step.args, step.op
-        if op == "add_worker":
-            events.append(Event("worker", f"worker {args['worker']} joins with capacity {args['capacity']}"))
-        elif op == "submit":
-            events.append(self._submit_event(step, result, now))
-        elif op == "dispatch":
-            events.append(self._dispatch_event(step, result, now))
-        elif op in ("complete", "fail", "renew"):
-            events.append(self._lease_call_event(step, result, changes))
-        elif op == "cancel":
-            events.append(self._cancel_event(step, result))
-        elif op == "advance" and not events:
-            events.append(Event("time", f"time advances to t={now}; no lease ends"))
-        elif op == RESTART:
-            events.append(self._restart_event(changes, now))
-        return events
-
-    def _restart_event(self, changes: tuple[Change, ...], now: int) -> Event:
-        """What the reopened scheduler recovered, by status; and what it shows differently, if anything."""
-        rows = self._impl.rows
-        counts: dict[str, int] = {}
-        for row in rows.values():
-            counts[row.status] = counts.get(row.status, 0) + 1
-        held = ", ".join(f"{n} {status}" for status, n in counts.items())
-        text = f"restart: the scheduler was reopened at t={now}; {len(rows)} task{'s' if len(rows) != 1 else ''} recovered"
-        if held:
-            text += f" ({held})"
-        if changes:
-            text += f"; {len(changes)} changed on reopening: {', '.join(f'#{task_id}' for task_id, _, _ in changes)}"
-        return Event("restart", text)
-
-    def _expiries(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
-        """Leases that ended at this step other than by their own accepted complete or fail."""
-        own = step.args.get("task_id") if step.op in ("complete", "fail") else None
-        accepted = getattr(result.value, "accepted", False)
-        events = []
-        for task_id, before, after in changes:
-            if before is None or before.status != "running":
-                continue
-            if same_lease(before, after):
-                continue
-            if task_id == own and accepted and step.args.get("token") == before.token:
-                continue
-            self._expired[(task_id, before.token)] = (before.started_at, before.expires_at)
-            noticed = "" if before.expires_at == now else f" (noticed at t={now})"
-            then = _AFTER_EXPIRY.get(after.status, "task {id} is {status}").format(**after._asdict())
-            events.append(
-                Event(
-                    "expiry",
-                    f"lease {lease_text(before.started_at, before.expires_at)} of task {task_id} "
-                    f"on {before.worker} (token {before.token}) expired at t={before.expires_at}{noticed}: {then}",
-                    task_id,
-                )
-            )
-        return events
-
-    def _submit_event(self, step: Step, result: StepResult, now: int) -> Event:
-        task_id, args = result.value, step.args
-        if self._impl.duplicate:
-            return Event("submit", f"submit with key {args.get('key')!r} returned task {task_id}: already submitted", task_id)
-        row = self._impl.rows.get(task_id)
-        due = row.due_at if row else args.get("due_at", now)
-        parts = [f"task {task_id} submitted: priority {args.get('priority', 0)}"]
-        if isinstance(args.get("key"), str):
-            parts[0] = f"task {task_id} submitted with key {args['key']!r}: priority {args.get('priority', 0)}"
-        parts.append(f"due t={due}" + (" (not yet due)" if due > now else ""))
-        if args.get("max_attempts") is not None:
-            parts.append(f"at most {args['max_attempts']} attempts")
-        if args.get("retry_delay", 1) != 1:
-            parts.append(f"retry delay {args['retry_delay']}")
-        return Event("submit", ", ".join(parts), task_id)
-
-    def _dispatch_event(self, step: Step, result: StepResult, now: int) -> Event:
-        worker = step.args["worker"]
-        lease = result.value
-        if lease is None:
-            load = next((w for w in self._impl.loads() if w.name == worker), None)
-            if load is not None and load.used >= load.capacity:
-                return Event("idle", f"no dispatch: {worker} is full ({load.used}/{load.capacity}); no token used")
-            soonest = self._waiting.soonest(now)
-            if soonest is not None:
-                return Event(
-                    "idle",
-                    f"no dispatch for {worker}: nothing is due at t={now} "
-                    f"(next: task {soonest.id} at t={soonest.due_at}); no token used",
-                )
-            return Event("idle", f"no dispatch for {worker}: nothing is waiting; no token used")
-        head = (
-            f"task {lease.task_id} → {worker}, token {lease.token}, "
-            f"lease {lease_text(lease.started_at, lease.expires_at)}"
-        )
-        chosen = self._impl.rows.get(lease.task_id)
-        if chosen is None:
-            return Event("dispatch", head, lease.task_id)
-        rival = self._waiting.best_due(now)  # the chosen task is running now: this is the runner-up
-        if rival is None:
-            why = "the only task due"
-        elif rival.priority != chosen.priority:
-            why = f"priority {chosen.priority} beats task {rival.id}'s {rival.priority}"
-        elif rival.due_at != chosen.due_at:
-            why = f"same priority {chosen.priority}; due t={chosen.due_at} beats task {rival.id}'s t={rival.due_at}"
-        else:
-            why = f"same priority {chosen.priority} and due t={chosen.due_at}; id {chosen.id} comes before {rival.id}"
-        return Event("dispatch", f"{head}: {why}", lease.task_id)
-
-    def _lease_call_event(self, step: Step, result: StepResult, changes: tuple[Change, ...]) -> Event:
-        op, task_id, token = step.op, step.args["task_id"], step.args["token"]
-        row = self._impl.rows.get(task_id)
-        if not getattr(result.value, "accepted", False):
-            reason = self._reason(result, task_id, token)
-            return Event("rejection", f"rejected {op} of task {task_id} with token {token}: {reason}", task_id)
-        # From here on the words describe the scheduler's state after the step, never the
-        # call's arguments: an implementation that wrongly accepts a stale token is shown as it is.
-        if row is None:
-            return Event(op, f"{op} of task {task_id} accepted", task_id)
-        if op == "complete":
-            before = next((b for changed, b, _ in changes if changed == task_id), None)
-            held = before.token if before is not None and before.status == "running" else token
-            under = f"token {held}" if held == token else f"its lease was under token {held}, not the {token} given"
-            return Event("complete", f"task {task_id} {row.status} ({under}); its slot is free at once", task_id)
-        if op == "renew":
-            lease = lease_text(row.started_at, row.expires_at)
-            under = f"still token {row.token}" if row.token == token else f"under token {row.token}, not the {token} given"
-            return Event("renew", f"lease of task {task_id} renewed: now {lease}, {under}", task_id)
-        text = _AFTER_FAIL.get(row.status, "task {id} failed: now {status}").format(**row._asdict())
-        return Event("fail", text, task_id)
-
-    def _cancel_event(self, step: Step, result: StepResult) -> Event:
-        task_id = step.args["task_id"]
-        row = self._impl.rows.get(task_id)
-        if not getattr(result.value, "accepted", False):
-            return Event("rejection", f"rejected cancel of task {task_id}: {self._reason(result, task_id, None)}", task_id)
-        if row is not None and row.status == "running":
-            return Event(
-                "cancel",
-                f"cancellation requested for running task {task_id}: cooperative, it keeps its lease "
-                f"on {row.worker} until it completes, fails or the lease ends",
-                task_id,
-            )
-        return Event("cancel", f"task {task_id} cancelled before it was claimed; it never starts", task_id)
-
-    def _reason(self, result: StepResult, task_id: int, token: int | None) -> str:
-        """A rejection's reason in words, from the implementation's reason code and views."""
-        reason = getattr(result.value, "reason", None)
-        row = self._impl.rows.get(task_id)
-        status = row.status if row else "unknown"
-        if reason == "stale_token" and row is not None:
-            return f"token {token} is stale: task {task_id} now runs under token {row.token}"
-        if reason == "lease_expired":
-            start, end = self._expired.get((task_id, token), (None, None))
-            if end is not None:
-                return f"lease {lease_text(start, end)} expired at t={end}"
-            return f"the lease of token {token} has expired"
-        if reason == "not_running":
-            return f"task {task_id} is not running (it is {status})"
-        if reason == "already_final":
-            return f"task {task_id} is already {status}, and final states never change"
-        if reason == "cancel_requested":
-            return f"a cancellation was requested for task {task_id}, so its lease can't be extended"
-        return str(reason) if reason else "refused (no reason given)"
-
-
-def _view_difference(ids: Iterable[int], impl_rows: dict[int, Row], model_rows: dict[int, Row]) -> str | None:
-    """The first task whose implementation view differs from the model's, in words."""
-    for task_id in ids:
-        mine, theirs = impl_rows.get(task_id), model_rows.get(task_id)
-        if mine is not None and theirs is not None and mine.view == theirs.view:
-            continue
-        if mine is None or theirs is None:
-            where = "the model" if mine is None else "the implementation"
-            return f"task {task_id} exists in {where} only"
-        fields = [name for name, a, b in zip(Row._fields[:9], mine.view, theirs.view) if a != b]
-        return f"task {task_id}: " + ", ".join(
-            f"{name} {getattr(mine, name)!r} (model: {getattr(theirs, name)!r})" for name in fields
-        )
-    return None
-
 
 def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: bool = True) -> Timeline:
     """Run ``scenario`` against a fresh scheduler from ``factory`` and, unless

@@ -33,7 +33,8 @@ import time
 import weakref
 
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, SchedulerFault, format_watched_call
-from fencepost.spec.formats.adapter import MAX_LINE_BYTES, ProtocolError, parse_answer, request_line
+from fencepost.spec.formats.limits import MAX_ANSWER_LINE_BYTES
+from fencepost.spec.formats.adapter import ProtocolError, parse_answer, request_line
 
 #: Seconds a program has to start and answer ``hello``, at least: starting an
 #: interpreter (Node, the JVM, Python with imports) on a loaded machine takes
@@ -374,9 +375,9 @@ class ExecProgram:
                 del self._buffer[: end + 1]
                 return line
             searched = len(self._buffer)
-            if searched > MAX_LINE_BYTES:
+            if searched > MAX_ANSWER_LINE_BYTES:
                 self._stop(f"it wrote an over-long line answering {_words(call)}")
-                raise AdapterFault(f"the program broke the adapter protocol answering {_words(call)}: an answer line longer than {MAX_LINE_BYTES} bytes")
+                raise AdapterFault(f"the program broke the adapter protocol answering {_words(call)}: an answer line longer than {MAX_ANSWER_LINE_BYTES} bytes")
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
                 self._hang(call)

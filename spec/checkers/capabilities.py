@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fencepost.spec.formats.scenario import offers_restart
+from fencepost.spec.checkers.steps import offers_restart
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"

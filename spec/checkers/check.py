@@ -29,7 +29,7 @@ from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
-from fencepost.spec.cli import (
+from fencepost.spec.arguments import (
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,
@@ -42,7 +42,11 @@ from fencepost.spec.cli import (
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, Watch, run_watched, watched_factory
-from fencepost.spec.checkers.machine import TraceStep, conformance_machine, format_trace, hang_trace, minimize
+from fencepost.spec.formats.trace import TraceStep
+from fencepost.spec.checkers.machine import conformance_machine
+from fencepost.spec.checkers.results import format_trace
+from fencepost.spec.checkers.lockstep import hang_trace
+from fencepost.spec.checkers.minimize import minimize
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
 #: CI profile's count, which reaches every declared outcome and boundary.

@@ -49,20 +49,19 @@ from hypothesis.stateful import run_state_machine_as_test
 from fencepost.spec import model, profiles
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.check import _positive, _seed
-from fencepost.spec.checkers.machine import (
+from fencepost.spec.checkers.results import (
     Divergence,
-    Lockstep,
-    TraceStep,
     comparable,
-    conformance_machine,
     describe,
-    format_call,
     format_trace,
-    minimize,
     normalize,
     view_tuple,
 )
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
+from fencepost.spec.checkers.lockstep import Lockstep
+from fencepost.spec.formats.trace import TraceStep, format_call
+from fencepost.spec.checkers.machine import conformance_machine
+from fencepost.spec.checkers.minimize import minimize
+from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
 from fencepost.spec.protocol import OPERATIONS
 
 #: Kills a run makes when ``--kills`` is not given.

@@ -50,7 +50,7 @@ the protocol, and measured faster than copying one: see
 ``ImplementationCheck``). Its result, clock and every task view must equal
 the model's, and its own ``check_invariants()`` must pass when it has one;
 equal views mean the invariants hold over its views too. A failing transition
-is replayed in ``spec.checkers.machine.Lockstep`` (``run_calls``) for the
+is replayed in ``spec.checkers.lockstep.Lockstep`` (``run_calls``) for the
 counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
 the model's state, so an implementation is driven along one path to each
 model state, the first in breadth-first order: a bug that needs the
@@ -90,7 +90,7 @@ from fencepost.spec import invariants, model
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.check import probe_factory
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, run_watched, watched_factory
-from fencepost.spec.cli import (
+from fencepost.spec.arguments import (
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,
@@ -101,7 +101,9 @@ from fencepost.spec.cli import (
     open_exec,
 )
 from fencepost.spec.checkers.coverage import Coverage, classify
-from fencepost.spec.checkers.machine import TraceStep, comparable, format_trace, normalize, run_calls, view_tuple
+from fencepost.spec.formats.trace import TraceStep
+from fencepost.spec.checkers.results import comparable, format_trace, normalize, view_tuple
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
 from fencepost.spec.formats.trace import write_trace
 

@@ -20,7 +20,7 @@ import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
@@ -28,19 +28,17 @@ from fencepost.spec.formats.scenario import (
     ScenarioError,
     Step,
     StepResult,
+    first_restart,
+    load_scenario,
+)
+from fencepost.spec.checkers.steps import (
     apply_step,
     check_expect,
     check_state,
     describe_call,
     describe_result,
-    first_restart,
-    load_scenario,
     offers_restart,
-    resolve,
 )
-
-DEFAULT_IMPL = "impl:Scheduler"
-
 
 @dataclass(frozen=True)
 class ReplayedStep:
@@ -173,12 +171,18 @@ def _count(n: int, noun: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Replay's arguments.
+
+    The command line sets two defaults on ``parser`` first: ``default_impl``,
+    the ``--impl`` used when none is given, and ``resolve_scenario``, which
+    turns ``PATH`` (a file or a built-in walkthrough's name) into a file.
+    """
     parser.add_argument("scenario", metavar="PATH", help="a scenario file (.toml or .json) or a built-in walkthrough name")
     parser.add_argument(
         "--impl",
         default=None,
         metavar="MODULE:FACTORY",
-        help=f"a zero-argument factory returning a fresh scheduler (default: {DEFAULT_IMPL})",
+        help=f"a zero-argument factory returning a fresh scheduler (default: {parser.get_default('default_impl')})",
     )
     add_exec_arguments(parser)
 
@@ -187,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if args.impl is not None and args.exec_command is not None:
         raise UsageError("give --impl or --exec, not both")
     try:
-        scenario = load_scenario(resolve(args.scenario))
+        scenario = load_scenario(args.resolve_scenario(args.scenario))
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     if args.exec_command is not None:
@@ -201,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
             except UsageError as exc:
                 raise UsageError(f"{args.scenario}: {exc}") from None
             return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
-    impl = args.impl or DEFAULT_IMPL
+    impl = args.impl or args.default_impl
     factory = load_factory(impl, "--impl")
     try:
         replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}")
@@ -217,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
-    running = {"impl": args.impl or DEFAULT_IMPL, "exec": args.exec_command}
+    running = {"impl": args.impl or args.default_impl, "exec": args.exec_command}
     for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):

@@ -34,8 +34,9 @@ import json
 import math
 import re
 
-from fencepost.spec.formats.limits import MAX_LINE_BYTES
-from fencepost.spec.formats.values import MAX_WIRE_STRING, ValueFormError, from_json
+from fencepost.spec.formats.limits import MAX_ANSWER_LINE_BYTES, MAX_ANSWER_NESTING
+from fencepost.spec.formats.limits import MAX_WIRE_STRING
+from fencepost.spec.formats.values import ValueFormError, from_json
 
 #: The protocol version this fencepost speaks; ``hello`` must answer it.
 PROTOCOL_VERSION = 1
@@ -43,12 +44,6 @@ PROTOCOL_VERSION = 1
 #: ``submit`` accepts an idempotency ``key``) and ``restart`` (it answers the
 #: ``restart`` op).
 CAPABILITIES = ("key", "restart")
-# The longest answer line read (1 MiB, newline included) is the shared limit on
-# a line of any line-based input. The longest real answer (a task view) is a
-# few hundred bytes; anything near the limit is a program gone wrong.
-#: Deepest nesting of arrays and objects in an answer line. Real answers nest
-#: two deep; the bound keeps a hostile line from exhausting the parser's stack.
-MAX_NESTING = 16
 #: The ops every program answers besides the protocol's methods.
 CONTROL_OPS = ("hello", "reset", "now", "restart")
 
@@ -79,7 +74,7 @@ def request_line(request_id: int, op: str, args: dict) -> bytes:
 
 
 def _unsendable(value: object, depth: int = 0) -> str | None:
-    if depth > MAX_NESTING:
+    if depth > MAX_ANSWER_NESTING:
         return "nested too deeply to send"
     if value is None or isinstance(value, (str, bool, int)):
         return None
@@ -109,14 +104,14 @@ def parse_answer(line: bytes, request_id: int, op: str) -> object:
             object, another id, both or neither of ``result`` and ``error``,
             an error other than ``ValueError``, a result not in its op's form.
     """
-    if len(line) > MAX_LINE_BYTES:
-        raise ProtocolError(f"an answer line longer than {MAX_LINE_BYTES} bytes")
+    if len(line) > MAX_ANSWER_LINE_BYTES:
+        raise ProtocolError(f"an answer line longer than {MAX_ANSWER_LINE_BYTES} bytes")
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"an answer line that is not UTF-8 (byte {exc.start}: {line[exc.start:exc.start + 1]!r})") from None
-    if _nesting(text) > MAX_NESTING:
-        raise ProtocolError(f"an answer nested more than {MAX_NESTING} deep")
+    if _nesting(text) > MAX_ANSWER_NESTING:
+        raise ProtocolError(f"an answer nested more than {MAX_ANSWER_NESTING} deep")
     try:
         answer = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, an int past Python's digit limit
@@ -176,7 +171,7 @@ def parse_hello(result: object) -> frozenset[str]:
 
 def _nesting(text: str) -> int:
     """The deepest nesting of brackets outside strings; O(len(text)), only where brackets are."""
-    if text.count("[") + text.count("{") <= MAX_NESTING:
+    if text.count("[") + text.count("{") <= MAX_ANSWER_NESTING:
         return 0  # cannot nest deeper than it has brackets
     depth = deepest = 0
     for match in _STRINGS_AND_BRACKETS.finditer(text):

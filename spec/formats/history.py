@@ -48,25 +48,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.spec.formats.limits import LimitError, check_tree, describe_path
+from fencepost.spec.formats.limits import (
+    MAX_HISTORY_BYTES,
+    MAX_HISTORY_INT_DIGITS,
+    MAX_HISTORY_LINE_BYTES,
+    MAX_HISTORY_NAME_CHARS,
+    MAX_HISTORY_NESTING,
+    LimitError,
+    check_tree,
+    describe_path,
+)
 from fencepost.spec.formats.scenario import SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
 from fencepost.spec.protocol import OPERATIONS
-
-#: The largest history file read, in bytes: 256 MiB, about two million calls.
-MAX_HISTORY_BYTES = 256 * 1024 * 1024
-
-#: The longest line, in bytes; an event is about 150 bytes, so this is slack for long worker names.
-MAX_LINE_BYTES = 64 * 1024
-
-#: The deepest JSON nesting a line may have; the format needs 3 (event, result, nothing deeper).
-MAX_NESTING = 8
-
-#: The most digits an integer may have; 20 holds every 64-bit value and a nanosecond clock for centuries.
-MAX_INT_DIGITS = 20
-
-#: The longest ``process`` name or ``error`` class name, in characters.
-MAX_NAME_CHARS = 200
 
 #: The event types, in the order a call goes through them.
 EVENT_TYPES = ("invoke", "ok", "info")
@@ -247,14 +241,14 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
     def fail(rule: str) -> HistoryError:
         return HistoryError(f"{where}{rule}")
 
-    if len(raw) > MAX_LINE_BYTES:
-        raise fail(f"{len(raw):,} bytes long; a line may have at most {MAX_LINE_BYTES:,}")
+    if len(raw) > MAX_HISTORY_LINE_BYTES:
+        raise fail(f"{len(raw):,} bytes long; a line may have at most {MAX_HISTORY_LINE_BYTES:,}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise fail(f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    if text.count("[") + text.count("{") > MAX_NESTING and _nesting(text) > MAX_NESTING:
-        raise fail(f"JSON nested deeper than {MAX_NESTING} levels")
+    if text.count("[") + text.count("{") > MAX_HISTORY_NESTING and _nesting(text) > MAX_HISTORY_NESTING:
+        raise fail(f"JSON nested deeper than {MAX_HISTORY_NESTING} levels")
     try:
         obj = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except HistoryError as exc:
@@ -275,8 +269,8 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
         if key not in _EVENT_KEYS[kind]:
             raise fail(f"field {_show(key)}: unknown in an {kind} event (it has {', '.join(sorted(_EVENT_KEYS[kind]))})")
     process = obj.get("process")
-    if not isinstance(process, str) or not process or len(process) > MAX_NAME_CHARS:
-        raise fail(f"field 'process' must be a non-empty string of at most {MAX_NAME_CHARS} characters, got {_show(process)}")
+    if not isinstance(process, str) or not process or len(process) > MAX_HISTORY_NAME_CHARS:
+        raise fail(f"field 'process' must be a non-empty string of at most {MAX_HISTORY_NAME_CHARS} characters, got {_show(process)}")
     stamp = obj.get("time")
     if stamp is not None and not (_is_int(stamp) and stamp >= 0):
         raise fail(f"field 'time' must be an int >= 0 (monotonic nanoseconds), got {_show(stamp)}")
@@ -289,7 +283,7 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
         raise fail("an ok event has exactly one of 'result' and 'error'")
     if "error" in obj:
         error = obj["error"]
-        if not isinstance(error, str) or not error.isidentifier() or len(error) > MAX_NAME_CHARS:
+        if not isinstance(error, str) or not error.isidentifier() or len(error) > MAX_HISTORY_NAME_CHARS:
             raise fail(f"field 'error' must be an exception class name such as \"ValueError\", got {_show(error)}")
         return Event(process, kind, error=error, time=stamp, line=line)
     return Event(process, kind, result=obj["result"], time=stamp, line=line)
@@ -343,8 +337,8 @@ def _nesting(text: str) -> int:
 
 
 def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-        raise HistoryError(f"an integer of {len(digits.lstrip('-')):,} digits; at most {MAX_INT_DIGITS} are allowed")
+    if len(digits.lstrip("-")) > MAX_HISTORY_INT_DIGITS:
+        raise HistoryError(f"an integer of {len(digits.lstrip('-')):,} digits; at most {MAX_HISTORY_INT_DIGITS} are allowed")
     return int(digits)
 
 

@@ -106,9 +106,47 @@ DOT_WEIGHT = 3
 #: of 8,000 parts costs 265 MB), so longer keys are refused before parsing.
 MAX_KEY_PARTS = 4
 
-#: Longest single line of a line-based format (a JSON-lines history record,
-#: an adapter's response), in bytes.
-MAX_LINE_BYTES = 1024 * 1024
+# ---------------------------------------------------------------- adapter answers (spec/formats/adapter.py)
+#
+# An adapter program's answers are read as they come, one JSON line each, and
+# hold one value: their limits are their own, not a file's.
+
+#: Longest answer line an adapter program may send (1 MiB, newline included),
+#: and ``check_line``'s default. The longest real answer (a task view) is a
+#: few hundred bytes; anything near the limit is a program gone wrong.
+MAX_ANSWER_LINE_BYTES = 1024 * 1024
+
+#: Deepest nesting of arrays and objects in an answer line. Real answers nest
+#: two deep; the bound keeps a hostile line from exhausting the parser's stack.
+MAX_ANSWER_NESTING = 16
+
+#: Largest magnitude an int read from an answer or a history may have: a
+#: signed 64-bit integer, which is what most languages' JSON readers hold exactly.
+WIRE_INT_LIMIT = 2**63 - 1
+
+#: Longest string (a worker name, a reason) read from an answer or a history.
+MAX_WIRE_STRING = 10_000
+
+# ---------------------------------------------------------------- histories (spec/formats/history.py)
+#
+# A history is JSON lines, one event a line, often recorded in production and
+# large: its lines are small and shallow, so its per-line limits are tighter
+# than an answer's and its file limit larger than a scenario's.
+
+#: The largest history file read, in bytes: 256 MiB, about two million calls.
+MAX_HISTORY_BYTES = 256 * 1024 * 1024
+
+#: The longest history line, in bytes; an event is about 150 bytes, so this is slack for long worker names.
+MAX_HISTORY_LINE_BYTES = 64 * 1024
+
+#: The deepest JSON nesting a history line may have; the format needs 3 (event, result, nothing deeper).
+MAX_HISTORY_NESTING = 8
+
+#: The most digits an integer in a history may have; 20 holds every 64-bit value and a nanosecond clock for centuries.
+MAX_HISTORY_INT_DIGITS = 20
+
+#: The longest ``process`` name or ``error`` class name in a history, in characters.
+MAX_HISTORY_NAME_CHARS = 200
 
 #: Characters no string may hold: C0 controls other than tab and newline
 #: (NUL, escape -- terminal control sequences start with it --, carriage
@@ -197,7 +235,7 @@ def decode_utf8(data: bytes, source: str) -> str:
         raise LimitError(source, "", f"not UTF-8 text: {exc.reason} at byte {exc.start} (line {line})") from None
 
 
-def check_line(line: str | bytes, source: str, number: int, max_bytes: int = MAX_LINE_BYTES) -> None:
+def check_line(line: str | bytes, source: str, number: int, max_bytes: int = MAX_ANSWER_LINE_BYTES) -> None:
     """Refuse one line of a line-based format longer than ``max_bytes`` (in bytes, or characters for str).
 
     Raises:
@@ -438,8 +476,10 @@ def one_line(text: str) -> str:
 
 
 __all__ = [
-    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_KEY_PARTS", "MAX_LINE_BYTES", "MAX_MARKS", "DOT_WEIGHT",
-    "MAX_NESTING", "MAX_STEPS", "MAX_STRING_CHARS", "FormatError", "LimitError", "check_line", "check_marks",
+    "FORBIDDEN_CHARACTERS", "MAX_FILE_BYTES", "MAX_INT_DIGITS", "MAX_ITEMS", "MAX_KEY_PARTS", "MAX_MARKS", "DOT_WEIGHT",
+    "MAX_NESTING", "MAX_STEPS", "MAX_STRING_CHARS",
+    "MAX_ANSWER_LINE_BYTES", "MAX_ANSWER_NESTING", "WIRE_INT_LIMIT", "MAX_WIRE_STRING",
+    "MAX_HISTORY_BYTES", "MAX_HISTORY_LINE_BYTES", "MAX_HISTORY_NESTING", "MAX_HISTORY_INT_DIGITS", "MAX_HISTORY_NAME_CHARS", "FormatError", "LimitError", "check_line", "check_marks",
     "check_string", "check_tree", "decode_utf8", "describe_path", "one_line", "parse_json",
     "parse_toml", "read_bounded",
 ]

@@ -1,6 +1,6 @@
 """Counterexamples as scenarios: a failing trace, kept as a replayable file.
 
-A trace (``spec.checkers.machine.TraceStep`` list) becomes a scenario in the pinned
+A trace (a ``TraceStep`` list, as the checkers record it) becomes a scenario in the pinned
 format with the model's result as ``expect`` on every step, and the model's
 whole state as ``expect_state`` on the diverging step. So ``fencepost replay
 FILE --impl MODULE:FACTORY`` fails at exactly the step that diverged, and
@@ -15,13 +15,28 @@ neither.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import hypothesis
 
 from fencepost.spec import model
-from fencepost.spec.checkers.machine import TraceStep, format_call
 from fencepost.spec.formats.scenario import Scenario, Step, dump_scenario
+
+
+@dataclass
+class TraceStep:
+    """One call as both sides saw it; ``expected`` is the model's answer."""
+
+    op: str
+    args: dict
+    expected: object  # the model's normalized result, or ("error", message)
+    got: object  # the implementation's normalized result, ("error", message), ("fault", message) or ("hang", seconds)
+    problem: str | None = None  # why this step diverged, if it did
+
+
+def format_call(op: str, args: dict) -> str:
+    return f"{op}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
 
 def expect_of(step: TraceStep) -> object:

@@ -31,6 +31,7 @@ O(1).
 
 from __future__ import annotations
 
+from fencepost.spec.formats.limits import MAX_WIRE_STRING, WIRE_INT_LIMIT
 from fencepost.spec.protocol import OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
@@ -51,11 +52,6 @@ OPS = (*OPERATIONS, *ADAPTER_OPS)
 #: The nine TaskView fields, in the order the protocol declares them.
 VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
 STATUS_VALUES = tuple(status.value for status in Status)
-#: Largest magnitude an int read may have: a signed 64-bit integer, which is
-#: what most languages' JSON readers hold exactly.
-WIRE_INT_LIMIT = 2**63 - 1
-#: Longest string (a worker name, a reason) read.
-MAX_WIRE_STRING = 10_000
 
 
 class ValueFormError(ValueError):

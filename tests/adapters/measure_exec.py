@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fencepost import Scheduler
 from fencepost.spec.adapters.exec import ExecProgram
-from fencepost.spec.checkers import machine
+from fencepost.spec.checkers import lockstep
 from fencepost.spec.checkers.check import check_factory
 
 HERE = Path(__file__).resolve().parent
@@ -29,14 +29,14 @@ HERE = Path(__file__).resolve().parent
 
 def measure(name: str, factory: object, runs: int) -> None:
     steps = 0
-    original = machine.Lockstep.step
+    original = lockstep.Lockstep.step
 
     def counting(self, op, args):
         nonlocal steps
         steps += 1
         return original(self, op, args)
 
-    machine.Lockstep.step = counting
+    lockstep.Lockstep.step = counting
     mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     try:
@@ -44,7 +44,7 @@ def measure(name: str, factory: object, runs: int) -> None:
         if isinstance(factory, ExecProgram):
             factory.close()  # reaped, so its CPU time is counted
     finally:
-        machine.Lockstep.step = original
+        lockstep.Lockstep.step = original
     seconds = time.perf_counter() - started
     mine2, theirs2 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (mine2.ru_utime + mine2.ru_stime) - (mine.ru_utime + mine.ru_stime)

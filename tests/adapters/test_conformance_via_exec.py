@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from fencepost.impl import bench_durable
-from fencepost.spec.cli import main
+from fencepost.cli import main
 
 
 def test_the_floor_commits_three_single_row_writes_per_cycle(tmp_path: Path) -> None:

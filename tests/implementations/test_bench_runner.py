@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.impl import bench_runner
-from fencepost.spec.cli import main
+from fencepost.cli import main
 
 
 def test_both_turns_run_every_task(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from runner_helpers import replay_mismatches
 
 from fencepost.impl import demo
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 
@@ -55,9 +56,9 @@ def test_on_a_terminal_it_opens_the_trace_in_the_tui(tmp_path: Path, monkeypatch
     from fencepost.tui import launch
 
     opened: list = []
-    monkeypatch.setattr(demo.sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.setattr(launch, "run", lambda args: opened.append(args) or 0)
     path = tmp_path / "demo.toml"
     assert main(["demo", "--tasks", "5", "--out", str(path)]) == 0
-    assert [(a.scenario, a.new, a.impl) for a in opened] == [(str(path), False, None)]
+    assert [(a.scenario, a.new, a.impl, a.exec_command) for a in opened] == [(str(path), False, None, None)]
     assert path.is_file()

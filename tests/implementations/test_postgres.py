@@ -296,7 +296,7 @@ def test_opener_maps_one_path_to_one_schema_and_forgets_it_once_gone(dsn: str, t
 
 
 def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from fencepost.spec.cli import main
+    from fencepost.cli import main
 
     monkeypatch.setenv("FENCEPOST_PG_DSN", "postgresql://nobody@127.0.0.1:1/none")
     assert main(["check", "impl.postgres:temporary"]) == 2

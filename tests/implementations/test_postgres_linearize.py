@@ -16,12 +16,9 @@ import pytest
 import pg_server
 from fencepost.impl.postgres import temporary
 from fencepost.impl.postgres_broken import status_fenced, unlocked_claim
+from fencepost.spec.checkers.linearize import check_history
+from fencepost.spec.formats.history import HistoryLog, dumps_event, loads_history
 from test_postgres_concurrency import claim_race, forced_claim_race, zombie_race
-
-linearize = pytest.importorskip("fencepost.spec.checkers.linearize", reason="fencepost linearize is not in this tree yet")
-histories = pytest.importorskip("fencepost.spec.formats.history", reason="the history format is not in this tree yet")
-check_history = linearize.check_history
-HistoryLog, dumps_event, loads_history = histories.HistoryLog, histories.dumps_event, histories.loads_history
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +59,6 @@ def test_linearize_rejects_a_claim_without_a_lock(tmp_path) -> None:
     assert verdict.linearizable is False
     failing = history.calls[verdict.failure.call]
     assert failing.op == "dispatch"  # the second lease of one task is what no order explains
-    from fencepost.spec.cli import main
+    from fencepost.cli import main
 
     assert main(["linearize", str(tmp_path / "history.jsonl")]) == 1

@@ -80,7 +80,7 @@ def test_the_workload_did_what_it_says(run) -> None:
 
 
 def test_the_whole_history_is_linearizable(run, tmp_path) -> None:
-    from fencepost.spec.checkers import linearize
+    from fencepost.spec.checkers import linearize, linearize_command
     from fencepost.spec.formats import history as histories
 
     events = run[1]
@@ -88,7 +88,7 @@ def test_the_whole_history_is_linearizable(run, tmp_path) -> None:
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     history = histories.load_history(path)
     verdict = linearize.check_history(history, max_states=MAX_STATES)
-    assert verdict.linearizable is True, linearize.report(history, verdict)
+    assert verdict.linearizable is True, linearize_command.report(history, verdict)
     assert verdict.windows > 1  # cut at quiescent points (the settling rounds, pauses between calls)
 
 

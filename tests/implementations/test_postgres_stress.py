@@ -26,6 +26,8 @@ import pytest
 
 import pg_server
 from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
+from fencepost.spec.checkers import linearize, linearize_command
+from fencepost.spec.formats import history as histories
 from fencepost.spec.protocol import Status
 from pg_stress import LEASE, run_stress
 
@@ -155,12 +157,10 @@ def test_tokens_completions_leases_and_end_states_hold(stress_run) -> None:
 
 
 def test_the_whole_history_is_linearizable(stress_run, tmp_path) -> None:
-    histories = pytest.importorskip("fencepost.spec.formats.history", reason="the history format is not in this tree yet")
-    linearize = pytest.importorskip("fencepost.spec.checkers.linearize", reason="fencepost linearize is not in this tree yet")
     events = stress_run[0]
     path = tmp_path / "stress.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     history = histories.load_history(path)
     verdict = linearize.check_history(history, max_states=MAX_STATES)
-    assert verdict.linearizable is True, linearize.report(history, verdict)
+    assert verdict.linearizable is True, linearize_command.report(history, verdict)
     assert verdict.windows >= ROUNDS  # cut at the barrier between rounds

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fencepost.spec.formats.scenario import load_scenario, resolve
+from fencepost.spec.formats.scenario import load_scenario
+from fencepost.walkthroughs import resolve
 from runner_walkthrough import walkthrough_run
 
 

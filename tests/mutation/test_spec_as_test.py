@@ -15,7 +15,7 @@ a mutant costs a second or two instead of a whole Hypothesis run:
   exactly the calls the first batch of ``fencepost check`` makes to any
   scheduler that conforms.
 * the check: each recorded run is replayed into a fresh scheduler in lockstep
-  with the model (``spec.checkers.machine.run_calls``, what ``fencepost check`` uses to
+  with the model (``spec.checkers.lockstep.run_calls``, what ``fencepost check`` uses to
   shrink): results, every task view and the clock compared after every call,
   every invariant of ``spec.invariants`` and the scheduler's own
   ``check_invariants()`` checked after every call.
@@ -68,7 +68,10 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model, profiles
 from fencepost.spec.checkers.check import COVERAGE_BATCHES
 from fencepost.spec.checkers.coverage import Coverage
-from fencepost.spec.checkers.machine import conformance_machine, format_call, format_trace, run_calls
+from fencepost.spec.checkers.machine import conformance_machine
+from fencepost.spec.formats.trace import format_call
+from fencepost.spec.checkers.results import format_trace
+from fencepost.spec.checkers.lockstep import run_calls
 
 SHIPPED = [SimpleScheduler, IndexedScheduler]
 

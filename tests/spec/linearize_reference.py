@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from fencepost.spec import model
-from fencepost.spec.cli import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
+from fencepost.cli import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
 from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
 from fencepost.spec.formats.values import same_result
 from fencepost.spec.protocol import FINAL_STATUSES, Status

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fencepost.spec.formats.adapter import MAX_NESTING, ProtocolError, parse_answer, request_line
+from fencepost.spec.formats.limits import MAX_ANSWER_NESTING
+from fencepost.spec.formats.adapter import ProtocolError, parse_answer, request_line
 from fencepost.spec.formats.values import OPS, ValueFormError, from_json, to_json
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
 
@@ -71,8 +72,8 @@ def test_an_error_answer_is_a_value_error_only_when_it_says_value_error():
 
 
 def test_nesting_inside_strings_does_not_count():
-    deep_text = json.dumps({"id": 1, "result": {"accepted": True, "reason": "[" * (MAX_NESTING * 4)}})
-    assert parse_answer(deep_text.encode(), 1, "complete") == Outcome(True, "[" * (MAX_NESTING * 4))
+    deep_text = json.dumps({"id": 1, "result": {"accepted": True, "reason": "[" * (MAX_ANSWER_NESTING * 4)}})
+    assert parse_answer(deep_text.encode(), 1, "complete") == Outcome(True, "[" * (MAX_ANSWER_NESTING * 4))
 
 
 @given(line=st.binary(max_size=300) | st.recursive(

@@ -7,7 +7,7 @@ import pytest
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.check import check_factory
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 from fencepost.spec.testing import conformance_test
 

@@ -18,7 +18,7 @@ from fencepost.impl.durable import DurableScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
 from fencepost.spec.checkers import crash
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 from fencepost.spec.mutants import CRASH_MUTANTS
 from fencepost.spec.mutants.durable_ack_before_commit import Scheduler as AckBeforeCommit

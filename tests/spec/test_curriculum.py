@@ -14,17 +14,8 @@ import re
 
 import pytest
 
-from fencepost.spec.formats.scenario import (
-    BUILTIN_DIR,
-    LEASE_FIELDS,
-    SIGNATURES,
-    STATE_FIELDS,
-    Scenario,
-    builtin_names,
-    curriculum,
-    load_scenario,
-    resolve,
-)
+from fencepost.walkthroughs import BUILTIN_DIR, builtin_names, curriculum, resolve
+from fencepost.spec.formats.scenario import LEASE_FIELDS, SIGNATURES, STATE_FIELDS, Scenario, load_scenario
 from fencepost.spec.protocol import OPERATIONS, Reason, Status
 from fencepost.tui.glossary import BY_WORD, GLOSSARY
 

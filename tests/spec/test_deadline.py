@@ -13,7 +13,7 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, Watched, run_watched, watched_factory
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 from tests.spec.schedulers import DeadlocksOnCancel
 

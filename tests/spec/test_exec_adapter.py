@@ -19,7 +19,7 @@ import pytest
 from fencepost.spec.adapters.exec import AdapterFault, AdapterStartError, ExecProgram
 from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.checkers.deadline import CallTimeout
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 ADAPTERS = Path(__file__).resolve().parents[1] / "adapters"

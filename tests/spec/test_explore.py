@@ -18,9 +18,9 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers import explore as explore_module
 from fencepost.spec import invariants, model
 from fencepost.spec.checkers.check import check_factory
-from fencepost.spec.cli import load_factory, main
+from fencepost.cli import load_factory, main
 from fencepost.spec.checkers.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
-from fencepost.spec.checkers.machine import run_calls
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.mutants import DESCRIPTIONS, MUTANTS
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
 

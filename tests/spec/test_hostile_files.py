@@ -32,9 +32,10 @@ from hypothesis import strategies as st
 
 from fencepost.impl import Scheduler
 from fencepost.spec.checkers.replay import replay
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.limits import MAX_FILE_BYTES, MAX_INT_DIGITS, MAX_NESTING, MAX_STEPS, MAX_STRING_CHARS
-from fencepost.spec.formats.scenario import BUILTIN_DIR, Scenario, ScenarioError, dumps_scenario, load_scenario
+from fencepost.walkthroughs import BUILTIN_DIR
+from fencepost.spec.formats.scenario import Scenario, ScenarioError, dumps_scenario, load_scenario
 from fencepost.tui.timeline import build_timeline
 from hostile import assert_one_line_refusal, mutations
 

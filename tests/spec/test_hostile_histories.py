@@ -17,7 +17,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from fencepost.spec.checkers.linearize import check_history
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.history import HistoryError, load_history
 from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS
 from histories import ACCEPTED, REJECTED, lease, lines

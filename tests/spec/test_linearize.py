@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.spec.checkers.linearize import EXIT_UNDECIDED, check_history, quiescent_windows, report
-from fencepost.spec.cli import main
+from fencepost.spec.checkers.linearize_command import EXIT_UNDECIDED, report
+from fencepost.spec.checkers.linearize import check_history, quiescent_windows
+from fencepost.cli import main
 from histories import ACCEPTED, REJECTED, history, lease, lines
 
 SETUP = (("c0", "invoke", "add_worker", {"worker": "w1", "capacity": 1}), ("c0", "ok", None))

@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from fencepost.impl import Scheduler
-from fencepost.spec.checkers.linearize import check_history, report
+from fencepost.spec.checkers.linearize import check_history
+from fencepost.spec.checkers.linearize_command import report
 from fencepost.spec.formats.history import HistoryLog, load_history
 from concurrent_schedulers import WAIT_SECONDS, Locked, StatusFencedCompletion, UnlockedClaim
 

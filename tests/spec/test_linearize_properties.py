@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fencepost.spec import model
-from fencepost.spec.checkers.linearize import canonical, check_history
+from fencepost.spec.checkers.linearize_states import canonical
+from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import loads_history
 from fencepost.spec.formats.values import same_result, to_json
 

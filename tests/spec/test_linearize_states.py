@@ -2,7 +2,7 @@
 
 The search keeps each model state as differences from a shared base and
 shows the model only the tasks a call can read or change
-(``linearize._State``). These tests check that this changes nothing the
+(``linearize_states._State``). These tests check that this changes nothing the
 checker decides: step by step against the model applied to the whole state,
 and history by history against the checker as it was before
 (``linearize_reference``), on random concurrent histories that are
@@ -18,8 +18,10 @@ from hypothesis import given, strategies as st
 
 import linearize_reference as reference
 from fencepost.spec import model
-from fencepost.spec.checkers import linearize
-from fencepost.spec.checkers.linearize import _State, canonical, check_history, describe, report
+from fencepost.spec.checkers import linearize, linearize_states
+from fencepost.spec.checkers.linearize_states import _State, canonical
+from fencepost.spec.checkers.linearize import check_history, describe
+from fencepost.spec.checkers.linearize_command import report
 from fencepost.spec.checkers.linearize_cost import as_history, generate
 from fencepost.spec.formats.history import Event
 from fencepost.spec.formats.values import to_json
@@ -61,8 +63,8 @@ def answer(apply, state, op, args):
 def test_every_step_answers_and_moves_as_the_model_on_the_whole_state(rebase_at, run):
     # rebase_at 0 folds every difference into a new base, 1 nearly every one, 64 (the default) rarely here.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(linearize, "REBASE_AT", rebase_at)
-        patch.setattr(linearize, "REBASE_IN_WINDOW", 2 * rebase_at)
+        patch.setattr(linearize_states, "REBASE_AT", rebase_at)
+        patch.setattr(linearize_states, "REBASE_IN_WINDOW", 2 * rebase_at)
         full = canonical(model.initial())
         fast = _State.of(full)
         for op, args in run:

@@ -16,11 +16,11 @@ from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
 from fencepost.spec.checkers.check import check_factory
-from fencepost.spec.cli import load_factory
-from fencepost.spec.checkers.machine import (
-    INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, Lockstep, invalid_calls, minimize, normalize, run_calls,
-    view_tuple,
-)
+from fencepost.cli import load_factory
+from fencepost.spec.checkers.invalid_calls import INT_ARGUMENTS, INVALID_CALLS, NON_INT_FORMS, invalid_calls
+from fencepost.spec.checkers.lockstep import Lockstep, run_calls
+from fencepost.spec.checkers.minimize import minimize
+from fencepost.spec.checkers.results import normalize, view_tuple
 from fencepost.spec.mutants import MUTANTS
 from fencepost.spec.protocol import Outcome
 from fencepost.spec.formats.scenario import Scenario, Step, dumps_scenario, loads_scenario
@@ -200,3 +200,29 @@ def test_minimize_deletes_a_pair_of_calls_neither_of_which_can_go_alone() -> Non
     assert sorted(step.op for step in shrunk) == ["add_worker", "dispatch", "fail", "submit"]
     assert run_calls(mutant, [(s.op, s.args) for s in shrunk]) is not None
     assert run_calls(SimpleScheduler, [(s.op, s.args) for s in shrunk]) is None
+
+
+def test_the_machine_checks_each_listed_invariant_under_its_own_name():
+    from hypothesis.stateful import INVARIANT_MARKER
+
+    from fencepost.spec import invariants
+    from fencepost.spec.checkers.machine import conformance_machine
+
+    machine = conformance_machine(SimpleScheduler)
+    checked = sorted(name for name, member in inspect.getmembers(machine) if hasattr(member, INVARIANT_MARKER))
+    listed = [check.__name__ for check in invariants.INVARIANTS]
+    assert checked == sorted([*listed, "implementation_invariants_hold"])
+    assert len(set(listed)) == len(listed) == 8
+
+
+def test_a_generated_invariant_runs_its_own_check(monkeypatch):
+    from fencepost.spec import invariants
+    from fencepost.spec.checkers.machine import conformance_machine
+
+    machine = conformance_machine(SimpleScheduler)
+    seen = []
+    monkeypatch.setattr(machine, "holds", lambda self, check: seen.append(check))
+    instance = machine()
+    for check in invariants.INVARIANTS:
+        getattr(instance, check.__name__)()
+    assert seen == list(invariants.INVARIANTS)

@@ -19,8 +19,8 @@ import pytest
 import fencepost.spec.mutants
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.check import CheckResult, check_factory
-from fencepost.spec.cli import load_factory, main
-from fencepost.spec.checkers.machine import run_calls
+from fencepost.cli import load_factory, main
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.mutants import CRASH_DESCRIPTIONS, CRASH_MUTANTS, DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8

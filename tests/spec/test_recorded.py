@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from fencepost.spec.cli import load_factory, main
+from fencepost.cli import load_factory, main
 from fencepost.spec.formats.recorded import MAX_SHOWN, suggestions
 
 #: A module name no other test or package uses, so its import is ours to see.

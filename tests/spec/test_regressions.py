@@ -14,7 +14,7 @@ import pytest
 
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.cli import load_factory
+from fencepost.cli import load_factory
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import load_scenario
 

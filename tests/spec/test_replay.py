@@ -8,7 +8,7 @@ import types
 import pytest
 
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import Scenario, Step
 

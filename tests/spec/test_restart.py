@@ -15,8 +15,8 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.capabilities import ALL, NONE, Capabilities, detect, takes_key
 from fencepost.spec.checkers.check import check_factory
 from fencepost.spec.checkers.explore import Scope, explore
-from fencepost.spec.checkers.machine import run_calls
-from fencepost.spec.cli import main
+from fencepost.spec.checkers.lockstep import run_calls
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
 from restartable import (

@@ -13,28 +13,32 @@ from hypothesis import strategies as st
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
-from fencepost.spec.formats.scenario import (
+from fencepost.walkthroughs import (
     BUILTIN_DIR,
     DEFAULT_WALKTHROUGH,
+    builtin_names,
+    builtin_summary,
+    curriculum,
+    resolve,
+)
+from fencepost.spec.formats.scenario import (
     SIGNATURES,
     Scenario,
     ScenarioError,
     Step,
     StepResult,
+    dump_scenario,
+    dumps_scenario,
+    load_scenario,
+    loads_scenario,
+)
+from fencepost.spec.checkers.steps import (
     apply_step,
-    builtin_names,
-    builtin_summary,
-    curriculum,
     check_expect,
     check_state,
     describe_call,
     describe_expect,
     describe_result,
-    dump_scenario,
-    dumps_scenario,
-    load_scenario,
-    loads_scenario,
-    resolve,
 )
 
 HEADER = 'title = "t"\n'
@@ -570,7 +574,7 @@ def test_builtin_names_follow_the_curriculum_the_default_first() -> None:
 
 
 def test_a_builtin_the_curriculum_does_not_list_comes_after_it_alphabetically(tmp_path, monkeypatch) -> None:
-    from fencepost.spec.formats import scenario as module
+    from fencepost import walkthroughs as module
 
     for name in ("zeta", "alpha", "first"):
         (tmp_path / f"{name}.toml").write_text('title = "x"\nsteps = []\n')

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.formats.scenario import (
     MAX_CHOICES,
     Question,

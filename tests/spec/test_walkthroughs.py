@@ -10,8 +10,13 @@ from fencepost.impl.simple import SimpleScheduler
 from restartable import ReopenableScheduler
 from schedulers import ModelScheduler
 from fencepost.spec.checkers.replay import replay
+from fencepost.walkthroughs import BUILTIN_DIR, builtin_names, resolve
 from fencepost.spec.formats.scenario import (
-    BUILTIN_DIR, OUTCOME_OPS, Scenario, builtin_names, dumps_scenario, first_restart, load_scenario, resolve,
+    OUTCOME_OPS,
+    Scenario,
+    dumps_scenario,
+    first_restart,
+    load_scenario,
 )
 
 #: The walkthroughs issue 3 asks for, by the seeds' worked examples.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from textual.geometry import Region
 
-from fencepost.spec.formats.scenario import Question, Scenario, Step, curriculum
+from fencepost.spec.formats.scenario import Question, Scenario, Step
+from fencepost.walkthroughs import curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import EventLog, Narration, QuestionPanel, SidePanel, StatusBar, StepSummary, TaskColumn
 from tui_helpers import SIZE, app_for

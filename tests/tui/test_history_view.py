@@ -78,7 +78,7 @@ def test_a_history_is_told_from_a_scenario_by_extension_or_content(tmp_path):
 
 
 def test_the_launcher_refuses_a_bad_history_with_one_line(tmp_path, capsys):
-    from fencepost.spec.cli import main
+    from fencepost.cli import main
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"process": "c1", "type": "ok", "result": 1}\n')

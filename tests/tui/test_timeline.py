@@ -9,7 +9,8 @@ import pytest
 from fencepost.impl import Scheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.mutants import token_reuse
-from fencepost.spec.formats.scenario import Scenario, Step, load_scenario, resolve
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
+from fencepost.walkthroughs import resolve
 from fencepost.tui import timeline as tl
 from fencepost.tui.timeline import build_timeline
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.geometry import Region
 
-from fencepost.spec.cli import main
+from fencepost.cli import main
 from fencepost.spec.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from tui_helpers import ROW_STEPS, SIZE, STALE_TOKEN_STEPS, app_for, empty_session

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.cli import main
-from fencepost.spec.formats.scenario import Scenario, builtin_names, curriculum
+from fencepost.cli import main
+from fencepost.spec.formats.scenario import Scenario
+from fencepost.walkthroughs import builtin_names, curriculum
 from fencepost.tui import launch
 from fencepost.tui.app import FencepostApp
 from tui_helpers import SIZE

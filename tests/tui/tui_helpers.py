@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from fencepost.impl import Scheduler
-from fencepost.spec.formats.scenario import Scenario, Step, load_scenario, resolve
+from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
+from fencepost.walkthroughs import resolve
 from fencepost.tui.app import FencepostApp, open_timeline
 
 #: The size the snapshots are taken at, and the Pilot tests run at.

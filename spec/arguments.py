@@ -1,9 +1,9 @@
-"""The ``fencepost`` command line: one entry point, one module per subcommand.
+"""What every ``fencepost`` subcommand's arguments share.
 
-Each subcommand lives in its own module, which offers ``add_arguments(parser)``
-and ``run(args) -> int``; this module only wires them together, turns
-``UsageError`` into one line on stderr with exit status 2, and never shows a
-traceback for bad input.
+The exit statuses, ``UsageError`` (bad input: one line on stderr, exit
+status 2), the argparse types and the loading of ``MODULE:NAME`` factories.
+The subcommands' modules (checkers, ``impl.bench``, ``tui.launch``) import
+these; only ``fencepost.cli`` knows the subcommands and wires them together.
 
 Exit statuses, shared by every subcommand: 0 success or conformance, 1 a
 violation or a failed expectation, 2 bad arguments or a bad input file.
@@ -17,9 +17,8 @@ import importlib
 import importlib.util
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
 
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT
 
@@ -27,18 +26,9 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 
-#: subcommand -> (module, one-line help). Modules are imported only when used,
-#: so ``fencepost check`` never pays for importing Textual.
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("fencepost.spec.checkers.check", "check a scheduler factory against the spec"),
-    "replay": ("fencepost.spec.checkers.replay", "run a scenario headless and print one line per step"),
-    "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
-    "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
-    "bench": ("fencepost.impl.bench", "measure the schedulers against their floors"),
-    "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
-    "demo": ("fencepost.impl.demo", "run a small workload through the runner on real threads"),
-    "linearize": ("fencepost.spec.checkers.linearize", "decide whether a concurrent history could come from the model"),
-}
+#: The scheduler a subcommand drives when not told which (``replay`` and
+#: ``tui`` without ``--impl``): fencepost's default, by its short name.
+DEFAULT_IMPL = "impl:Scheduler"
 
 
 class UsageError(Exception):
@@ -211,76 +201,3 @@ def positive_int(text: str) -> int:
     return value
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-class _CommandListFormatter(argparse.HelpFormatter):
-    """Help whose command list keeps each command's help on its line.
-
-    argparse measures subcommand names without the extra indent they are
-    printed with, so the longest one (``linearize``) pushed its help to the
-    next line; this counts the indent.
-    """
-
-    def add_argument(self, action: argparse.Action) -> None:
-        super().add_argument(action)
-        if action.help is not argparse.SUPPRESS:
-            for sub in self._iter_indented_subactions(action):  # indents while it iterates
-                width = len(self._format_action_invocation(sub)) + self._current_indent
-                self._action_max_length = max(self._action_max_length, width)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser: lists the subcommands without importing them."""
-    parser = _OneLineParser(
-        prog="fencepost",
-        formatter_class=_CommandListFormatter,
-        description="Reference spec, implementations and visualizer for lease-based task scheduling. "
-        "With no command, opens the onboarding walkthrough in the terminal UI.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (_, help_text) in SUBCOMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
-    return parser
-
-
-def build_subparser(name: str) -> argparse.ArgumentParser:
-    """The parser of one subcommand, from its own module."""
-    module_name, help_text = SUBCOMMANDS[name]
-    module = importlib.import_module(module_name)
-    parser = _OneLineParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    module.add_arguments(parser)
-    parser.set_defaults(run=module.run, command=name)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``fencepost``; return the exit status (see the module docstring)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv:
-        argv = ["tui"]
-    if argv[0] not in SUBCOMMANDS:
-        build_parser().parse_args(argv)  # prints help, or one usage line and exits 2
-        return EXIT_USAGE
-    command = argv[0]
-    try:
-        # argparse itself exits 2 with a usage line on a malformed option.
-        args = build_subparser(command).parse_args(argv[1:])
-        return int(args.run(args))
-    except UsageError as exc:
-        print(f"fencepost {command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # output piped into `head`: not an error of ours
-        sys.stderr.close()
-        return EXIT_OK
-
-
-def entry_point() -> None:
-    sys.exit(main())

@@ -1,0 +1,128 @@
+"""``fencepost linearize HISTORY``: could a concurrent history have come from the sequential model?
+
+  fencepost linearize HISTORY [--max-states N] [--order]
+
+HISTORY is a JSON-lines history (spec/formats/history.py). The history is
+linearizable when some order of its calls (1) puts a call that completed
+before another was invoked first (real-time order), (2) lets each call whose
+outcome is unknown (info) take effect at any point after its invocation, or
+never, and (3) gives every recorded result when applied to the model one call
+at a time: the same Lease fields, task ids, Outcome accepted (reasons are not
+compared), a recorded ValueError exactly where the model raises one (such a
+call changes nothing).
+
+Exit status: 0 linearizable; 1 not linearizable (the smallest stretch that
+cannot be ordered is printed, with the calls in it and what the model would
+have answered); 2 a bad file or argument; 3 undecided (the search passed
+--max-states before it could decide either way).
+
+The search is Wing and Gong's, with Lowe's memoisation as in Porcupine and
+Knossos: walk the calls that may go next (invoked, and not preceded by a call
+not yet placed), apply one to the model, recurse; undo on a dead end; never
+enter the same (set of calls placed, model state) twice. The history is cut at
+quiescent points (no call open) into windows, searched depth first: an order
+of one window hands its end state (and the info calls it did not take) to the
+next, and another end state of the window is tried only when the next window
+cannot go on from it. That is exact, not an approximation: a window is never
+checked from a guessed state. The cost is exponential in the number of calls
+open at once (at most 2^k sets of placed calls for k overlapping calls, times
+the model states they reach), and about linear in the number of windows for a
+linearizable history. A step shows the model only the tasks the call can read
+or change (``_State``), so it costs about the same whatever the number of tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
+from fencepost.spec.checkers.linearize import DEFAULT_MAX_STATES, Verdict, check_history, describe
+from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
+
+
+#: Exit status when the search passed its budget before deciding.
+EXIT_UNDECIDED = 3
+
+
+# ---------------------------------------------------------------- words
+
+
+def describe_call(call: Call) -> str:
+    """``op(arg=value, ...)``."""
+    return f"{call.op}({', '.join(f'{k}={v!r}' for k, v in call.args.items())})"
+
+
+def describe_outcome(call: Call) -> str:
+    """What the history says a call returned."""
+    if call.kind == INFO:
+        return "unknown (info)"
+    if call.kind == ERROR:
+        return f"raised {call.error}"
+    return describe(call.op, call.result)
+
+
+def report(history: History, verdict: Verdict, show_order: bool = False) -> list[str]:
+    """The lines ``fencepost linearize`` prints for ``verdict``."""
+    events, calls = history.events, history.calls
+    size = f"{len(calls)} calls by {len(history.processes)} processes"
+    where = f"{verdict.windows} windows, {verdict.states:,} states explored"
+    if verdict.linearizable is None:
+        line = events[verdict.undecided_at].line if verdict.undecided_at < len(events) else 0
+        return [
+            f"{history.source}: undecided ({size}): the search explored --max-states={verdict.states:,} states "
+            f"in the window from line {line} without deciding; raise --max-states, or record shorter or less concurrent runs"
+        ]
+    if verdict.linearizable:
+        lines = [f"{history.source}: linearizable ({size}; {where})"]
+        if show_order:
+            lines += [f"  {n:>4}. line {events[calls[i].invoked].line:>5}  {calls[i].process}  {describe_call(calls[i])}"
+                      f" -> {describe_outcome(calls[i])}" for n, i in enumerate(verdict.order, 1)]
+        return lines
+    f = verdict.failure
+    bad = calls[f.call]
+    lines = [
+        f"{history.source}: NOT linearizable ({size}; {where})",
+        f"no order of the calls from line {events[f.start].line} to line {events[f.end].line} gives the recorded results:",
+    ]
+    rows = []
+    for i in f.involved:
+        c = calls[i]
+        done = c.ended is not None and c.ended <= f.end
+        span = f"lines {events[c.invoked].line}-{events[c.ended].line if done else 'open'}"
+        mark = "   <-- no order explains this result" if i == f.call else ""
+        rows.append((c.process, span, describe_call(c), (describe_outcome(c) if done else "not yet known") + mark))
+    widths = [max(len(row[k]) for row in rows) for k in range(3)]
+    lines += [f"  {p:<{widths[0]}}  {s:<{widths[1]}}  {call:<{widths[2]}} -> {result}" for p, s, call, result in rows]
+    lines.append(f"the model would have answered {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
+    for answer in f.answers:
+        after = ", ".join(f"{describe_call(calls[i])} by {calls[i].process}" for i in answer.before) or "nothing else"
+        lines.append(f"  {describe(bad.op, answer.value)}   (after {after})")
+    if not f.answers:
+        lines.append("  nothing: in no order consistent with real time do the calls before it reach it")
+    return lines
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("history", metavar="HISTORY", help="a JSON-lines history file")
+    parser.add_argument(
+        "--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
+        help=f"give up (exit {EXIT_UNDECIDED}, undecided) after exploring N (placed calls, model state) pairs "
+             f"(default {DEFAULT_MAX_STATES:,})",
+    )
+    parser.add_argument("--order", action="store_true", help="print the order found for a linearizable history")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        history = load_history(args.history)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    verdict = check_history(history, max_states=args.max_states)
+    for line in report(history, verdict, args.order):
+        print(line)
+    if verdict.linearizable is None:
+        return EXIT_UNDECIDED
+    return EXIT_OK if verdict.linearizable else EXIT_VIOLATION

@@ -1,0 +1,366 @@
+"""The linearizability search's model states: canonical forms and states kept as differences.
+
+``canonical`` erases what no later compared result can show, so that orders
+differing only there meet in the search's memo; ``_State`` keeps a state as
+differences from a shared base and applies the model's own transitions to a
+view holding only the tasks a call can read or change, so a step costs about
+the same whatever the number of tasks. The search is
+``spec.checkers.linearize``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+
+from fencepost.spec import model
+from fencepost.spec.protocol import DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
+
+
+#: What a final task is kept as: every later call on a final task is refused
+#: (only the reason's wording differs, which is not compared), and no dispatch
+#: or load count looks at it, so final tasks answer alike whatever their fields.
+#: Fields the model may add later (an idempotency key, say) are kept as they are.
+#: ``retry_delay=0``, which the model never holds, marks a task already erased.
+_FINAL = dict(
+    priority=0, due_at=0, max_attempts=None, retry_delay=0, status=Status.SUCCEEDED, attempts=0,
+    worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
+)
+
+
+def canonical(state: model.State) -> model.State:
+    """``state`` with what no later call's compared result can show erased, so that
+    orders differing only there meet in the memo. O(T) for T tasks.
+
+    Erased: a final task's fields (but its id and any the model adds), ``expired_token`` and
+    ``started_at`` (they only shape a rejection's reason or a task view, and a
+    history records neither), and the order workers were added in. Two states
+    with the same canonical form give the same results to every sequence of
+    calls, so the search stays exact. The search keeps its states canonical
+    task by task (``_State.apply``), which gives the same states as this.
+    """
+    tasks = tuple(_canonical_task(t) for t in state.tasks)
+    workers = tuple(sorted(state.workers))
+    if workers == state.workers and all(a is b for a, b in zip(tasks, state.tasks)):
+        return state
+    return replace(state, tasks=tasks, workers=workers)
+
+
+def _canonical_task(task: model.Task) -> model.Task:
+    if task.status in FINAL_STATUSES:
+        return task if task.retry_delay == 0 else replace(task, **_FINAL)
+    if task.expired_token is None and task.started_at is None:
+        return task
+    return replace(task, expired_token=None, started_at=None)
+
+
+# ---------------------------------------------------------------- the search's states
+#
+# The model's State is a tuple of every task, and each of its transitions scans
+# it and copies it: O(T) per step for T tasks, and so is hashing or comparing
+# one. The search therefore keeps its states as differences from a shared,
+# materialised base, and applies the model's own transition functions to a
+# small State holding only the tasks the call can read or change (a view),
+# renumbered 1..k in id order. A step then costs O(R + D + log T), for R
+# running leases and D tasks changed since the base, instead of O(T).
+
+#: Fold a state's differences into a new base, at the start of a window, once
+#: more than this many tasks differ (or this many parked tasks fell due since
+#: the base): every step scans or copies the differences, while a new base
+#: copies the task table and its indexes (O(T), as memory copies), so each
+#: base is paid for by at least this many changes. 16 to 256 measured alike.
+REBASE_AT = 64
+
+#: Fold the differences in the middle of a window once they pass this: only
+#: a window without a quiescent point for hundreds of calls reaches it.
+#: States on different bases are compared task by task (O(T)), so this is
+#: kept well above ``REBASE_AT``.
+REBASE_IN_WINDOW = 512
+
+#: Hashes of the task table are sums of the tasks' hashes modulo 2^64, so a
+#: step updates them by the tasks it changed.
+_HASH_MASK = (1 << 64) - 1
+
+#: Operations that name a task (``task_id``), and operations that expire leases (``now``).
+_TASK_OPS = frozenset({"complete", "fail", "cancel", "renew"})
+_TIMED_OPS = _TASK_OPS | {"dispatch", "advance"}
+
+
+def _is_int(value: object) -> bool:
+    """What the model's ``require_int`` accepts."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _due_at(entry: tuple[int, int]) -> int:
+    return entry[0]
+
+
+class _Base:
+    """A canonical model state, materialised, with the indexes a view is built from. Never changed.
+
+    ``eligible``: ``dispatch_order`` keys of the dispatchable tasks due by the
+    base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
+    """
+
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future")
+
+    def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
+                 eligible: list[tuple[int, int, int]], future: list[tuple[int, int]]) -> None:
+        self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
+        self.eligible, self.future = eligible, future
+
+    @classmethod
+    def of(cls, state: model.State) -> _Base:
+        """``state`` (canonical) with its indexes built. O(T log T)."""
+        ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES]
+        return cls(
+            state,
+            sum(map(hash, state.tasks)) & _HASH_MASK,
+            {record.key: record for record in state.keys},
+            sum(map(hash, state.keys)) & _HASH_MASK,
+            sorted(model.dispatch_order(t) for t in ready if t.due_at <= state.now),
+            sorted((t.due_at, t.id) for t in ready if t.due_at > state.now),
+        )
+
+    def due_by(self, now: int) -> int:
+        """How many of ``future`` are due by ``now``. O(log T)."""
+        return bisect.bisect_right(self.future, now, key=_due_at)
+
+
+class _State:
+    """A canonical model state as the search holds it: a base and the tasks that differ from it.
+
+    Plain data, never changed once built (``apply`` builds a new one). Equal
+    when the model states they stand for are equal, and hashed alike then,
+    so it is the memo's key for the state. The hash of the task table is
+    kept as a sum over tasks, so building a state costs O(tasks changed).
+    """
+
+    __slots__ = ("base", "delta", "size", "running", "ready", "keys", "now", "last_token", "workers",
+                 "tasks_hash", "keys_hash", "hash")
+
+    base: _Base
+    delta: dict[int, model.Task]  # id -> the task, for every task that differs from the base (or is newer)
+    size: int  # tasks in all: ids are 1..size
+    running: dict[int, model.Task]  # id -> the task, for every running task
+    ready: list[tuple[int, int, int]]  # dispatch_order keys of the dispatchable tasks in delta, sorted
+    keys: dict[str, model.KeyRecord]  # idempotency keys submitted since the base
+    now: int
+    last_token: int
+    workers: tuple[tuple[str, int], ...]  # sorted by name (canonical)
+    tasks_hash: int  # sum of the tasks' hashes, modulo 2^64
+    keys_hash: int  # sum of the key records' hashes, modulo 2^64
+    hash: int
+
+    @classmethod
+    def of(cls, state: model.State) -> _State:
+        """The search's form of a canonical ``state``. O(T log T)."""
+        base = _Base.of(state)
+        running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
+        return cls(base, {}, len(state.tasks), running, [], {}, state.now, state.last_token, state.workers,
+                   base.tasks_hash, base.keys_hash)
+
+    def __init__(self, base, delta, size, running, ready, keys, now, last_token, workers, tasks_hash, keys_hash):
+        self.base, self.delta, self.size, self.running, self.ready, self.keys = base, delta, size, running, ready, keys
+        self.now, self.last_token, self.workers = now, last_token, workers
+        self.tasks_hash, self.keys_hash = tasks_hash, keys_hash
+        self.hash = hash((now, last_token, workers, size, tasks_hash, keys_hash))
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        """Equal model states. O(tasks changed) on a shared base, O(T) otherwise (rare: see ``REBASE_AT``)."""
+        if self is other:
+            return True
+        if not isinstance(other, _State) or self.hash != other.hash:
+            return False
+        if (self.now, self.last_token, self.workers, self.size, self.tasks_hash, self.keys_hash) != (
+                other.now, other.last_token, other.workers, other.size, other.tasks_hash, other.keys_hash):
+            return False
+        if self.base is not other.base:
+            return self.materialise() == other.materialise()
+        if self.keys != other.keys:
+            return False
+        if self.delta == other.delta:  # the usual memo hit: the same tasks changed, alike (compared in C)
+            return True
+        # Sibling states share most task objects, so identity settles most comparisons.
+        return all((a := self.task(i)) is (b := other.task(i)) or a == b for i in self.delta.keys() | other.delta.keys())
+
+    def task(self, task_id: int) -> model.Task:
+        """Task ``task_id`` (1..size). O(1)."""
+        found = self.delta.get(task_id)
+        return found if found is not None else self.base.state.tasks[task_id - 1]
+
+    def materialise(self) -> model.State:
+        """The model state this stands for. O(T)."""
+        tasks = list(self.base.state.tasks)
+        tasks.extend([None] * (self.size - len(tasks)))
+        for task_id, task in self.delta.items():
+            tasks[task_id - 1] = task
+        keys = self.base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys)
+
+    def rebased(self) -> _State:
+        """The same state on a base of its own, with no differences.
+
+        The new base's indexes are the old ones with the changed tasks
+        moved, and the parked tasks due by now made eligible: O(D log T) for
+        D changed tasks, besides copying the task table and the indexes
+        (O(T), but a memory copy).
+        """
+        base, delta = self.base, self.delta
+        old_tasks = base.state.tasks
+        tasks = list(old_tasks)
+        tasks.extend([None] * (self.size - len(tasks)))
+        eligible, future = list(base.eligible), list(base.future)
+        for task_id, task in delta.items():
+            tasks[task_id - 1] = task
+            old = old_tasks[task_id - 1] if task_id <= len(old_tasks) else None
+            if old is not None and old.status in DISPATCHABLE_STATUSES:
+                if old.due_at <= base.state.now:
+                    del eligible[bisect.bisect_left(eligible, model.dispatch_order(old))]
+                else:
+                    del future[bisect.bisect_left(future, (old.due_at, old.id))]
+        due = bisect.bisect_right(future, self.now, key=_due_at)
+        for _, task_id in future[:due]:  # unchanged since the old base: the changed ones left above
+            bisect.insort(eligible, model.dispatch_order(old_tasks[task_id - 1]))
+        del future[:due]
+        for task in delta.values():
+            if task.status in DISPATCHABLE_STATUSES:
+                if task.due_at <= self.now:
+                    bisect.insort(eligible, model.dispatch_order(task))
+                else:
+                    bisect.insort(future, (task.due_at, task.id))
+        keys = base.keys
+        if self.keys:
+            keys = {**keys, **self.keys}
+        records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
+                            keys=records)
+        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future)
+        return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
+                      self.tasks_hash, self.keys_hash)
+
+    def settled(self) -> _State:
+        """This state, rebased if its differences have grown past ``REBASE_AT`` (see there)."""
+        return self.rebased() if len(self.delta) > REBASE_AT or self.base.due_by(self.now) > REBASE_AT else self
+
+    def best_eligible(self, now: int) -> int | None:
+        """The id of the dispatchable task a dispatch at ``now`` picks first (before expiry), or None.
+
+        O(D + the base's parked tasks due by ``now``), D the tasks changed since the base.
+        """
+        delta, base = self.delta, self.base
+        best = next((key for key in base.eligible if key[2] not in delta), None)
+        tasks = base.state.tasks
+        for index in range(base.due_by(now)):
+            task_id = base.future[index][1]
+            if task_id not in delta:
+                key = model.dispatch_order(tasks[task_id - 1])
+                if best is None or key < best:
+                    best = key
+        # ``ready`` is sorted by the whole key, so its first entry due by now is its best.
+        key = next((key for key in self.ready if key[1] <= now), None)
+        if key is not None and (best is None or key < best):
+            best = key
+        return None if best is None else best[2]
+
+    def apply(self, op: str, args: dict[str, object]) -> tuple[_State, object]:
+        """``model.apply`` on the state this stands for: the same answer, the next state (canonical).
+
+        The model is applied to a view: a State with this one's time, workers,
+        token count, and only the tasks the call can read or change, numbered
+        1..k in id order -- the leases that expire by the call's time, the
+        named task, and for a dispatch the worker's running tasks and the best
+        task eligible before expiry (the model picks the best of these and the
+        expired ones, as it would of all) -- and, for a submit, the record of
+        its key. Every argument check the model makes reads only the
+        arguments, time, workers and keys, or (an unknown task id) the number
+        of tasks, which is checked here against the full table.
+
+        Raises:
+            ValueError: where ``model.apply`` does, with its message (nothing changes).
+
+        O(R + D + log T): R running leases, D tasks changed since the base.
+        """
+        ids: set[int] = set()
+        records: tuple[model.KeyRecord, ...] = ()
+        if op in _TASK_OPS:
+            task_id = args.get("task_id")
+            if not _is_int(task_id) or not 1 <= task_id <= self.size:
+                model.apply(self.materialise(), op, args)  # raises, with the model's words for the id
+                raise AssertionError(f"the model accepted {op} of unknown task {task_id!r}")
+            ids.add(task_id)
+        if op in _TIMED_OPS:
+            now = args.get("now")
+            if _is_int(now) and now >= self.now:  # otherwise the model refuses the time before expiring
+                ids.update(i for i, t in self.running.items() if t.expires_at <= now)
+                if op == "dispatch":
+                    worker = args.get("worker")
+                    ids.update(i for i, t in self.running.items() if t.worker == worker)
+                    best = self.best_eligible(now)
+                    if best is not None:
+                        ids.add(best)
+        elif op == "submit":
+            key = args.get("key")
+            if isinstance(key, str):
+                record = self.keys.get(key) or self.base.keys.get(key)
+                if record is not None:
+                    records = (record,)  # with its real task id, which the model hands back as it is
+        order = sorted(ids)
+        view_tasks = tuple(replace(self.task(i), id=n) for n, i in enumerate(order, 1))
+        if op in _TASK_OPS:
+            args = {**args, "task_id": order.index(args["task_id"]) + 1}
+        view = model.State(now=self.now, tasks=view_tasks, workers=self.workers, last_token=self.last_token,
+                           keys=records)
+        after, value = model.apply(view, op, args)
+        if after is view:
+            return self, value
+        changes = {order[n]: _canonical_task(replace(t, id=order[n]))
+                   for n, t in enumerate(after.tasks[:len(order)]) if t is not view_tasks[n]}
+        size = self.size
+        if len(after.tasks) > len(order):  # a submit made one task
+            size += 1
+            changes[size] = _canonical_task(replace(after.tasks[-1], id=size))
+            if op == "submit":
+                value = size
+        if isinstance(value, Lease):
+            value = replace(value, task_id=order[value.task_id - 1])
+        keys, keys_hash = self.keys, self.keys_hash
+        if len(after.keys) > len(records):
+            keys = dict(keys)
+            for record in after.keys[len(records):]:
+                record = model.KeyRecord(record.key, size, record.arguments)
+                keys[record.key] = record
+                keys_hash = (keys_hash + hash(record)) & _HASH_MASK
+        workers = after.workers if after.workers == self.workers else tuple(sorted(after.workers))
+        if not changes:
+            return _State(self.base, self.delta, size, self.running, self.ready, keys, after.now, after.last_token,
+                          workers, self.tasks_hash, keys_hash), value
+        delta, running, ready, tasks_hash = dict(self.delta), self.running, self.ready, self.tasks_hash
+        copied_running = copied_ready = False
+        for task_id, task in changes.items():
+            old = self.task(task_id) if task_id <= self.size else None
+            if old is not None:
+                tasks_hash -= hash(old)
+                if task_id in self.delta and old.status in DISPATCHABLE_STATUSES:
+                    if not copied_ready:
+                        ready, copied_ready = list(ready), True
+                    del ready[bisect.bisect_left(ready, model.dispatch_order(old))]
+            tasks_hash += hash(task)
+            delta[task_id] = task
+            if task.status in DISPATCHABLE_STATUSES:
+                if not copied_ready:
+                    ready, copied_ready = list(ready), True
+                bisect.insort(ready, model.dispatch_order(task))
+            if task.status is Status.RUNNING or task_id in running:
+                if not copied_running:
+                    running, copied_running = dict(running), True
+                if task.status is Status.RUNNING:
+                    running[task_id] = task
+                else:
+                    del running[task_id]
+        following = _State(self.base, delta, size, running, ready, keys, after.now, after.last_token, workers,
+                           tasks_hash & _HASH_MASK, keys_hash)
+        return (following.rebased() if len(delta) > REBASE_IN_WINDOW else following), value

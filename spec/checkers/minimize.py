@@ -1,0 +1,170 @@
+"""Shrinking a failing trace: fewer calls, earlier times, simpler arguments, the same failure.
+
+``minimize`` repeats passes until none makes the trace shorter or simpler;
+each candidate is replayed in lockstep (``spec.checkers.lockstep.run_calls``)
+and kept only if it still fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fencepost.spec.checkers.lockstep import run_calls
+from fencepost.spec.formats.trace import TraceStep
+
+
+def _without(calls: list[tuple[str, dict, object]], start: int, count: int) -> list[tuple[str, dict, object]]:
+    """``calls`` less ``count`` calls from ``start``, with later task ids and tokens renumbered.
+
+    Deleting a submit shifts every later task id down by one, and deleting a
+    successful dispatch shifts every later token, so later calls keep naming
+    the same tasks and leases. A call naming a deleted task or token is
+    deleted with it.
+    """
+    gone_ids: list[int] = []
+    gone_tokens: list[int] = []
+    issued = max((e for op, _, e in calls[:start] if op == "submit" and _is_int(e)), default=0)
+    for op, _, expected in calls[start : start + count]:
+        if op == "submit" and _is_int(expected) and expected > issued:  # a duplicate by key issues no id
+            issued = expected
+            gone_ids.append(expected)
+        elif op == "dispatch" and isinstance(expected, tuple) and expected[0] == "lease":
+            gone_tokens.append(expected[3])
+    kept = calls[:start]
+    for op, args, expected in calls[start + count :]:
+        args = dict(args)
+        if _is_int(args.get("task_id")):
+            if args["task_id"] in gone_ids:
+                continue
+            args["task_id"] -= sum(1 for g in gone_ids if g < args["task_id"])
+        if _is_int(args.get("token")):
+            if args["token"] in gone_tokens:
+                continue
+            args["token"] -= sum(1 for g in gone_tokens if g < args["token"])
+        kept.append((op, args, expected))
+    return kept
+
+
+#: Longest trace ``minimize`` tries deleting two separate calls from: O(n^2)
+#: replays of n steps each, about 0.2 s at 20 steps; longer traces are first
+#: cut down by deleting runs of calls.
+PAIR_DELETION_LIMIT = 20
+
+
+def _delete_pairs(best: list[TraceStep], attempt: Callable, calls_of: Callable) -> list[TraceStep]:
+    """Delete two calls that are not neighbours, when neither can go alone.
+
+    A submit and the dispatch that leased it are often such a pair: without
+    the submit the dispatch leases the next task and the failure moves, and
+    without the dispatch every later token is off. The later call is deleted
+    first, so the renumbering of the earlier deletion applies to what is left.
+    """
+    improved = True
+    while improved and len(best) <= PAIR_DELETION_LIMIT:
+        improved = False
+        for later in range(len(best) - 1, 1, -1):
+            for earlier in range(later):  # neighbours too: runs of two were tried only where aligned
+                failing = attempt(_without(_without(calls_of(best), later, 1), earlier, 1))
+                if failing is not None and len(failing) < len(best):
+                    best, improved = failing, True
+                    break
+            if improved:
+                break
+    return best
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: Small values ``minimize`` tries in place of larger ones, per argument.
+_SIMPLER_VALUES = {"priority": (0, 1), "duration": (1,), "capacity": (1,), "retry_delay": (1,)}
+#: Optional ``submit`` arguments ``minimize`` tries to drop.
+_OPTIONAL_ARGS = ("priority", "due_at", "max_attempts", "retry_delay", "key")
+
+
+def _simpler(op: str, args: dict) -> list[dict]:
+    """Simpler versions of one call's arguments: optional ones dropped, small values tried."""
+    options = []
+    if op == "submit":
+        options += [{k: v for k, v in args.items() if k != name} for name in _OPTIONAL_ARGS if name in args]
+    for name, values in _SIMPLER_VALUES.items():
+        if name in args:
+            options += [{**args, name: v} for v in values if v != args[name]]
+    return options
+
+
+def _earlier(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, object]] | None:
+    """The same calls with every instant moved earlier by the first one, or None if it is 0."""
+    times = [args["now"] for _, args, _ in calls if _is_int(args.get("now")) and args["now"] >= 0]
+    shift = min(times, default=0)
+    if shift <= 0:
+        return None
+    moved = []
+    for op, args, expected in calls:
+        args = dict(args)
+        for name in ("now", "due_at"):
+            if _is_int(args.get(name)) and args[name] >= 0:
+                args[name] = max(0, args[name] - shift)
+        moved.append((op, args, expected))
+    return moved
+
+
+def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout: float | None = None) -> list[TraceStep]:
+    """Shrink a failing trace to a short one that still fails.
+
+    Hypothesis's own shrinker replays the whole machine hundreds of times; this
+    works on the concrete calls instead: delete runs of calls, then pairs of
+    separate calls (renumbering later task ids and tokens, see ``_without``),
+    then simplify arguments. Each candidate is replayed from scratch in
+    lockstep, so the result is a real counterexample. Cost: O(n^2) replays of
+    at most n steps for the runs; the pairs, O(n^3) replays in the worst
+    case, are tried only on traces of ``PAIR_DELETION_LIMIT`` calls or fewer.
+    With ``call_timeout``, every replay runs under that deadline (see
+    ``run_calls``), so a hang shrinks like any other failure; each replay
+    that still hangs costs the deadline.
+    """
+    best = run_calls(factory, [(s.op, s.args) for s in trace], call_timeout)
+    if best is None:
+        return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
+    while True:  # until a whole pass changes nothing: a simpler argument can unlock a deletion
+        shorter = _minimize_pass(factory, best, call_timeout)
+        if [(s.op, s.args) for s in shorter] == [(s.op, s.args) for s in best]:
+            return best
+        best = shorter
+
+
+def _minimize_pass(factory: Callable[[], object], best: list[TraceStep], call_timeout: float | None) -> list[TraceStep]:
+    """One round of ``minimize``: deletions, then an earlier clock, then simpler arguments."""
+
+    def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
+        return run_calls(factory, [(op, args) for op, args, _ in candidate], call_timeout) if candidate else None
+
+    def calls_of(steps: list[TraceStep]) -> list[tuple[str, dict, object]]:
+        return [(s.op, dict(s.args), s.expected) for s in steps]
+
+    chunk = max(1, len(best) // 2)
+    while chunk >= 1:
+        start = 0
+        while start < len(best):
+            failing = attempt(_without(calls_of(best), start, chunk))
+            if failing is not None and len(failing) < len(best):
+                best = failing
+            else:
+                start += chunk
+        chunk //= 2
+    best = _delete_pairs(best, attempt, calls_of)
+    shifted = _earlier(calls_of(best))
+    if shifted is not None:
+        best = attempt(shifted) or best
+    index = 0
+    while index < len(best):  # best may shrink as we go
+        for simpler in _simpler(best[index].op, best[index].args):
+            calls = calls_of(best)
+            calls[index] = (calls[index][0], simpler, calls[index][2])
+            failing = attempt(calls)
+            if failing is not None and len(failing) <= len(best):
+                best = failing
+                break
+        index += 1
+    return best

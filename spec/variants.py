@@ -1,0 +1,212 @@
+"""Declared contract variants: the documented choices where real queues legitimately differ.
+
+fencepost's contract has a *core* that no queue may break and a few
+*choices* a queue makes differently on purpose (SQS hands out messages in no
+order, its receipt handles are opaque strings, it accepts a late delete while
+nobody else holds the message). A variant names one such choice and the rule
+that replaces the contract's; a scheduler declares the variants it follows,
+and every checker then checks the core always and each choice as declared,
+the way Elle checks a history against the consistency model a database
+claims rather than one it never promised.
+
+The core, which no variant switches off (``spec.model`` enforces it whatever
+the variants, so a scheduler that breaks it is rejected whatever it declares):
+
+* a task has at most one live lease;
+* a lease's token was never issued before;
+* while a lease is live, only its token can complete, fail or renew it;
+* a final task never runs again;
+* a cancelled pending task never starts;
+* nothing is dispatched before its due time.
+
+``Variants`` is plain data: one field per variant, each a string from the
+variant's values, the first of which is the contract. ``DEFAULT`` is the
+contract itself. Files record only the fields that differ (``declared()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+
+#: Each variant's values, the contract's first, and the sentence saying what
+#: the others change. The order of this table is the order variants are
+#: printed in.
+VALUES: dict[str, tuple[str, ...]] = {
+    # Which eligible task a dispatch hands out.
+    "order": ("priority", "fifo", "any"),
+    # Whether a lease is still live at exactly its expires_at.
+    "interval": ("half-open", "closed"),
+    # What a lease token is: 1, 2, 3... in dispatch order, or any value the scheduler chooses.
+    "tokens": ("int", "opaque"),
+    # Whether a report with the last expired lease's token counts while nobody holds the task.
+    "late": ("refuse", "accept-unclaimed"),
+    # When a task whose attempt budget is spent by an expired lease ends failed.
+    "exhaust": ("at-expiry", "at-dispatch"),
+    # Whether a worker's capacity bounds its simultaneous leases.
+    "capacity": ("per-worker", "none"),
+    # Whether task(id) answers a view of the task.
+    "views": ("full", "none"),
+}
+
+#: The operations and submit arguments a queue may leave out (``without=...``).
+#: ``priority`` is left out by ``order=fifo`` too.
+OPTIONAL_PARTS = ("cancel", "due_at", "fail", "keys", "priority", "renew")
+
+
+@dataclass(frozen=True, slots=True)
+class Variants:
+    """The contract's choices in force for one run. Immutable; compare with ``==``.
+
+    Fields are strings, each one of ``VALUES[name]`` (``without``: a sorted
+    tuple of ``OPTIONAL_PARTS``). Build one with ``parse`` or
+    ``from_declared``, which validate; the constructor does not.
+    """
+
+    order: str = "priority"
+    interval: str = "half-open"
+    tokens: str = "int"
+    late: str = "refuse"
+    exhaust: str = "at-expiry"
+    capacity: str = "per-worker"
+    views: str = "full"
+    without: tuple[str, ...] = ()
+
+    # ---------------------------------------------------------------- reading
+
+    @classmethod
+    def parse(cls, assignments: Iterable[str], argument: str = "--variant") -> Variants:
+        """Variants from ``NAME=VALUE`` strings, as the command line gives them.
+
+        ``without`` takes a comma-separated list (``without=renew,cancel``).
+        A name given twice must give the same value.
+
+        Raises:
+            ValueError: naming ``argument``, the string and the rule it breaks.
+        """
+        declared: dict[str, object] = {}
+        for text in assignments:
+            if not isinstance(text, str) or "=" not in text:
+                raise ValueError(f"{argument} must be NAME=VALUE (for example order=any), not {text!r}")
+            name, _, value = text.partition("=")
+            name, value = name.strip(), value.strip()
+            parsed: object = tuple(p.strip() for p in value.split(",") if p.strip()) if name == "without" else value
+            if name in declared and declared[name] != parsed:
+                raise ValueError(f"{argument} {name} is given twice with different values: {declared[name]!r} and {value!r}")
+            declared[name] = parsed
+        return cls.from_declared(declared, argument)
+
+    @classmethod
+    def from_declared(cls, declared: Mapping[str, object] | None, argument: str = "variants") -> Variants:
+        """Variants from a mapping as files and programs record them (``{"order": "any"}``).
+
+        Absent names keep the contract's value. ``without`` may be a list or a
+        comma-separated string.
+
+        Raises:
+            ValueError: ``declared`` is not a mapping, or names an unknown
+                variant or value; the message names ``argument``.
+        """
+        if declared is None:
+            return DEFAULT
+        if not isinstance(declared, Mapping):
+            raise ValueError(f"{argument} must be a table of NAME = VALUE, not {type(declared).__name__}: {declared!r}")
+        changes: dict[str, object] = {}
+        for name, value in declared.items():
+            if name == "without":
+                changes[name] = _parts(value, argument)
+                continue
+            if name not in VALUES:
+                known = ", ".join([*VALUES, "without"])
+                raise ValueError(f"{argument}: unknown variant {name!r} (known: {known})")
+            if not isinstance(value, str) or value not in VALUES[name]:
+                raise ValueError(f"{argument}: {name} must be one of {', '.join(VALUES[name])}, not {value!r}")
+            changes[name] = value
+        return replace(DEFAULT, **changes)
+
+    # ---------------------------------------------------------------- writing
+
+    def declared(self) -> dict[str, object]:
+        """The fields that differ from the contract, as files record them (``without`` as a list)."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != getattr(DEFAULT, f.name):
+                out[f.name] = list(value) if f.name == "without" else value
+        return out
+
+    def assignments(self) -> list[str]:
+        """``NAME=VALUE`` strings that ``parse`` turns back into these variants."""
+        return [f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in self.declared().items()]
+
+    def describe(self) -> str:
+        """One short line for headers and summaries: ``order=any, tokens=opaque`` or ``the contract``."""
+        return ", ".join(self.assignments()) or "the contract"
+
+    # ---------------------------------------------------------------- questions the checkers ask
+
+    def offers(self, part: str) -> bool:
+        """Whether the queue offers ``part`` (an operation or submit argument in ``OPTIONAL_PARTS``)."""
+        if part == "priority" and self.order == "fifo":
+            return False
+        return part not in self.without
+
+
+def _parts(value: object, argument: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [p.strip() for p in value.split(",") if p.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(p, str) for p in value):
+        raise ValueError(f"{argument}: without must be a list of {', '.join(OPTIONAL_PARTS)}, not {value!r}")
+    unknown = [p for p in value if p not in OPTIONAL_PARTS]
+    if unknown:
+        raise ValueError(f"{argument}: without may name only {', '.join(OPTIONAL_PARTS)}, not {unknown[0]!r}")
+    return tuple(sorted(set(value)))
+
+
+#: The contract itself: every variant at its first value.
+DEFAULT = Variants()
+
+
+def merge_declarations(given: Mapping[str, object] | None, declared: Mapping[str, object] | None, *,
+                       given_by: str = "--variant", declared_by: str = "the scheduler") -> Variants:
+    """The variants in force when a run is given some and a scheduler, program or file declares some.
+
+    ``given`` and ``declared`` are what each side said, as ``explicit``
+    returns it (a name said with the contract's own value counts as said);
+    either may be None or empty (said nothing). The result has every field
+    either side set.
+
+    Raises:
+        ValueError: both set a field to different values; one line naming
+            the field, both values and who said each.
+    """
+    mine = explicit(given or {}, given_by)
+    theirs = explicit(declared or {}, declared_by)
+    for name in mine.keys() & theirs.keys():
+        if mine[name] != theirs[name]:
+            def show(v: object) -> str:
+                return ",".join(v) if isinstance(v, tuple) else str(v)
+            raise ValueError(
+                f"{given_by} says {name}={show(mine[name])} but {declared_by} declares {name}={show(theirs[name])}: "
+                "declare the same variants in both, or in one only"
+            )
+    return replace(DEFAULT, **{**theirs, **mine})
+
+
+def explicit(declared: Mapping[str, object] | Iterable[str], argument: str = "variants") -> dict[str, object]:
+    """The fields a declaration names, validated, each with its value (``without`` as a sorted tuple).
+
+    ``declared`` is a mapping as files record it, or ``NAME=VALUE`` strings
+    as the command line gives them. Unlike ``Variants.declared()``, a name
+    given with the contract's own value is kept: it was said.
+
+    Raises:
+        ValueError: as ``Variants.from_declared`` and ``Variants.parse``.
+    """
+    if not isinstance(declared, Mapping):
+        texts = list(declared)
+        variants = Variants.parse(texts, argument)
+        names = {t.partition("=")[0].strip() for t in texts}
+        return {name: getattr(variants, name) for name in names}
+    variants = Variants.from_declared(declared, argument)
+    return {name: getattr(variants, name) for name in declared}

@@ -1,0 +1,259 @@
+"""The import layers point one way, and no module imports itself round a cycle.
+
+The source is read with ``ast`` (nothing is imported), every ``import`` and
+``from ... import`` is resolved to a module of the tree (an import inside a
+function counts: a lazy import is still a dependency), and the rules are:
+
+* ``spec/`` imports neither ``impl/`` nor ``tui/``;
+* ``impl/`` does not import ``tui/``;
+* a format module (``spec/formats/``) imports no checker (``spec/checkers/``);
+* no import cycle between modules.
+
+``spec/mutants/`` is the one exception to the first rule: its modules are
+deliberately broken copies of ``impl/``'s schedulers, kept under ``spec/``
+for their pinned names (``fencepost check spec.mutants.x:Scheduler``); they
+sit beside the implementations in the layering, and nothing in ``spec/``
+outside them imports them.
+
+The checks run on the real tree and, to show that they can fail, on tiny
+synthetic trees that break each rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Where each installed package's modules live in the repository (pyproject's package-dir).
+PACKAGE_DIRS = {"fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.tui": "tui"}
+
+#: Packages below ``fencepost.spec`` that belong to the implementations' layer (see the module docstring).
+IMPL_LAYER_UNDER_SPEC = ("fencepost.spec.mutants",)
+
+
+def module_files(root: Path) -> dict[str, Path]:
+    """Every module of the tree under ``root``, by its installed dotted name."""
+    modules: dict[str, Path] = {}
+    for package, folder in PACKAGE_DIRS.items():
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            if package == "fencepost" and parts and f"fencepost.{parts[0]}" in PACKAGE_DIRS:
+                continue  # not a folder of fencepost/ in this layout
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The tree's modules that ``name`` (at ``path``) imports, anywhere in its body."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def known(target: str) -> str | None:
+        # ``import a.b.c`` depends on the longest prefix that is a module of the tree.
+        while target:
+            if target in modules:
+                return target
+            target = target.rpartition(".")[0]
+        return None
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            # ``from pkg import mod`` imports the submodule when there is one.
+            targets = [f"{module}.{alias.name}" for alias in node.names]
+            targets = [t for t in targets if t in modules] or [module]
+        for target in targets:
+            hit = known(target)
+            if hit is not None and hit != name:
+                found.add(hit)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    modules = module_files(root)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """One line per import that points the wrong way."""
+    rules = [
+        ("fencepost.spec", "fencepost.impl", "spec/ imports impl/"),
+        ("fencepost.spec", "fencepost.tui", "spec/ imports tui/"),
+        ("fencepost.impl", "fencepost.tui", "impl/ imports tui/"),
+        ("fencepost.spec.formats", "fencepost.spec.checkers", "a format imports a checker"),
+    ]
+    problems = []
+    for module in sorted(graph):
+        if any(_under(module, p) for p in IMPL_LAYER_UNDER_SPEC):
+            continue
+        for target in sorted(graph[module]):
+            for lower, upper, rule in rules:
+                if _under(module, lower) and _under(target, upper):
+                    problems.append(f"{rule}: {module} imports {target}")
+    return problems
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected component of more than one module, as one cycle through it.
+
+    Tarjan's algorithm, iterative; O(modules + imports).
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(_cycle_through(sorted(component), graph))
+    return components
+
+
+def _cycle_through(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest cycle from the component's first module back to itself (breadth first)."""
+    members = set(component)
+    start = component[0]
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(graph[node] & members):
+                if child == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(parents[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, node, start]
+                if child not in parents:
+                    parents[child] = node
+                    following.append(child)
+        frontier = following
+    raise AssertionError(f"{component} is not strongly connected")
+
+
+def _describe(cycles: list[list[str]]) -> str:
+    return "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_layers_point_one_way():
+    problems = layer_violations(import_graph(REPO))
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_cycles():
+    cycles = import_cycles(import_graph(REPO))
+    assert not cycles, f"import cycles: {_describe(cycles)}"
+
+
+def test_the_graph_sees_the_tree():
+    # A graph that found nothing would pass every rule: make sure it reads real imports.
+    graph = import_graph(REPO)
+    assert "fencepost.cli" in graph and "fencepost.spec.model" in graph
+    assert "fencepost.spec.protocol" in graph["fencepost.spec.model"]
+    assert "fencepost.impl.simple" in graph["fencepost.impl.indexed"] or "fencepost.spec.protocol" in graph["fencepost.impl.indexed"]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for folder in ("spec", "impl", "tui", "fencepost", "spec/formats", "spec/checkers", "spec/mutants"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").touch()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("files", "rule"),
+    [
+        ({"spec/model.py": "from fencepost.impl import simple\n", "impl/simple.py": ""}, "spec/ imports impl/: fencepost.spec.model imports fencepost.impl.simple"),
+        ({"spec/model.py": "def f():\n    import fencepost.tui.app\n", "tui/app.py": ""}, "spec/ imports tui/: fencepost.spec.model imports fencepost.tui.app"),
+        ({"impl/demo.py": "from fencepost.tui.app import App\n", "tui/app.py": "App = 1\n"}, "impl/ imports tui/: fencepost.impl.demo imports fencepost.tui.app"),
+        ({"spec/formats/trace.py": "from ..checkers.machine import x\n", "spec/checkers/machine.py": "x = 1\n"},
+         "a format imports a checker: fencepost.spec.formats.trace imports fencepost.spec.checkers.machine"),
+    ],
+)
+def test_a_wrong_way_import_is_found(tmp_path, files, rule):
+    assert layer_violations(import_graph(_tree(tmp_path, files))) == [rule]
+
+
+def test_the_mutants_may_import_impl_but_nothing_else_in_spec_may(tmp_path):
+    root = _tree(tmp_path, {"spec/mutants/broken.py": "from fencepost.impl.simple import S\n", "impl/simple.py": "S = 1\n"})
+    assert layer_violations(import_graph(root)) == []
+
+
+def test_a_cycle_is_found_and_named(tmp_path):
+    root = _tree(tmp_path, {
+        "impl/runner.py": "from fencepost.impl import isolation\n",
+        "impl/isolation.py": "def f():\n    from fencepost.impl.runner import Runner\n",
+        "impl/simple.py": "from fencepost.spec import model\n",
+        "spec/model.py": "",
+    })
+    assert import_cycles(import_graph(root)) == [["fencepost.impl.isolation", "fencepost.impl.runner", "fencepost.impl.isolation"]]
+
+
+def test_a_longer_cycle_is_named_in_order(tmp_path):
+    root = _tree(tmp_path, {"spec/a.py": "import fencepost.spec.b\n", "spec/b.py": "from . import c\n", "spec/c.py": "from .a import x\n"})
+    assert import_cycles(import_graph(root)) == [["fencepost.spec.a", "fencepost.spec.b", "fencepost.spec.c", "fencepost.spec.a"]]
+
+
+def test_a_tree_without_cycles_or_wrong_imports_passes(tmp_path):
+    root = _tree(tmp_path, {"spec/model.py": "", "impl/simple.py": "from fencepost.spec import model\n", "tui/app.py": "import fencepost.impl.simple\n"})
+    graph = import_graph(root)
+    assert graph["fencepost.tui.app"] == {"fencepost.impl.simple"}
+    assert layer_violations(graph) == [] and import_cycles(graph) == []
