@@ -263,20 +263,14 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
              for i in range(clients)]
     for p in procs:
         p.start()
-    plan = [f for f in faults for _ in range(times)]
-    rng = random.Random(f"{seed}:faults")
-    rng.shuffle(plan)
     problem: list[BaseException] = []
 
     def inject() -> None:
         try:
-            for fault in plan:
-                time.sleep(rng.uniform(*FAULT_GAP))  # pacing: calls run between faults
-                cluster.inject(fault, down=REFUSE_DOWN, seconds=PAUSE_SECONDS)
+            inject_faults(cluster, faults, times, seed)
         except BaseException as exc:  # noqa: BLE001 - reported after the clients are stopped
             problem.append(exc)
         finally:
-            time.sleep(0)  # let the clients see the server before they are told to stop
             stop.value = 1
 
     injector = threading.Thread(target=inject, name="fault-injector", daemon=True)
@@ -295,6 +289,16 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
     if problem:
         raise RuntimeError(f"injecting a fault failed: {problem[0]}")
     return sorted(results, key=lambda r: r["index"])
+
+
+def inject_faults(cluster: Cluster, faults: tuple[str, ...], times: int, seed: int) -> None:
+    """Every fault of ``faults`` ``times`` times, in an order shuffled by ``seed``, ``FAULT_GAP`` seconds apart."""
+    plan = [f for f in faults for _ in range(times)]
+    rng = random.Random(f"{seed}:faults")
+    rng.shuffle(plan)
+    for fault in plan:
+        time.sleep(rng.uniform(*FAULT_GAP))  # pacing: calls run between faults
+        cluster.inject(fault, down=REFUSE_DOWN, seconds=PAUSE_SECONDS)
 
 
 def _final_views(scheduler: object) -> list:

@@ -22,16 +22,19 @@ import psycopg
 import pytest
 
 import pg_server
-from fencepost.impl.faults import FAULTS, postgres_factory, run_faults, table
+from fencepost.impl.faults import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.pg_cluster import Cluster, unavailable
 from fencepost.impl.postgres import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
 from fencepost.impl.postgres_session import Reconnect
-from fencepost.spec.protocol import OutcomeUnknown, Status
+from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
+from pg_runner_stress import merged_events, run_runners
 
 #: Real seconds any wait in these tests may take.
 BOUND = 30.0
-#: Each fault this many times in the suite run (CI's bounded count).
+#: Each fault this many times in each suite run (CI's bounded count).
 TIMES = 2
+#: Runner processes, and the tasks each submits at the start (more come while faults are injected).
+RUNNERS, RUNNER_TASKS = 3, 30
 
 
 @pytest.fixture
@@ -234,3 +237,18 @@ def test_the_fault_suite_keeps_every_property(cluster) -> None:
     assert report.calls > 500 and report.tasks > 50
     assert [c.name for c in report.checks] == ["acknowledged calls kept", "one accepted completion per task",
                                                "leases never overlap", "every task accounted for", "linearizable"]
+
+
+def test_shared_runners_ride_through_every_fault(cluster) -> None:
+    schema = "runners"
+    before = dict(cluster.injected)
+    results = run_runners(cluster.dsn, schema, RUNNERS, RUNNER_TASKS, seed=23,
+                          faults=lambda: inject_faults(cluster, FAULTS, TIMES, seed=23))
+    injected = {f: cluster.injected[f] - before[f] for f in FAULTS}
+    with PostgresScheduler(cluster.dsn, schema=schema) as s:
+        now, views = s.snapshot()
+    report = judge(merged_events(results), views, injected)
+    assert injected == dict.fromkeys(FAULTS, TIMES)
+    assert report.ok, "\n".join(table(report))
+    assert all(v.status in FINAL_STATUSES for v in views), [v for v in views if v.status not in FINAL_STATUSES][:3]
+    assert len(views) >= sum(r["submitted"] for r in results) > RUNNERS * RUNNER_TASKS
