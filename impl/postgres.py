@@ -67,7 +67,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl import _validate as v
-from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout
+from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
 from fencepost.impl.postgres_sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
 
@@ -129,12 +129,15 @@ def _connect(dsn: str) -> psycopg.Connection:
     small or fresh tables can pass ``jit_above_cost``; compiling then costs
     milliseconds on statements that run in microseconds.
     """
-    with _POOL_LOCK:
-        idle = _IDLE.get(dsn)
-        conn = idle.pop() if idle else None
-    if conn is None or conn.closed:
-        conn = open_connection(dsn)
-    return conn
+    while True:
+        with _POOL_LOCK:
+            idle = _IDLE.get(dsn)
+            conn = idle.pop() if idle else None
+        if conn is None:
+            return open_connection(dsn)
+        if not looks_dead(conn):  # the server may have ended it while it sat idle (a restart, a reaper)
+            return conn
+        conn.close()
 
 
 def open_connection(dsn: str, connect_timeout: int | None = None) -> psycopg.Connection:
@@ -705,7 +708,8 @@ def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresS
     taken = _take(dsn)
     if taken is not None:
         schema, conn = taken
-        if conn.closed:
+        if looks_dead(conn):  # ended while pooled: the schema is still there, on the server
+            conn.close()
             conn = _connect(dsn)
         conn.execute(sql.SQL(_RESET).format(sql.Identifier(schema)).as_string(conn).encode())
     else:
