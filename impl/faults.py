@@ -189,11 +189,14 @@ class _Client:
             self.leases.remove((task_id, token))  # ended, refused or unknown: this client is done with it
 
 
-def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: int, barrier, stop, decision, out) -> None:
+def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: int, barrier, stop, decision, ready,
+                 out) -> None:
     try:
         client = _Client(factory(dsn), f"c{index}", random.Random(f"{seed}:{index}"))
         client.register()
         barrier.wait(BOUND)
+        if index == 0:
+            ready.set()  # every client has its scheduler: the faults may start
         rounds = 0
         while True:
             for _ in range(OPS_PER_ROUND):
@@ -259,7 +262,8 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
     barrier = ctx.Barrier(clients)
     stop = ctx.Value("i", 0)
     decision = ctx.Value("i", 0)
-    procs = [ctx.Process(target=_client_main, args=(factory, cluster.dsn, i, seed, barrier, stop, decision, out))
+    ready = ctx.Event()
+    procs = [ctx.Process(target=_client_main, args=(factory, cluster.dsn, i, seed, barrier, stop, decision, ready, out))
              for i in range(clients)]
     for p in procs:
         p.start()
@@ -267,6 +271,8 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
 
     def inject() -> None:
         try:
+            if not ready.wait(BOUND):
+                raise RuntimeError(f"the clients were not ready after {BOUND} s")
             inject_faults(cluster, faults, times, seed)
         except BaseException as exc:  # noqa: BLE001 - reported after the clients are stopped
             problem.append(exc)

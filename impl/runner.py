@@ -523,8 +523,10 @@ class Runner:
         try:
             lease, now = self._timed_call("dispatch", lambda now: dict(worker=slot, now=now, duration=self._lease))
         except OutcomeUnknown:
-            # A lease it may have made is nobody's here: it ends at its expiry, and the task
-            # is dispatched again then. The slot asks again (the scheduler reconnects first).
+            # A lease it may have made is nobody's here: it ends at its expiry, by clock.now + lease
+            # at the latest, and its task is eligible again then, which no idle proof may hide.
+            # The slot asks again at once (the scheduler reconnects first).
+            heapq.heappush(self._due_hints, self._clock.now + self._lease)
             self._version += 1
             return _ASK_AGAIN
         if lease is None:

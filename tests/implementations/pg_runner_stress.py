@@ -187,9 +187,9 @@ def _workload(index: int, tasks: int, seed: int) -> list[tuple[object, dict]]:
 # ---------------------------------------------------------------- one process
 
 
-def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None) -> None:
+def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None, ready=None) -> None:
     try:
-        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out, hold)
+        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out, hold, ready)
     except BaseException:  # reported to the parent at once, so it never waits out its bound on a dead child
         barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
@@ -200,7 +200,8 @@ def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, 
 _GO, _DONE, _HELD = 0, 1, 2
 
 
-def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None) -> None:
+def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None,
+                  ready=None) -> None:
     global _CLOCK
     from fencepost.impl.runner import Runner
 
@@ -230,6 +231,8 @@ def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barr
     try:
         submit(tasks)
         barrier.wait(BOUND)
+        if ready is not None and index == 0:
+            ready.set()  # every process is connected and has submitted: the faults may start
         settling = 0
         for rounds in itertools.count(1):
             if decision.value == _HELD:
@@ -276,8 +279,9 @@ def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0
     out = ctx.Queue()
     barrier = ctx.Barrier(processes)
     hold = None if faults is None else ctx.Value("i", 1)
+    ready = None if faults is None else ctx.Event()
     decision = ctx.Value("i", _GO if faults is None else _HELD)
-    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out, hold))
+    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out, hold, ready))
              for i in range(processes)]
     for p in procs:
         p.start()
@@ -287,6 +291,8 @@ def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0
 
         def inject() -> None:
             try:
+                if not ready.wait(BOUND):
+                    raise RuntimeError(f"the runner processes were not ready after {BOUND} s")
                 faults()
             except BaseException as exc:  # noqa: BLE001 - raised below, after the runners finish
                 problem.append(exc)
