@@ -333,6 +333,8 @@ class Runner:
                 partial of one with arguments that survive JSON unchanged.
                 Nothing is stored or submitted.
             RuntimeError: the runner is stopped.
+            OutcomeUnknown: the scheduler lost the submit's answer (without
+                a key only: a keyed submit is asked again); the task may exist.
         """
         if not callable(fn):
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
@@ -373,6 +375,8 @@ class Runner:
         Raises:
             ValueError: ``force=True`` with thread isolation (a thread cannot be
                 killed), or an unknown ``task_id``. Nothing changes.
+            OutcomeUnknown: the scheduler lost the cancel's answer: read the
+                task (``task``) to see whether it took effect.
         """
         self._runs.check_force(force)
         with self._lock:
