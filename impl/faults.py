@@ -212,7 +212,7 @@ def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: i
     except BaseException:  # reported at once, so the parent never waits out its bound on a dead client
         barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
-        raise
+        raise SystemExit(1) from None  # the parent says what happened, in one line
 
 
 # ---------------------------------------------------------------- the run
@@ -268,12 +268,14 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
     for p in procs:
         p.start()
     problem: list[BaseException] = []
+    gone = threading.Event()  # set when the clients ended before the faults began (one failed)
 
     def inject() -> None:
         try:
             if not ready.wait(BOUND):
                 raise RuntimeError(f"the clients were not ready after {BOUND} s")
-            inject_faults(cluster, faults, times, seed)
+            if not gone.is_set():
+                inject_faults(cluster, faults, times, seed)
         except BaseException as exc:  # noqa: BLE001 - reported after the clients are stopped
             problem.append(exc)
         finally:
@@ -284,6 +286,8 @@ def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: in
     try:
         results = [json.loads(out.get(timeout=BOUND * 2)) for _ in procs]
     finally:
+        gone.set()
+        ready.set()  # an injector still waiting for the clients wakes, and injects nothing
         injector.join(BOUND)
         for p in procs:
             p.join(BOUND)

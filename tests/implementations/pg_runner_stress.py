@@ -288,12 +288,14 @@ def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0
     injector = None
     if faults is not None:
         problem: list[BaseException] = []
+        gone = threading.Event()  # the runners ended before the faults began (one failed)
 
         def inject() -> None:
             try:
                 if not ready.wait(BOUND):
                     raise RuntimeError(f"the runner processes were not ready after {BOUND} s")
-                faults()
+                if not gone.is_set():
+                    faults()
             except BaseException as exc:  # noqa: BLE001 - raised below, after the runners finish
                 problem.append(exc)
             finally:
@@ -303,6 +305,8 @@ def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0
         injector.start()
     results = [json.loads(out.get(timeout=BOUND * 4)) for _ in procs]
     if injector is not None:
+        gone.set()
+        ready.set()  # an injector still waiting for the runners wakes, and injects nothing
         injector.join(BOUND)
         if problem:
             raise RuntimeError(f"injecting a fault failed: {problem[0]}")
