@@ -48,7 +48,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
     "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize_command", "decide whether a concurrent history could come from the model"),
-    "faults": ("fencepost.impl.faults_command", "inject PostgreSQL server faults into a scheduler and report what held"),
+    "faults": ("fencepost.impl.faults_command", "inject PostgreSQL server faults, report what held"),
 }
 
 
