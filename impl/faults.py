@@ -434,10 +434,12 @@ def table(report: Report) -> list[str]:
 
 
 def postgres_factory(dsn: str) -> object:
-    """A ``PostgresScheduler`` for a fault run: one schema, calls cut after 1 s (so a pause bites)."""
+    """A ``PostgresScheduler`` for a fault run: one schema, calls cut after 1 s (so a pause bites),
+    20 reconnect tries (15.6 to 31.2 s: a restart on a loaded machine can take longer than the default's)."""
     from fencepost.impl.postgres import PostgresScheduler
+    from fencepost.impl.postgres_session import Reconnect
 
-    return PostgresScheduler(dsn, schema="fencepost", call_timeout=1.0)
+    return PostgresScheduler(dsn, schema="fencepost", call_timeout=1.0, reconnect=Reconnect(attempts=20))
 
 
 if __name__ == "__main__":  # a quick look: python -m fencepost.impl.faults

@@ -316,8 +316,7 @@ class PostgresScheduler:
                  f" SET statement_timeout = {timeout_ms}").encode()
         self._session = Session(f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
                                 reconnect=reconnect, call_timeout=self.call_timeout,
-                                prepare=lambda c: c.execute(setup), conn=conn,
-                                describe=lambda exc: connect_failure("dsn", dsn, exc))
+                                prepare=lambda c: c.execute(setup), conn=conn)
         # ours: given back when this object is closed or goes (never closed under another's feet)
         self._release = weakref.finalize(self, _release_session, dsn, self._session) if _connection is None else None
         if _connection is None and not _schema_exists:

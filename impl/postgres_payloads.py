@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from fencepost.impl.postgres import check_schema, connect_failure, ensure_schema, open_connection, redacted
+from fencepost.impl.postgres import check_schema, ensure_schema, open_connection, redacted
 from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout
 
 #: The payload table and the lookup index, created if missing (``{0}`` is the quoted schema).
@@ -114,8 +114,7 @@ class PostgresPayloads:
         self._session = Session(
             f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
             reconnect=reconnect, call_timeout=call_timeout, conn=conn,
-            prepare=lambda c: c.execute(f"SET statement_timeout = {timeout_ms}"),
-            describe=lambda exc: connect_failure("dsn", dsn, exc))
+            prepare=lambda c: c.execute(f"SET statement_timeout = {timeout_ms}"))
         self._q = {op: text.format(quoted) for op, text in _QUERIES.items()}
         self._lock = threading.Lock()  # one statement at a time on the connection
 

@@ -17,8 +17,9 @@ granted):
   ``ONCE`` (a second run could do something twice or answer differently) is
   never run again: it raises ``OutcomeUnknown`` naming the call, and the
   connection is replaced at the next call.
-* Reconnecting waits with jittered exponential backoff ("full jitter": a
-  uniform delay in ``[0, min(max_delay, first_delay * 2**n))``), at most
+* Reconnecting waits with jittered exponential backoff ("equal jitter": a
+  uniform delay in ``[cap/2, cap]`` for ``cap = min(max_delay, first_delay *
+  2**n)``, so clients spread out but the total wait has a floor), at most
   ``Reconnect.attempts`` times; then the call gives up with one line naming the
   dsn (password hidden): ``psycopg.OperationalError`` for a call that changed
   nothing for certain, ``OutcomeUnknown`` for one that may have.
@@ -61,10 +62,11 @@ class Reconnect:
     """How a lost connection is replaced: at most ``attempts`` tries, jittered exponential backoff.
 
     ``attempts=0`` never reconnects (the first fault is final for that call).
-    The delay before try ``n`` (0-based) is uniform in ``[0, min(max_delay,
-    first_delay * 2**n))`` seconds; each try waits at most ``connect_timeout``
-    seconds for the server (libpq's minimum is 2). The defaults ride through a
-    server restart of about ten seconds.
+    The delay before try ``n`` (0-based) is uniform in ``[cap/2, cap]`` seconds,
+    ``cap = min(max_delay, first_delay * 2**n)`` (equal jitter: spread out, with
+    a floor); each try waits at most ``connect_timeout`` seconds for the server
+    (libpq's minimum is 2). The defaults wait between 7.6 and 15.2 seconds in
+    all before giving up: a server restart shorter than that is ridden through.
 
     Raises:
         ValueError: a field outside its range (named, with the value).
@@ -86,8 +88,9 @@ class Reconnect:
             raise ValueError(f"reconnect connect_timeout must be an int >= 2 (seconds, libpq's minimum): {self.connect_timeout!r}")
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        """Seconds to wait before reconnect try ``attempt`` (0-based): full jitter."""
-        return rng.uniform(0, min(self.max_delay, self.first_delay * 2**attempt))
+        """Seconds to wait before reconnect try ``attempt`` (0-based): equal jitter."""
+        cap = min(self.max_delay, self.first_delay * 2**attempt)
+        return rng.uniform(cap / 2, cap)
 
 
 #: A policy that never reconnects.
@@ -214,19 +217,17 @@ class Session:
         reconnect: the backoff policy (``Reconnect``).
         call_timeout: seconds a statement may wait for its answer (None: no bound).
         conn: a connection to start with (else one is made now).
-        describe: ``describe(exc)`` is one line for a failed connect (the dsn hidden).
 
     Not for two threads at once (the caller serialises, as psycopg does for a connection).
     """
 
     def __init__(self, where: str, connect: Callable[[], psycopg.Connection], *, reconnect: Reconnect,
                  call_timeout: float | None, prepare: Callable[[psycopg.Connection], None] = lambda c: None,
-                 conn: psycopg.Connection | None = None, describe: Callable[[Exception], str] = str) -> None:
+                 conn: psycopg.Connection | None = None) -> None:
         self.where = where
         self.closed = False
         self._connect = connect
         self._prepare = prepare
-        self._describe = describe
         self.reconnect = reconnect
         self.call_timeout = call_timeout
         self._rng = random.Random()
@@ -259,14 +260,16 @@ class Session:
             try:
                 self.conn = self._new()
             except (psycopg.Error, OSError) as exc:
-                last = self._describe(exc) if isinstance(exc, psycopg.Error) else str(exc)
+                last = _first_line(exc)  # open_connection's own line already names the dsn, password hidden
                 continue
             self.reconnects += 1
             return
         if self.reconnect.attempts == 0:
             raise psycopg.OperationalError(f"lost the connection to {self.where} ({why}) and reconnecting is off")
+        if self.where not in last:
+            last = f"cannot connect to {self.where}: {last}"
         raise psycopg.OperationalError(
-            f"{last or 'cannot connect to ' + self.where}: gave up reconnecting after {self.reconnect.attempts} tries "
+            f"{last}: gave up reconnecting after {self.reconnect.attempts} tries "
             f"in {time.monotonic() - started:.1f} s (the connection was lost: {why})"
         )
 
@@ -351,6 +354,11 @@ def _close_quietly(conn: psycopg.Connection) -> None:
         conn.close()
     except Exception:  # noqa: BLE001 - a dead connection may fail to close
         pass
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
 
 
 def _one_line(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fencepost.spec import model
-from fencepost.spec.checkers.linearize_states import _State, canonical, inert
+from fencepost.spec.checkers.linearize_states import _State, canonical
 from fencepost.spec.formats.history import Call, ERROR, History, INFO
 from fencepost.spec.formats.values import same_result
 
@@ -165,7 +165,7 @@ def _orders(
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
-            pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1 and not inert(calls[i], state))
+            pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
             end_key = state
             if (end_key, pending) not in ends:
                 ends.add((end_key, pending))

@@ -364,36 +364,3 @@ class _State:
         following = _State(self.base, delta, size, running, ready, keys, after.now, after.last_token, workers,
                            tasks_hash & _HASH_MASK, keys_hash)
         return (following.rebased() if len(delta) > REBASE_IN_WINDOW else following), value
-
-
-def inert(call: object, state: _State) -> bool:
-    """True if ``call`` (a history ``Call``: ``op`` and ``args``) cannot change the model's state from ``state`` on, whenever it is placed.
-
-    An info call not taken by then may be forgotten instead of carried into
-    every later window (each one carried doubles a window's search). Sound
-    because every fact used only grows: time never goes back, so a timed call
-    behind the clock is refused for ever; a token's lease, once its task is not
-    running under it, never comes back; a final task stays final; a key or a
-    worker, once there, stays. O(1).
-    """
-    op, args = call.op, call.args
-    if op in _TIMED_OPS:
-        now = args.get("now")
-        if not _is_int(now) or now > state.now:
-            return False  # it would move time (and expire leases)
-        if now < state.now or op == "advance":
-            return True
-        task_id = args.get("task_id")
-        if op == "dispatch" or not (_is_int(task_id) and 1 <= task_id <= state.size):
-            return False
-        task = state.task(task_id)
-        if op == "cancel":
-            return task.status in FINAL_STATUSES
-        token = args.get("token")
-        return _is_int(token) and token <= state.last_token and not (task.status is Status.RUNNING and task.token == token)
-    if op == "submit":
-        key = args.get("key")
-        return isinstance(key, str) and (key in state.keys or key in state.base.keys)
-    if op == "add_worker":
-        return any(name == args.get("worker") for name, _ in state.workers)
-    return False

@@ -54,6 +54,7 @@ import traceback
 from fencepost.impl.clocks import SchedulerClock
 from fencepost.impl.postgres import PostgresScheduler
 from fencepost.impl.postgres_payloads import PostgresPayloads
+from fencepost.impl.postgres_session import Reconnect
 from fencepost.spec.formats.values import to_json
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
 
@@ -206,12 +207,12 @@ def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barr
     from fencepost.impl.runner import Runner
 
     faulted = hold is not None
-    options = dict(synchronous_commit=True, call_timeout=FAULT_CALL_TIMEOUT) if faulted else \
-        dict(synchronous_commit=SYNCHRONOUS_COMMIT)
+    options = dict(synchronous_commit=True, call_timeout=FAULT_CALL_TIMEOUT, reconnect=Reconnect(attempts=20)) \
+        if faulted else dict(synchronous_commit=SYNCHRONOUS_COMMIT)
     scheduler = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}")
     mover = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}clock", serialise=True)
     _CLOCK = clock = SchedulerClock(mover)
-    payloads = PostgresPayloads(dsn, schema=schema, call_timeout=options.get("call_timeout"))
+    payloads = PostgresPayloads(dsn, schema=schema, call_timeout=options.get("call_timeout"), reconnect=options.get("reconnect"))
     observer = PostgresScheduler(dsn, schema=schema, **options)  # reads only (snapshot): not part of the history
     rng = random.Random(f"{seed}:{index}:cancel")
     runner = Runner(name=f"r{index}", workers=WORKERS, clock=clock, lease=LEASE, scheduler=scheduler,
