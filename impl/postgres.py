@@ -572,25 +572,35 @@ class DatabaseClock:
     another client's call moves the scheduler's clock past it in between, the
     call made with it raises ``ValueError`` ("time can't go backwards") and
     changes nothing; read ``now`` again and retry.
+
+    A lost connection is replaced as the scheduler's is (``reconnect``,
+    ``call_timeout``; reading the clock is safe to repeat), so a runner on it
+    rides through a server restart; giving up raises ``psycopg.OperationalError``.
     """
 
-    def __init__(self, dsn: str, *, schema: str = "fencepost", tick_ns: int = 1_000_000) -> None:
+    def __init__(self, dsn: str, *, schema: str = "fencepost", tick_ns: int = 1_000_000,
+                 reconnect: Reconnect | None = None, call_timeout: float | None = DEFAULT_CALL_TIMEOUT) -> None:
         v.check_min("tick_ns", tick_ns, 1)
         self.schema = check_schema(schema)
         self.tick_ns = tick_ns
-        self._conn = _connect(dsn)
-        ensure_schema(self._conn, schema)
+        reconnect = Reconnect() if reconnect is None else reconnect
+        call_timeout = check_call_timeout(call_timeout)
+        conn = _connect(dsn)
+        ensure_schema(conn, schema)
         self._query = sql.SQL(
             "SELECT greatest(now, floor(extract(epoch FROM clock_timestamp() - epoch) * 1e9 / %s)::bigint)"
             " FROM {}.meta"
-        ).format(sql.Identifier(schema)).as_string(self._conn)
+        ).format(sql.Identifier(schema)).as_string(conn)
+        self._session = Session(f"PostgreSQL at dsn={redacted(dsn)!r}",
+                                lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
+                                reconnect=reconnect, call_timeout=call_timeout, conn=conn)
         self._lock = threading.Lock()
 
     @property
     def now(self) -> int:
         """The current tick (an int >= 0), one round trip to the server."""
         with self._lock:
-            return self._conn.execute(self._query, (self.tick_ns,)).fetchone()[0]
+            return self._session.run(self._query, (self.tick_ns,), _first, Effect.READ, "clock.now", {})
 
     def subscribe(self, listener: object) -> None:
         """Nothing to do: no one moves this clock by hand (the runner's clock interface)."""
@@ -603,7 +613,12 @@ class DatabaseClock:
         return max(0, t - self.now) * self.tick_ns / 1e9
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._session.close()
+
+
+def _first(cur: psycopg.Cursor) -> int:
+    return cur.fetchone()[0]
 
 
 # ---------------------------------------------------------------- temporary schemas

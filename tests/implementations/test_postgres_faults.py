@@ -256,3 +256,15 @@ def test_shared_runners_ride_through_every_fault(cluster) -> None:
     assert report.ok, "\n".join(table(report))
     assert all(v.status in FINAL_STATUSES for v in views), [v for v in views if v.status not in FINAL_STATUSES][:3]
     assert len(views) >= sum(r["submitted"] for r in results) > RUNNERS * RUNNER_TASKS
+
+
+def test_the_database_clock_is_read_again_after_its_backend_is_ended(dsn, schema) -> None:
+    from fencepost.impl.postgres import DatabaseClock
+
+    clock = DatabaseClock(dsn, schema=schema)
+    try:
+        before = clock.now
+        _terminate(dsn, clock._session.conn.info.backend_pid)
+        assert clock.now >= before and clock._session.reconnects == 1
+    finally:
+        clock.close()
