@@ -345,6 +345,12 @@ class PostgresScheduler:
                 self._session.conn = None
             self._session.close()
 
+    @property
+    def _conn(self) -> psycopg.Connection:
+        """The session's live connection, for subclasses that run statements of their own
+        (the deliberately broken writers of ``impl/postgres_broken.py``); no reconnect rides over them."""
+        return self._session.connection()
+
     def __enter__(self) -> PostgresScheduler:
         return self
 

@@ -118,6 +118,11 @@ class PostgresPayloads:
         self._q = {op: text.format(quoted) for op, text in _QUERIES.items()}
         self._lock = threading.Lock()  # one statement at a time on the connection
 
+    @property
+    def _conn(self) -> psycopg.Connection:
+        """The session's live connection, for a caller's own statements (tests look at the table)."""
+        return self._session.connection()
+
     def _run(self, op: str, args: tuple | None, fetch, effect: Effect = Effect.READ) -> object:
         with self._lock:
             return self._session.run(self._q[op], args, fetch, effect, f"payloads.{op}", {})

@@ -331,6 +331,14 @@ class Session:
                 if ticket is not None:
                     _WATCHDOG.disarm(ticket)
 
+    def connection(self) -> psycopg.Connection:
+        """The live connection, replaced first if it is dead: for a caller's own statements."""
+        if self.closed:
+            raise psycopg.OperationalError("the connection is closed")
+        if self.conn is None or looks_dead(self.conn):
+            self.replace("the server closed it" if self.conn is not None else "it was lost earlier")
+        return self.conn
+
     def close(self) -> None:
         """Close the connection; every later ``run`` raises ``OperationalError`` (no reconnect). Idempotent."""
         self.closed = True
