@@ -49,6 +49,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize_command", "decide whether a concurrent history could come from the model"),
     "report": ("fencepost.report.command", "write one self-contained HTML page of a scenario, counterexample or history"),
+    "faults": ("fencepost.impl.faults_command", "inject PostgreSQL server faults, report what held"),
 }
 
 

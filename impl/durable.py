@@ -62,6 +62,13 @@ which has Python's unbounded ints.
 
 One scheduler owns a file while it is open (``PRAGMA locking_mode =
 EXCLUSIVE``); another, in any process, waits ``BUSY_TIMEOUT_S`` and is refused.
+
+**When the file cannot be written** -- the disk (or ``max_bytes``) is full,
+the file was made read-only or immutable under the running scheduler, an I/O
+error -- the call's transaction rolls back and it raises ``StorageError``, one
+line naming the file and SQLite's reason. Its outcome is known: it changed
+nothing, every call acknowledged before it is still there, and the same call
+made again once the file is writable and has room succeeds (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -183,6 +190,10 @@ def _fits(name: str, value: int) -> int:
     return value
 
 
+class StorageError(sqlite3.OperationalError):
+    """The file could not be written (full, read-only, an I/O error); the call changed nothing."""
+
+
 class DurableScheduler(FoldedBatches):
     """A lease scheduler whose state lives in the SQLite file at ``path``.
 
@@ -207,13 +218,19 @@ class DurableScheduler(FoldedBatches):
         synchronous: ``"FULL"`` (default: a returned call survives power
             loss) or ``"NORMAL"`` (it survives the process being killed; the
             last calls before a power loss may roll back).
+        max_bytes: the most the file may grow to (None: no limit but the
+            disk's), as SQLite's ``max_page_count``; a call that would pass
+            it raises ``StorageError`` and changes nothing.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", max_bytes: int | None = None) -> None:
         if synchronous not in SYNCHRONOUS_SETTINGS:
             raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS_SETTINGS)}: {synchronous!r}")
+        if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
+            raise ValueError(f"max_bytes must be None or an int >= 1: {max_bytes!r}")
         self._path = Path(path)
         self._synchronous = synchronous
+        self._max_bytes = max_bytes
         self._batch_depth = 0
         self._touched = False  # a cache changed inside the open call: reload it if the call rolls back
         self._batch_touched = False  # a cache changed by a call inside batch(): reload it if the batch rolls back
@@ -238,6 +255,9 @@ class DurableScheduler(FoldedBatches):
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            if self._max_bytes is not None:
+                page = conn.execute("PRAGMA page_size").fetchone()[0]
+                conn.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page)}")
             with self._write():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version == 0 and conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0:
@@ -297,7 +317,7 @@ class DurableScheduler(FoldedBatches):
     def reopen(self) -> DurableScheduler:
         """Close this scheduler and return a new one over the same file, as a new process would open it."""
         self.close()
-        reopened = type(self)(self._path, synchronous=self._synchronous)
+        reopened = type(self)(self._path, synchronous=self._synchronous, max_bytes=self._max_bytes)
         reopened._keepalive = self._keepalive
         return reopened
 
@@ -719,16 +739,26 @@ class _Transaction:
                 try:
                     conn.execute("RELEASE call") if self.nested else scheduler._commit(conn)
                     return
+                except sqlite3.OperationalError as exc:
+                    self._roll_back(conn)
+                    raise self._refused(exc) from None
                 except BaseException:
                     self._roll_back(conn)
                     raise
             self._roll_back(conn)
+            if isinstance(error, sqlite3.OperationalError) and not isinstance(error, StorageError):
+                raise self._refused(error) from None
         finally:
             if self.nested:
                 scheduler._batch_touched = scheduler._batch_touched or scheduler._touched
             else:
                 scheduler._batch_touched = False
             scheduler._touched = False
+
+    def _refused(self, exc: sqlite3.OperationalError) -> StorageError:
+        """The one-line error of a write the file refused (the transaction is rolled back by now)."""
+        return StorageError(f"cannot write {str(self.scheduler._path)!r}: {exc}; the call changed nothing "
+                            "(make it again once the file is writable and has room)")
 
     def _roll_back(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:

@@ -34,15 +34,19 @@ and the stress tests show them):
   the database server; a client that read it just before another client's
   call moved the clock on gets that ``ValueError`` and re-reads (see the
   README, "Time across clients").
-* Tokens come from a sequence, taken only by a dispatch that leases a task:
-  1, 2, 3... as the model issues them. After a crash of the database server
-  (not of a client) the sequence may skip values; tokens stay unique and
-  increasing.
+* Tokens come from a counter row, taken only by a dispatch that leases a task
+  and undone with it: 1, 2, 3... as the model issues them, also after a crash
+  of the database server or a dispatch whose connection was lost.
 
 Limits: times, priorities, durations and the other int arguments are stored
 as 64-bit integers; a value outside that range is refused with ``ValueError``.
-A connection that drops in the middle of a call leaves its outcome unknown to
-the caller (committed or not); the call raises ``psycopg.OperationalError``.
+Faults of the server (``impl/postgres_session.py``, docs/faults.md): a lost
+connection is replaced, with jittered backoff and a bounded number of tries
+(``reconnect``); a call that gets no answer within ``call_timeout`` seconds
+has its connection cut. A call whose answer was lost after it was sent is run
+again when that is safe under the contract (reads, ``advance``, ``submit``
+with a key) and otherwise raises ``OutcomeUnknown`` (``spec.protocol``): its
+outcome is unknown, and the caller decides (docs/faults.md says how).
 
 Requires the optional dependency ``psycopg`` (``pip install 'fencepost[postgres]'``).
 """
@@ -63,6 +67,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl import _validate as v
+from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
 from fencepost.impl.postgres_sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
 
@@ -72,6 +77,9 @@ DSN_VARIABLE = "FENCEPOST_PG_DSN"
 #: A schema name: lower-case letters, digits and underscores, starting with a
 #: letter or underscore, at most 63 bytes (PostgreSQL's identifier limit).
 SCHEMA_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+#: Schema names PostgreSQL keeps for itself: ``pg_`` (its catalogs; it refuses to create one) and the SQL standard's.
+RESERVED_SCHEMA = re.compile(r"pg_.*|information_schema")
 
 #: The range a value must lie in to be stored (PostgreSQL ``bigint``).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -87,6 +95,8 @@ def check_schema(schema: object) -> str:
             f"schema must be lower-case letters, digits and underscores, starting with a letter "
             f"or underscore, at most 63 characters: {schema!r}"
         )
+    if RESERVED_SCHEMA.fullmatch(schema):
+        raise ValueError(f"schema {schema!r} is reserved by PostgreSQL (names starting pg_, and information_schema): choose another")
     return schema
 
 
@@ -119,15 +129,18 @@ def _connect(dsn: str) -> psycopg.Connection:
     small or fresh tables can pass ``jit_above_cost``; compiling then costs
     milliseconds on statements that run in microseconds.
     """
-    with _POOL_LOCK:
-        idle = _IDLE.get(dsn)
-        conn = idle.pop() if idle else None
-    if conn is None or conn.closed:
-        conn = open_connection(dsn)
-    return conn
+    while True:
+        with _POOL_LOCK:
+            idle = _IDLE.get(dsn)
+            conn = idle.pop() if idle else None
+        if conn is None:
+            return open_connection(dsn)
+        if not looks_dead(conn):  # the server may have ended it while it sat idle (a restart, a reaper)
+            return conn
+        conn.close()
 
 
-def open_connection(dsn: str) -> psycopg.Connection:
+def open_connection(dsn: str, connect_timeout: int | None = None) -> psycopg.Connection:
     """A new autocommit connection to ``dsn`` with JIT compilation off (see ``_connect``).
 
     Raises:
@@ -136,7 +149,8 @@ def open_connection(dsn: str) -> psycopg.Connection:
             message is one line naming the dsn (its password hidden).
     """
     try:
-        conn = psycopg.connect(dsn, autocommit=True)
+        extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
+        conn = psycopg.connect(dsn, autocommit=True, **extra)
     except psycopg.Error as exc:
         message = connect_failure("dsn", dsn, exc)
         if isinstance(exc, psycopg.OperationalError):
@@ -159,24 +173,6 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
     if isinstance(exc, psycopg.OperationalError):
         return f"cannot connect to PostgreSQL at {where}: {lines[0].strip()}"
     return f"{where} is not a PostgreSQL connection string or URL: {lines[0].strip()}"
-
-
-class _ClosedConnection:
-    """What a closed scheduler holds instead of the connection it gave back: every use raises."""
-
-    closed = True
-
-    def execute(self, *args: object, **kwargs: object) -> None:
-        raise psycopg.OperationalError("the connection is closed")
-
-    def transaction(self) -> None:
-        raise psycopg.OperationalError("the connection is closed")
-
-    def close(self) -> None:
-        pass
-
-
-_CLOSED = _ClosedConnection()
 
 
 #: What a forked child inherited from its parent's pools: the parent's live sessions, on shared
@@ -210,7 +206,8 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
     """Create ``schema``'s tables and functions unless they exist (safe to race: one advisory lock).
 
     Raises:
-        RuntimeError: the schema holds fencepost tables of another version.
+        RuntimeError: the schema holds fencepost tables of another version, or
+            tables (views, sequences) fencepost did not create: named, and nothing is changed.
     """
     quoted = sql.Identifier(schema).as_string(conn)
     create_key = int.from_bytes(hashlib.sha256(f"fencepost:{schema}".encode()).digest()[:8], "big", signed=True)
@@ -225,8 +222,26 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
             if version and version[0] == SCHEMA_VERSION:
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
+        foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]
+        if foreign:
+            shown = ", ".join(foreign[:MAX_NAMED]) + (f" and {len(foreign) - MAX_NAMED} more" if len(foreign) > MAX_NAMED else "")
+            raise RuntimeError(
+                f"schema {schema!r} holds tables fencepost did not create ({shown}); nothing was changed: "
+                "give fencepost a new or empty schema"
+            )
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         conn.execute(schema_ddl(quoted, lock_key(schema)).encode())
+
+
+#: Relations (tables, views, sequences, foreign tables) already in a schema that has no complete
+#: fencepost scheduler: fencepost makes all of its own in one transaction, so any is someone else's.
+_FOREIGN_RELATIONS = (
+    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') ORDER BY c.relname"
+)
+
+#: How many foreign tables a refusal names before it says "and N more".
+MAX_NAMED = 5
 
 
 def lock_key(schema: str) -> int:
@@ -250,9 +265,17 @@ class PostgresScheduler:
             A lost dispatch's token may then be issued again, so a worker
             still holding that lease could act on the new attempt: after a
             server crash, every lease held must be dropped by its worker.
+        reconnect: how a lost connection is replaced (``Reconnect``: tries,
+            jittered backoff); ``Reconnect(attempts=0)`` never reconnects.
+        call_timeout: seconds a call may wait for its answer before its
+            connection is cut and the call counts as lost (None: no bound); also
+            the session's ``statement_timeout``.
 
     Raises:
-        ValueError: ``dsn`` is not a str, or ``schema`` is not a plain lower-case name.
+        ValueError: ``dsn`` is not a str, ``schema`` is not a plain lower-case
+            name or is reserved (``pg_*``, ``information_schema``), or
+            ``reconnect``/``call_timeout`` is out of range.
+        RuntimeError: the schema holds tables fencepost did not create (named; nothing changed).
         psycopg.OperationalError: the server cannot be reached.
 
     Every protocol method raises ``ValueError`` for an invalid argument and
@@ -261,36 +284,54 @@ class PostgresScheduler:
     ``add_worker`` O(log T); ``dispatch`` O(log T) plus the leases it
     expires; ``complete``/``fail``/``renew``/``cancel`` O(log T) plus expired
     leases; ``task`` and ``now`` O(log T), T the number of tasks. One object
-    may be used from several threads (psycopg serialises its connection).
+    may be used from several threads (a lock serialises its calls).
+
+    A call whose answer was lost raises ``OutcomeUnknown`` unless it is safe
+    to run again (see the module docstring); a call that could not be sent,
+    or only read, and could not reconnect raises ``psycopg.OperationalError``
+    with one line naming the dsn (its password hidden).
     """
 
     def __init__(self, dsn: str, *, schema: str = "fencepost", synchronous_commit: bool = True,
+                 reconnect: Reconnect | None = None, call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
                  _owner: object = None, _connection: psycopg.Connection | None = None,
                  _schema_exists: bool = False) -> None:
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a str: {dsn!r}")
         if not isinstance(synchronous_commit, bool):
             raise ValueError(f"synchronous_commit must be a bool: {synchronous_commit!r}")
+        reconnect = Reconnect() if reconnect is None else reconnect
+        if not isinstance(reconnect, Reconnect):
+            raise ValueError(f"reconnect must be a fencepost.impl.postgres_session.Reconnect: {reconnect!r}")
         self.dsn = dsn
         self.schema = check_schema(schema)
         self.synchronous_commit = synchronous_commit
-        self._conn = _connection or _connect(dsn)
+        self.reconnect = reconnect
+        self.call_timeout = check_call_timeout(call_timeout)
+        conn = _connection or _connect(dsn)
+        # Set on every connection, reused or new: a reused one may come from a scheduler with other
+        # settings. synchronous_commit off: no call waits for the disk (see _END in impl/postgres_sql.py).
+        timeout_ms = 0 if self.call_timeout is None else max(1, int(self.call_timeout * 1000))
+        setup = (f"SET synchronous_commit = {'on' if synchronous_commit else 'off'};"
+                 f" SET statement_timeout = {timeout_ms}").encode()
+        self._session = Session(f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
+                                reconnect=reconnect, call_timeout=self.call_timeout,
+                                prepare=lambda c: c.execute(setup), conn=conn)
         # ours: given back when this object is closed or goes (never closed under another's feet)
-        self._release = weakref.finalize(self, _release, dsn, self._conn) if _connection is None else None
-        # Set either way: a reused connection may come from a scheduler with the other setting.
-        # Off: no call waits for the disk (see _END in impl/postgres_sql.py).
-        self._conn.execute(f"SET synchronous_commit = {'on' if synchronous_commit else 'off'}")
+        self._release = weakref.finalize(self, _release_session, dsn, self._session) if _connection is None else None
         if _connection is None and not _schema_exists:
-            ensure_schema(self._conn, schema)
+            ensure_schema(conn, schema)
         self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
         name = sql.Identifier(schema)
-        self._q = {op: sql.SQL(text).format(name).as_string(self._conn) for op, text in _QUERIES.items()}
+        self._q = {op: sql.SQL(text).format(name).as_string(conn) for op, text in _QUERIES.items()}
+        self._lock = threading.Lock()  # one call at a time on the session (a reconnect replaces its connection)
 
     # -------------------------------------------------------------- lifecycle
 
     def reopen(self) -> PostgresScheduler:
         """A new scheduler over the same schema on a new connection, as another process would see it."""
         return PostgresScheduler(self.dsn, schema=self.schema, synchronous_commit=self.synchronous_commit,
+                                 reconnect=self.reconnect, call_timeout=self.call_timeout,
                                  _owner=self._owner, _schema_exists=True)
 
     def close(self) -> None:
@@ -298,11 +339,17 @@ class PostgresScheduler:
 
         Its session may be reused by a later scheduler in this process; it is closed at exit.
         """
-        if self._release is not None:
-            self._release()  # its session may serve another scheduler now: never touch it again
-            self._conn = _CLOSED
-        else:
-            self._conn.close()
+        with self._lock:
+            if self._release is not None:
+                self._release()  # its session may serve another scheduler now: never touch it again
+                self._session.conn = None
+            self._session.close()
+
+    @property
+    def _conn(self) -> psycopg.Connection:
+        """The session's live connection, for subclasses that run statements of their own
+        (the deliberately broken writers of ``impl/postgres_broken.py``); no reconnect rides over them."""
+        return self._session.connection()
 
     def __enter__(self) -> PostgresScheduler:
         return self
@@ -318,7 +365,7 @@ class PostgresScheduler:
     @property
     def now(self) -> int:
         """The scheduler's clock: the latest ``now`` any client's valid timed call brought."""
-        return self._conn.execute(self._q["now"]).fetchone()[1]
+        return self._run("now", None, _one, Effect.READ, {})[1]
 
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task; an unknown or forgotten id raises ValueError."""
@@ -328,7 +375,7 @@ class PostgresScheduler:
             raise ValueError(f"task_id {task_id!r} is unknown: ids start at 1")
         if task_id > INT64_MAX:
             task_id = 0  # no such id: reported as unknown below
-        row = self._conn.execute(self._q["task"], (task_id,)).fetchone()
+        row = self._run("task", (task_id,), _one, Effect.READ, {"task_id": task_id})
         issued, found = row[0], row[1]
         if found is None:
             v.check_task_id(task_id, issued)  # raises, naming what ids exist
@@ -337,7 +384,7 @@ class PostgresScheduler:
 
     def snapshot(self) -> tuple[int, list[TaskView]]:
         """The clock and every task's view, from one statement (so one consistent moment). O(T)."""
-        rows = self._conn.execute(self._q["snapshot"]).fetchall()
+        rows = self._run("snapshot", None, _all, Effect.READ, {})
         now = rows[0][0]
         views = [TaskView(r[1], Status(r[2]), *r[3:]) for r in rows if r[1] is not None]
         return now, views
@@ -347,7 +394,7 @@ class PostgresScheduler:
     def add_worker(self, worker: str, capacity: int) -> None:
         """Register ``worker`` with ``capacity`` >= 1 slots; a duplicate name raises."""
         v.check_new_worker(worker, capacity, ())
-        self._call("add_worker", (worker, _fits("capacity", capacity)))
+        self._call("add_worker", (worker, _fits("capacity", capacity)), Effect.ONCE, dict(worker=worker, capacity=capacity))
 
     def submit(self, priority: int = 0, due_at: int | None = None, max_attempts: int | None = None,
                retry_delay: int = 1, key: str | None = None) -> int:
@@ -366,13 +413,17 @@ class PostgresScheduler:
         if max_attempts is not None:
             _fits("max_attempts", max_attempts)
         _fits("retry_delay", retry_delay)
-        return self._call("submit", (priority, due_at, max_attempts, retry_delay, key))[0]
+        named = dict(priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, key=key)
+        # with a key, a second run returns the first one's id (or makes the task the first did not)
+        effect = Effect.ONCE if key is None else Effect.REPEATABLE
+        return self._call("submit", (priority, due_at, max_attempts, retry_delay, key), effect, named)[0]
 
     # -------------------------------------------------------------- timed
 
     def advance(self, now: int) -> None:
         """Move time to ``now``, expiring every lease with ``expires_at <= now``."""
-        self._call("advance", (self._time(now),))
+        # a second run is harmless (the clock is there already); only its "backwards" refusal would be wrong
+        self._call("advance", (self._time(now),), Effect.REPEATABLE, {"now": now}, refused_again_is_unknown=True)
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
         """Lease the best eligible task (priority desc, due_at asc, id asc) to ``worker``.
@@ -382,28 +433,31 @@ class PostgresScheduler:
         v.check_worker_name(worker)
         self._time(now)
         _fits("duration", v.check_min("duration", duration, 1))
-        task_id, token = self._call("dispatch", (worker, now, duration))
+        task_id, token = self._call("dispatch", (worker, now, duration), Effect.ONCE,
+                                    dict(worker=worker, now=now, duration=duration))
         if task_id is None:
             return None
         return Lease(task_id, worker, token, now, now + duration)
 
     def complete(self, task_id: int, token: int, now: int) -> Outcome:
         """Accept completion from the current lease only: the task succeeds, its slot frees."""
-        return self._outcome("complete", (self._task_id(task_id), self._token(token), self._time(now)))
+        args = (self._task_id(task_id), self._token(token), self._time(now))
+        return self._outcome("complete", args, dict(task_id=task_id, token=token, now=now))
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
         """Accept an explicit failure from the current lease: retry with backoff, or end."""
-        return self._outcome("fail", (self._task_id(task_id), self._token(token), self._time(now)))
+        args = (self._task_id(task_id), self._token(token), self._time(now))
+        return self._outcome("fail", args, dict(task_id=task_id, token=token, now=now))
 
     def cancel(self, task_id: int, now: int) -> Outcome:
         """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one."""
-        return self._outcome("cancel", (self._task_id(task_id), self._time(now)))
+        return self._outcome("cancel", (self._task_id(task_id), self._time(now)), dict(task_id=task_id, now=now))
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
         args = (self._task_id(task_id), self._token(token), self._time(now))
         _fits("duration", v.check_min("duration", duration, 1))
-        return self._outcome("renew", (*args, duration))
+        return self._outcome("renew", (*args, duration), dict(task_id=task_id, token=token, now=now, duration=duration))
 
     def prune(self, before: int, now: int) -> int:
         """Forget every final task that ended at a time ``< before``, with its key; return how many.
@@ -417,7 +471,7 @@ class PostgresScheduler:
         self._time(now)
         if not 0 <= before <= now:
             raise ValueError(f"before must be >= 0 and <= now: before={before!r}, now={now!r}")
-        return self._call("prune", (before, now))[0]
+        return self._call("prune", (before, now), Effect.ONCE, {"before": before, "now": now})[0]
 
     # -------------------------------------------------------------- batches
 
@@ -447,7 +501,7 @@ class PostgresScheduler:
         if not entries:
             return []
         keys = columns[4] if any(key is not None for key in columns[4]) else None
-        return list(self._call("submit_many", (*columns[:4], keys))[0])
+        return list(self._call("submit_many", (*columns[:4], keys), Effect.ONCE, {"tasks": tasks})[0])
 
     def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list[Lease]:
         """Up to ``limit`` dispatches of ``worker`` at ``now``, stopping at the first that leases nothing.
@@ -464,7 +518,8 @@ class PostgresScheduler:
         self._time(now)
         _fits("duration", v.check_min("duration", duration, 1))
         _fits("limit", v.check_min("limit", limit, 1))
-        tasks, tokens = self._call("dispatch_many", (worker, now, duration, limit))
+        tasks, tokens = self._call("dispatch_many", (worker, now, duration, limit), Effect.ONCE,
+                                   {"worker": worker, "now": now, "duration": duration, "limit": limit})
         expires_at = now + duration
         return [Lease(task_id, worker, token, now, expires_at) for task_id, token in zip(tasks, tokens)]
 
@@ -500,7 +555,7 @@ class PostgresScheduler:
                 tokens.append(self._token(pair[1]))
             except ValueError as exc:
                 raise v.entry_error("reports", number, exc) from None
-        accepted, reasons = self._call(op, (ids, tokens, self._time(now)))
+        accepted, reasons = self._call(op, (ids, tokens, self._time(now)), Effect.ONCE, {"reports": reports, "now": now})
         return [Outcome(a, r) for a, r in zip(accepted, reasons)]
 
     # -------------------------------------------------------------- internals
@@ -523,11 +578,18 @@ class PostgresScheduler:
     def _token(token: object) -> int:
         return _token_arg(v.check_int("token", token))
 
-    def _outcome(self, op: str, args: tuple) -> Outcome:
-        accepted, reason = self._call(op, args)
+    def _outcome(self, op: str, args: tuple, named: dict) -> Outcome:
+        # complete, fail, cancel, renew: never run twice blindly (a second answer could contradict the first)
+        accepted, reason = self._call(op, args, Effect.ONCE, named)
         return Outcome(accepted, reason)
 
-    def _call(self, op: str, args: tuple) -> tuple:
+    def _run(self, op: str, args: tuple | None, fetch, effect: Effect, named: dict, refused_again_is_unknown: bool = False):
+        """One statement through the session (reconnecting as it says), one call at a time."""
+        with self._lock:
+            return self._session.run(self._q[op], args, fetch, effect, op, named,
+                                     refused_again_is_unknown=_is_invalid if refused_again_is_unknown else None)
+
+    def _call(self, op: str, args: tuple, effect: Effect, named: dict, refused_again_is_unknown: bool = False) -> tuple:
         """Run one protocol procedure: one statement, one round trip. Invalid input -> ValueError.
 
         A call that raised is settled before the error is raised (``fp_settle``): the
@@ -535,10 +597,9 @@ class PostgresScheduler:
         """
         try:
             with self._invalid_as_value_error(op, args):
-                cur = self._conn.execute(self._q[op], args)
-                return cur.fetchone() if cur.description else ()
+                return self._run(op, args, _row_or_empty, effect, named, refused_again_is_unknown)
         except ValueError:
-            self._conn.execute(self._q["settle"])
+            self._run("settle", None, _nothing, Effect.READ, {})
             raise
 
     @contextlib.contextmanager
@@ -552,6 +613,31 @@ class PostgresScheduler:
             if exc.sqlstate == _OUT_OF_RANGE_STATE:
                 raise ValueError(f"{op}: a value would leave the signed 64-bit range the scheduler stores: {args!r}") from None
             raise
+
+
+def _one(cur: psycopg.Cursor) -> tuple:
+    return cur.fetchone()
+
+
+def _all(cur: psycopg.Cursor) -> list:
+    return cur.fetchall()
+
+
+def _row_or_empty(cur: psycopg.Cursor) -> tuple:
+    return cur.fetchone() if cur.description else ()
+
+
+def _nothing(cur: psycopg.Cursor) -> None:
+    return None
+
+
+def _is_invalid(exc: Exception) -> bool:
+    return isinstance(exc, psycopg.Error) and exc.sqlstate == INVALID_ARGUMENT_STATE
+
+
+def _release_session(dsn: str, session: Session) -> None:
+    if session.conn is not None and not session.closed:
+        _release(dsn, session.conn)
 
 
 #: One statement per protocol call; ``{}`` is the schema. The protocol calls are procedures
@@ -597,25 +683,35 @@ class DatabaseClock:
     another client's call moves the scheduler's clock past it in between, the
     call made with it raises ``ValueError`` ("time can't go backwards") and
     changes nothing; read ``now`` again and retry.
+
+    A lost connection is replaced as the scheduler's is (``reconnect``,
+    ``call_timeout``; reading the clock is safe to repeat), so a runner on it
+    rides through a server restart; giving up raises ``psycopg.OperationalError``.
     """
 
-    def __init__(self, dsn: str, *, schema: str = "fencepost", tick_ns: int = 1_000_000) -> None:
+    def __init__(self, dsn: str, *, schema: str = "fencepost", tick_ns: int = 1_000_000,
+                 reconnect: Reconnect | None = None, call_timeout: float | None = DEFAULT_CALL_TIMEOUT) -> None:
         v.check_min("tick_ns", tick_ns, 1)
         self.schema = check_schema(schema)
         self.tick_ns = tick_ns
-        self._conn = _connect(dsn)
-        ensure_schema(self._conn, schema)
+        reconnect = Reconnect() if reconnect is None else reconnect
+        call_timeout = check_call_timeout(call_timeout)
+        conn = _connect(dsn)
+        ensure_schema(conn, schema)
         self._query = sql.SQL(
             "SELECT greatest(now, floor(extract(epoch FROM clock_timestamp() - epoch) * 1e9 / %s)::bigint)"
             " FROM {}.meta"
-        ).format(sql.Identifier(schema)).as_string(self._conn)
+        ).format(sql.Identifier(schema)).as_string(conn)
+        self._session = Session(f"PostgreSQL at dsn={redacted(dsn)!r}",
+                                lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
+                                reconnect=reconnect, call_timeout=call_timeout, conn=conn)
         self._lock = threading.Lock()
 
     @property
     def now(self) -> int:
         """The current tick (an int >= 0), one round trip to the server."""
         with self._lock:
-            return self._conn.execute(self._query, (self.tick_ns,)).fetchone()[0]
+            return self._session.run(self._query, (self.tick_ns,), _first, Effect.READ, "clock.now", {})
 
     def subscribe(self, listener: object) -> None:
         """Nothing to do: no one moves this clock by hand (the runner's clock interface)."""
@@ -628,7 +724,12 @@ class DatabaseClock:
         return max(0, t - self.now) * self.tick_ns / 1e9
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._session.close()
+
+
+def _first(cur: psycopg.Cursor) -> int:
+    return cur.fetchone()[0]
 
 
 # ---------------------------------------------------------------- temporary schemas
@@ -646,7 +747,7 @@ _POOL: dict[str, list[tuple[str, psycopg.Connection]]] = {}
 #: Empties a pooled schema: what a fresh one holds (time 0, no worker, task, token or key).
 _RESET = (
     "DELETE FROM {0}.keys; DELETE FROM {0}.tasks; DELETE FROM {0}.workers;"
-    " UPDATE {0}.meta SET now = 0, last_task = 0, epoch = clock_timestamp(); ALTER SEQUENCE {0}.tokens RESTART"
+    " UPDATE {0}.meta SET now = 0, last_task = 0, epoch = clock_timestamp(); UPDATE {0}.issued SET last_token = 0; ALTER SEQUENCE {0}.tokens RESTART"
 )
 
 
@@ -732,7 +833,8 @@ def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresS
     taken = _take(dsn)
     if taken is not None:
         schema, conn = taken
-        if conn.closed:
+        if looks_dead(conn):  # ended while pooled: the schema is still there, on the server
+            conn.close()
             conn = _connect(dsn)
         conn.execute(sql.SQL(_RESET).format(sql.Identifier(schema)).as_string(conn).encode())
     else:

@@ -23,8 +23,12 @@ run code of their own.
 
 Every method is one statement in its own transaction (autocommit), on this
 object's own connection; one object may be used from several threads (a lock
-serialises them). ``for_task`` uses an index this module adds on
-``keys(task_id)``: O(log T) for T tasks; ``stamp`` reads the ``meta`` row. A payload goes
+serialises them). A lost connection is replaced as the scheduler's is
+(``impl/postgres_session.py``): every statement here is safe to run twice
+(``put`` keeps a key's first payload, ``forget`` of a gone key does nothing, the
+rest read), so a lost answer is asked for again; a repeated ``put`` answers
+False, so a submit refused after one may leave an orphan payload behind. ``for_task`` uses an index this module adds on
+``keys(task_id)``, ``stamp`` the tasks' primary key: each costs O(log T) for T tasks. A payload goes
 with its key when the scheduler forgets the key (``prune``), by a trigger on ``keys``.
 """
 
@@ -38,7 +42,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from fencepost.impl.postgres import check_schema, ensure_schema, open_connection
+from fencepost.impl.postgres import check_schema, ensure_schema, open_connection, redacted
+from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout
 
 #: The payload table and the lookup index, created if missing (``{0}`` is the quoted schema).
 #: The index on the scheduler's ``keys(task_id)`` makes "which key made task N" O(log T);
@@ -100,20 +105,38 @@ class PostgresPayloads:
         psycopg.OperationalError: the server cannot be reached.
     """
 
-    def __init__(self, dsn: str, *, schema: str = "fencepost") -> None:
+    def __init__(self, dsn: str, *, schema: str = "fencepost", reconnect: Reconnect | None = None,
+                 call_timeout: float | None = DEFAULT_CALL_TIMEOUT) -> None:
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a str: {dsn!r}")
         self.schema = check_schema(schema)
-        self._conn = open_connection(dsn)  # its own: payloads are always written synchronously
-        ensure_schema(self._conn, schema)
-        quoted = sql.Identifier(schema).as_string(self._conn)
+        reconnect = Reconnect() if reconnect is None else reconnect
+        call_timeout = check_call_timeout(call_timeout)
+        conn = open_connection(dsn)  # its own: payloads are always written synchronously
+        ensure_schema(conn, schema)
+        quoted = sql.Identifier(schema).as_string(conn)
         # CREATE ... IF NOT EXISTS races with itself (a duplicate catalog row): one advisory lock per schema
         lock_key = int.from_bytes(hashlib.sha256(f"fencepost-payloads:{schema}".encode()).digest()[:8], "big", signed=True)
-        with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
-            self._conn.execute(PAYLOADS_DDL.format(quoted).encode())
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
+            conn.execute(PAYLOADS_DDL.format(quoted).encode())
+        timeout_ms = 0 if call_timeout is None else max(1, int(call_timeout * 1000))
+        conn.execute(f"SET statement_timeout = {timeout_ms}")
+        self._session = Session(
+            f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
+            reconnect=reconnect, call_timeout=call_timeout, conn=conn,
+            prepare=lambda c: c.execute(f"SET statement_timeout = {timeout_ms}"))
         self._q = {op: text.format(quoted) for op, text in _QUERIES.items()}
         self._lock = threading.Lock()  # one statement at a time on the connection
+
+    @property
+    def _conn(self) -> psycopg.Connection:
+        """The session's live connection, for a caller's own statements (tests look at the table)."""
+        return self._session.connection()
+
+    def _run(self, op: str, args: tuple | None, fetch, effect: Effect = Effect.READ) -> object:
+        with self._lock:
+            return self._session.run(self._q[op], args, fetch, effect, f"payloads.{op}", {})
 
     def put(self, key: str, function: str, args: list, kwargs: dict) -> bool:
         """Store the payload under ``key`` unless one is there; True if this call wrote it.
@@ -122,18 +145,15 @@ class PostgresPayloads:
         back unchanged). A key that already has a payload keeps its first one.
         """
         data = json.dumps({"args": args, "kwargs": kwargs}, allow_nan=False)
-        with self._lock:
-            return self._conn.execute(self._q["put"], (key, function, data)).rowcount == 1
+        return self._run("put", (key, function, data), lambda cur: cur.rowcount == 1, Effect.REPEATABLE)
 
     def forget(self, key: str) -> None:
         """Delete the payload under ``key`` (a submit that wrote it was refused). Unknown keys are ignored."""
-        with self._lock:
-            self._conn.execute(self._q["forget"], (key,))
+        self._run("forget", (key,), lambda cur: None, Effect.REPEATABLE)
 
     def for_task(self, task_id: int) -> Payload | None:
         """The payload of the task the scheduler made under its key, or None (no key, or no payload)."""
-        with self._lock:
-            row = self._conn.execute(self._q["for_task"], (task_id,)).fetchone()
+        row = self._run("for_task", (task_id,), lambda cur: cur.fetchone())
         if row is None:
             return None
         function, data, attempts = row
@@ -146,18 +166,17 @@ class PostgresPayloads:
         tasks and retries in; a new id is a new task. Nothing else a client
         does makes a task eligible. One statement, O(1) (the ``meta`` row's counter).
         """
-        with self._lock:
-            now, last = self._conn.execute(self._q["stamp"]).fetchone()
+        now, last = self._run("stamp", None, lambda cur: cur.fetchone())
         return now, last
 
     def orphans(self) -> int:
         """Payloads no task points to (a process died between writing one and submitting). O(P)."""
-        with self._lock:
-            return self._conn.execute(self._q["orphans"]).fetchone()[0]
+        return self._run("orphans", None, lambda cur: cur.fetchone()[0])
 
     def close(self) -> None:
         """Close this object's connection (the payloads stay). Idempotent."""
-        self._conn.close()
+        with self._lock:
+            self._session.close()
 
     def __enter__(self) -> PostgresPayloads:
         return self

@@ -13,7 +13,7 @@ ends every lease with ``expires_at <= now``, the contract's expiry, so no
 lease is ever current past the clock and a call that does not move the
 clock has nothing to expire); and the *dispatch lock*, exclusive, which
 every dispatch holds while it picks the best waiting task (``FOR UPDATE SKIP
-LOCKED``) and takes the next token from the ``tokens`` sequence, so tokens,
+LOCKED``) and takes the next token from the ``issued`` row, so tokens,
 claims and their visibility come in one order. Completions, failures,
 renewals and cancels of different tasks do not wait for each other at all:
 each is one ``UPDATE`` of its task's row whose ``WHERE`` re-checks the token
@@ -43,7 +43,7 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 3  # 3: fp_prune and the batch procedures (fp_submit_many, fp_dispatch_many, fp_complete_many, fp_fail_many)
+SCHEMA_VERSION = 4  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
@@ -57,7 +57,15 @@ CREATE TABLE IF NOT EXISTS {s}.meta (
     epoch       timestamptz NOT NULL DEFAULT clock_timestamp(),  -- origin of DatabaseClock's ticks
     version     integer NOT NULL
 );
--- tokens issued so far; taken only under the dispatch lock, by a dispatch that leases a task
+-- Tokens issued so far, in a row rather than a sequence: a sequence skips values after a
+-- server crash (it logs 32 ahead) and after a rolled-back dispatch (nextval is not undone), and
+-- the contract's tokens are 1, 2, 3... without gaps. Taken only under the dispatch lock.
+CREATE TABLE IF NOT EXISTS {s}.issued (
+    singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),  -- exactly one row
+    last_token  bigint NOT NULL DEFAULT 0
+);
+INSERT INTO {s}.issued DEFAULT VALUES ON CONFLICT DO NOTHING;
+-- the sequence the deliberately broken writers of impl/postgres_broken.py take tokens from
 CREATE SEQUENCE IF NOT EXISTS {s}.tokens AS bigint MINVALUE 1;
 CREATE TABLE IF NOT EXISTS {s}.workers (
     name        text PRIMARY KEY,
@@ -346,7 +354,10 @@ END $$;
 -- The claim: under the dispatch lock, the best waiting task that is due, locked with SKIP
 -- LOCKED (a row another call is changing right now, e.g. a cancel, is that call's), leased
 -- under the next token, if the worker has a free slot. A dispatch that leases nothing takes
--- no token: nextval runs only for the row the UPDATE changes.
+-- no token: fp_take_token runs only for the row the UPDATE changes, and is undone with it.
+CREATE OR REPLACE FUNCTION {s}.fp_take_token() RETURNS bigint LANGUAGE sql VOLATILE AS
+$$ UPDATE {s}.issued SET last_token = last_token + 1 RETURNING last_token $$;
+
 CREATE OR REPLACE PROCEDURE {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
                                             OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
@@ -357,7 +368,7 @@ BEGIN
         PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
     UPDATE {s}.tasks t SET
-        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = nextval('{s}.tokens'),
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = {s}.fp_take_token(),
         started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
     WHERE t.id = (SELECT id FROM {s}.tasks
                   WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
@@ -541,7 +552,11 @@ BEGIN
             LIMIT least(v_room, p_limit)
             FOR UPDATE SKIP LOCKED),
         numbered AS (SELECT id, row_number() OVER (ORDER BY priority DESC, due_at, id) AS n FROM picked),
-        tokens AS (SELECT n, nextval('{s}.tokens') AS token FROM generate_series(1, (SELECT count(*) FROM picked)) AS n),
+        -- the tokens come from the same counter row as a single dispatch's (fp_take_token), in one step
+        bump AS (UPDATE {s}.issued SET last_token = last_token + (SELECT count(*) FROM picked)
+                 WHERE (SELECT count(*) FROM picked) > 0 RETURNING last_token),
+        tokens AS (SELECT n, (SELECT last_token FROM bump) - (SELECT count(*) FROM picked) + n AS token
+                   FROM generate_series(1, (SELECT count(*) FROM picked)) AS n),
         leased AS (
             UPDATE {s}.tasks t SET
                 status = 'running', attempts = t.attempts + 1, worker = p_worker, token = k.token,

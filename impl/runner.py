@@ -71,6 +71,20 @@ grows with every task). The runner prunes its scheduler on the same window
 when the scheduler offers ``prune``, so the scheduler forgets the same tasks.
 Both forget lazily, at the runner's next timed call at or past the window's
 end; an idle runner makes no calls and holds still.
+**Calls whose outcome is unknown** (``OutcomeUnknown``: a scheduler over a
+network lost a call's answer, docs/faults.md). The runner rides through
+them: a lost ``dispatch`` is left to lease expiry (the slot asks again; a
+lease it never heard of ends at its expiry, as any lost worker's does); a lost
+``complete`` or ``fail`` is resolved by reading the task (``_resolve``: still
+running under the attempt's token means it did not take effect, and it is
+made again; otherwise the status and the attempt count say whether it was
+accepted); a lost ``renew`` by the task's expiry; a lost ``add_worker`` is
+made again (a slot's name is the runner's own, so "already exists" then means
+the first took effect). A lost ``submit`` or ``cancel`` is the caller's:
+``Runner.submit`` and ``Runner.cancel`` raise it (a shared runner's submits
+carry a key, which the scheduler makes safe to repeat, so they do not lose
+answers to a PostgreSQL reconnect). Calls with unknown outcomes are not in the
+trace: a scenario has no step whose effect is unknown.
 
 ``save_trace(path)`` writes every protocol call the runner made, in the order
 the scheduler saw them, with each actual result as ``expect``: a scenario
@@ -97,12 +111,18 @@ from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's con
     mode_for,
 )
 from fencepost.spec.formats.scenario import SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
-from fencepost.spec.protocol import Outcome, Status, TaskView
+from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView
 
 __all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
 ISOLATIONS = tuple(MODES)
+
+#: Times a call whose answer was lost is made again after reading says it did not take effect.
+UNKNOWN_RETRIES = 10
+
+#: What ``_next_attempt`` returns when its dispatch lost its answer: ask again at once.
+_ASK_AGAIN = object()
 
 #: Real seconds ``stop()`` waits for running user functions before it gives up with ``TimeoutError``.
 STOP_TIMEOUT = 60.0
@@ -229,12 +249,21 @@ class Runner:
         self._broken: tuple[str, BaseException] | None = None
         with self._lock:
             for slot in self._slots:
-                try:
-                    self._call("add_worker", {"worker": slot, "capacity": 1})
-                except ValueError as exc:
-                    if name is None or "already exists" not in str(exc):
-                        raise
-                    # a named runner restarted: its slot is still registered, and is its own again
+                lost = 0
+                while True:
+                    try:
+                        self._call("add_worker", {"worker": slot, "capacity": 1})
+                    except OutcomeUnknown:
+                        lost += 1
+                        if lost > UNKNOWN_RETRIES:
+                            raise
+                        continue  # made again: a duplicate then means the lost one took effect
+                    except ValueError as exc:
+                        if (name is None and not lost) or "already exists" not in str(exc):
+                            raise
+                        # a named runner restarted (its slot is still registered, and is its own
+                        # again), or the lost add_worker above took effect
+                    break
 
     # ------------------------------------------------------------ lifecycle
 
@@ -342,6 +371,8 @@ class Runner:
                 partial of one with arguments that survive JSON unchanged.
                 Nothing is stored or submitted.
             RuntimeError: the runner is stopped.
+            OutcomeUnknown: the scheduler lost the submit's answer (without
+                a key only: a keyed submit is asked again); the task may exist.
         """
         if not callable(fn):
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
@@ -385,6 +416,8 @@ class Runner:
         Raises:
             ValueError: ``force=True`` with thread isolation (a thread cannot be
                 killed), or an unknown ``task_id``. Nothing changes.
+            OutcomeUnknown: the scheduler lost the cancel's answer: read the
+                task (``task``) to see whether it took effect.
         """
         self._runs.check_force(force)
         with self._lock:
@@ -522,6 +555,8 @@ class Runner:
         with self._lock:
             while not self._stopping:
                 attempt = self._next_attempt(slot)
+                if attempt is _ASK_AGAIN:
+                    continue
                 if attempt is None:
                     self._changed.wait(self._seconds_to_next_due())
                     continue
@@ -532,7 +567,15 @@ class Runner:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
         if self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
-        lease, now = self._timed_call("dispatch", lambda now: {"worker": slot, "now": now, "duration": self._lease})
+        try:
+            lease, now = self._timed_call("dispatch", lambda now: dict(worker=slot, now=now, duration=self._lease))
+        except OutcomeUnknown:
+            # A lease it may have made is nobody's here: it ends at its expiry, by clock.now + lease
+            # at the latest, and its task is eligible again then, which no idle proof may hide.
+            # The slot asks again at once (the scheduler reconnects first).
+            heapq.heappush(self._due_hints, self._clock.now + self._lease)
+            self._version += 1
+            return _ASK_AGAIN
         if lease is None:
             self._idle_proof = (self._version, now)
             self._changed.notify_all()
@@ -582,7 +625,7 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            answer, now = self._timed_call(op, lambda now: {"task_id": attempt.task_id, "token": attempt.token, "now": now})
+            answer = self._report(op, attempt)
             if answer.accepted:
                 task = self._tasks[attempt.task_id]
                 if kind == "ok":
@@ -599,6 +642,37 @@ class Runner:
         finally:
             del self._running[attempt.slot]
             self._changed.notify_all()
+
+    def _report(self, op: str, attempt: Attempt) -> Outcome:
+        """Under the lock: ``complete`` or ``fail`` the attempt; a lost answer is resolved by reading the task."""
+        for _ in range(UNKNOWN_RETRIES):
+            try:
+                answer, _ = self._timed_call(op, lambda now: dict(task_id=attempt.task_id, token=attempt.token, now=now))
+                return answer
+            except OutcomeUnknown:
+                answer = self._resolve(op, attempt)
+                if answer is not None:
+                    return answer
+        raise RuntimeError(f"{op} of task {attempt.task_id} lost its answer {UNKNOWN_RETRIES} times in a row")
+
+    def _resolve(self, op: str, attempt: Attempt) -> Outcome | None:
+        """What became of a ``complete``/``fail`` whose answer was lost; None if it did not take effect.
+
+        Read from the task (one read, asked again by the scheduler across a
+        reconnect): still running under this attempt's token, it did not take
+        effect (None: make it again; the token fences a late copy of the lost
+        one, so at most one is accepted). Otherwise it was accepted exactly
+        when the task is in the state the call leaves it in -- succeeded for a
+        completion, waiting to retry or failed for a failure -- and has not
+        been dispatched since (its attempt count is still this attempt's).
+        """
+        view = self._refresh(attempt.task_id)
+        if view.status is Status.RUNNING and view.token == attempt.token:
+            return None
+        ends = (Status.SUCCEEDED,) if op == "complete" else (Status.RETRY_WAIT, Status.FAILED)
+        if view.status in ends and view.attempts == attempt.number:
+            return Outcome(True)
+        return Outcome(False, "unknown_then_read")
 
     def _expiry_loop(self) -> None:
         """Make a timed call as soon as a running lease's time is up.
@@ -648,10 +722,18 @@ class Runner:
         if attempt.renew_refused:
             return False
         with self._lock:
-            answer, now = self._timed_call("renew", lambda now: {
-                "task_id": attempt.task_id, "token": attempt.token, "now": now,
-                "duration": self._lease if duration is None else duration,
-            })
+            length = self._lease if duration is None else duration
+            try:
+                answer, now = self._timed_call("renew", lambda now: dict(
+                    task_id=attempt.task_id, token=attempt.token, now=now, duration=length,
+                ))
+            except OutcomeUnknown:
+                # accepted exactly when the lease is still this attempt's and ends where the renewal put it
+                view = self._refresh(attempt.task_id)
+                now = self._clock.now
+                accepted = view.token == attempt.token and view.expires_at is not None and view.expires_at > attempt.expires_at
+                answer = Outcome(accepted, None if accepted else "unknown_then_read")
+                now = view.expires_at - length if accepted else now
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
             else:

@@ -172,3 +172,28 @@ class PruneProtocol(Protocol):
     """
 
     def prune(self, before: int, now: int) -> int: ...
+
+
+class OutcomeUnknown(Exception):
+    """A call was sent to the scheduler and its answer never came: it may or may not have taken effect.
+
+    Not a ``ValueError``: the call was valid, and the scheduler did not refuse
+    it. Raised by a scheduler over a network or a database (``PostgresScheduler``)
+    when the connection was lost, or the call timed out, after the call was
+    sent and before its answer arrived. ``op`` and ``args`` are the call (its
+    protocol name and its arguments by name); ``why`` is one line saying what
+    happened to the connection. A history records such a call as ``info``.
+    What a caller should do depends on the call (docs/faults.md): read the
+    task (``task``), whose status and token say whether a completion,
+    failure or renewal took effect; leave a lost ``dispatch`` to lease expiry.
+    """
+
+    def __init__(self, op: str, args: dict, why: str) -> None:
+        super().__init__(op, dict(args), why)
+        self.op = op
+        self.call_args = dict(args)
+        self.why = why
+
+    def __str__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.call_args.items())
+        return f"{self.op}({shown}): outcome unknown, it may or may not have taken effect: {self.why}"

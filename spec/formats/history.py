@@ -73,7 +73,7 @@ from fencepost.spec.formats.limits import (
 )
 from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, OutcomeUnknown
 from fencepost.spec.variants import Variants
 
 #: The event types, in the order a call goes through them.
@@ -542,8 +542,9 @@ class Recorder:
     The call itself runs unlocked on the wrapped scheduler, so calls of
     different processes overlap exactly as they would without the recorder;
     only the log is locked. A call that raises is recorded with the
-    exception's class name and re-raised; an exception that ends the client
-    (``BaseException`` other than ``Exception``) is recorded as ``info``; a
+    exception's class name and re-raised; one that raises ``OutcomeUnknown``
+    (its answer was lost), or an exception that ends the client
+    (``BaseException`` other than ``Exception``), is recorded as ``info``; a
     result that has no JSON form is recorded as the error
     ``NOT_A_PROTOCOL_VALUE`` and returned to the caller unchanged.
     Arguments are recorded by their protocol names. Not for two threads at
@@ -572,6 +573,9 @@ class Recorder:
         self._log.invoke(self._process, op, named)
         try:
             value = getattr(self._scheduler, op)(**named)
+        except OutcomeUnknown:
+            self._log.complete(self._process, unknown=True)
+            raise
         except Exception as exc:
             self._log.complete(self._process, error=type(exc).__name__)
             raise

@@ -27,12 +27,23 @@ running -> it moves time on by ``SETTLE_TICKS`` (retries fall due), barrier".
 Time is never moved while a task runs, except by a stall, so only stalls make
 zombies.
 
+Under faults (``run_runners(..., faults=inject)``, issue 23): ``inject()`` runs
+in a thread of the parent while the processes work, and until it returns every
+round also submits ``FAULT_ROUND_TASKS`` more tasks per process, so the faults
+land on a busy queue. Calls are then made with ``synchronous_commit`` on (an
+acknowledged call must survive a server crash) and a short ``call_timeout``
+(a paused server is noticed); a call whose answer was lost is recorded as
+``info``; the settling driver moves time on whenever every runner is idle and
+some task is not final, since a task leased by a lost dispatch is running for
+nobody until its lease expires.
+
 Every wait is bounded in real seconds (``BOUND``); nothing sleeps.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import multiprocessing
 import random
@@ -43,8 +54,9 @@ import traceback
 from fencepost.impl.clocks import SchedulerClock
 from fencepost.impl.postgres import PostgresScheduler
 from fencepost.impl.postgres_payloads import PostgresPayloads
+from fencepost.impl.postgres_session import Reconnect
 from fencepost.spec.formats.values import to_json
-from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
+from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
 
 #: Real seconds any wait may take before the run fails instead of hanging.
 BOUND = 120.0
@@ -62,6 +74,10 @@ WORKERS = 3
 #: Off: the run checks concurrency, not durability (no server crashes here), and with it on every
 #: call waits for a disk flush while holding the schema's one lock, which doubled the run's time.
 SYNCHRONOUS_COMMIT = False
+#: Under faults: seconds a call may wait for its answer (shorter than a pause, so a pause is noticed).
+FAULT_CALL_TIMEOUT = 1.0
+#: Under faults: tasks each process submits per round while faults are still being injected.
+FAULT_ROUND_TASKS = 4
 
 
 class Recording:
@@ -101,6 +117,9 @@ class Recording:
             value = target(**args)
         except ValueError:
             self.events.append({"process": self.process, "type": "ok", "error": "ValueError", "time": self._stamp()})
+            raise
+        except OutcomeUnknown:  # the answer was lost: it may or may not have taken effect
+            self.events.append({"process": self.process, "type": "info", "time": self._stamp()})
             raise
         self.events.append({"process": self.process, "type": "ok", "result": to_json(name, value), "time": self._stamp()})
         return value
@@ -169,56 +188,81 @@ def _workload(index: int, tasks: int, seed: int) -> list[tuple[object, dict]]:
 # ---------------------------------------------------------------- one process
 
 
-def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out) -> None:
+def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None, ready=None) -> None:
     try:
-        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out)
+        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out, hold, ready)
     except BaseException:  # reported to the parent at once, so it never waits out its bound on a dead child
         barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
         raise
 
 
-#: ``decision`` values: keep settling, or every task is final.
-_GO, _DONE = 0, 1
+#: ``decision`` values: keep settling, every task is final, or faults are still coming (submit more).
+_GO, _DONE, _HELD = 0, 1, 2
 
 
-def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out) -> None:
+def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None,
+                  ready=None) -> None:
     global _CLOCK
     from fencepost.impl.runner import Runner
 
-    scheduler = Recording(PostgresScheduler(dsn, schema=schema, synchronous_commit=SYNCHRONOUS_COMMIT), f"r{index}")
-    mover = Recording(PostgresScheduler(dsn, schema=schema, synchronous_commit=SYNCHRONOUS_COMMIT),
-                      f"r{index}clock", serialise=True)
+    faulted = hold is not None
+    options = dict(synchronous_commit=True, call_timeout=FAULT_CALL_TIMEOUT, reconnect=Reconnect(attempts=20)) \
+        if faulted else dict(synchronous_commit=SYNCHRONOUS_COMMIT)
+    scheduler = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}")
+    mover = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}clock", serialise=True)
     _CLOCK = clock = SchedulerClock(mover)
-    payloads = PostgresPayloads(dsn, schema=schema)
-    observer = PostgresScheduler(dsn, schema=schema)  # reads only (snapshot): not part of the history
+    payloads = PostgresPayloads(dsn, schema=schema, call_timeout=options.get("call_timeout"), reconnect=options.get("reconnect"))
+    observer = PostgresScheduler(dsn, schema=schema, **options)  # reads only (snapshot): not part of the history
     rng = random.Random(f"{seed}:{index}:cancel")
     runner = Runner(name=f"r{index}", workers=WORKERS, clock=clock, lease=LEASE, scheduler=scheduler,
                     functions=FUNCTIONS, payloads=payloads, poll=POLL)
     runner.start()
     started = time.monotonic()
     rounds = advances = 0
-    try:
-        for fn, options in _workload(index, tasks, seed):
+    plan = iter(_workload(index, tasks, seed)) if not faulted else \
+        itertools.chain.from_iterable(_workload(index, tasks, f"{seed}:{n}") for n in itertools.count())
+
+    def submit(count: int) -> None:
+        for fn, options in itertools.islice(plan, count):
             task_id = runner.submit(fn, **options)
             if rng.random() < 0.1:  # at once: the task is still waiting, or just started somewhere
-                runner.cancel(task_id)
+                try:
+                    runner.cancel(task_id)
+                except OutcomeUnknown:
+                    pass  # under faults: the cancel's answer was lost (recorded as info); the task says later
+
+    try:
+        submit(tasks)
         barrier.wait(BOUND)
-        for rounds in range(1, SETTLE_ROUNDS + 1):
+        if ready is not None and index == 0:
+            ready.set()  # every process is connected and has submitted: the faults may start
+        settling = 0
+        for rounds in itertools.count(1):
+            if decision.value == _HELD:
+                submit(FAULT_ROUND_TASKS)
+            else:
+                settling += 1
+                if settling > SETTLE_ROUNDS:
+                    raise AssertionError(f"runner {index}: tasks not final after {SETTLE_ROUNDS} rounds")
             runner.wait_idle(BOUND)
             barrier.wait(BOUND)
             if index == 0:
                 now, views = observer.snapshot()
-                if all(v.status in FINAL_STATUSES for v in views):
+                final = all(v.status in FINAL_STATUSES for v in views)
+                if faulted and hold.value:
+                    decision.value = _HELD
+                elif final:
                     decision.value = _DONE
-                elif not any(v.status is Status.RUNNING for v in views):
+                else:
+                    decision.value = _GO
+                # every runner is idle: a running task is a stall's zombie, or (faults) a lost dispatch's
+                if not final and (faulted or not any(v.status is Status.RUNNING for v in views)):
                     clock.advance(SETTLE_TICKS)
                     advances += 1
             barrier.wait(BOUND)
             if decision.value == _DONE:
                 break
-        else:
-            raise AssertionError(f"runner {index}: tasks not final after {SETTLE_ROUNDS} rounds")
     finally:
         runner.stop(BOUND)
         payloads.close()
@@ -229,18 +273,47 @@ def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barr
     }))
 
 
-def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0) -> list[dict]:
-    """``processes`` shared runners on ``schema``, each submitting ``tasks``; each one's history and counts."""
+def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0, faults=None) -> list[dict]:
+    """``processes`` shared runners on ``schema``, each submitting ``tasks``; each one's history and counts.
+
+    ``faults``: called in a thread of this process while the runners work (see the module docstring).
+    """
     PostgresPayloads(dsn, schema=schema).close()  # the tables, made once before the processes race to
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     barrier = ctx.Barrier(processes)
-    decision = ctx.Value("i", _GO)
-    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out))
+    hold = None if faults is None else ctx.Value("i", 1)
+    ready = None if faults is None else ctx.Event()
+    decision = ctx.Value("i", _GO if faults is None else _HELD)
+    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out, hold, ready))
              for i in range(processes)]
     for p in procs:
         p.start()
+    injector = None
+    if faults is not None:
+        problem: list[BaseException] = []
+        gone = threading.Event()  # the runners ended before the faults began (one failed)
+
+        def inject() -> None:
+            try:
+                if not ready.wait(BOUND):
+                    raise RuntimeError(f"the runner processes were not ready after {BOUND} s")
+                if not gone.is_set():
+                    faults()
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the runners finish
+                problem.append(exc)
+            finally:
+                hold.value = 0
+
+        injector = threading.Thread(target=inject, name="fault-injector", daemon=True)
+        injector.start()
     results = [json.loads(out.get(timeout=BOUND * 4)) for _ in procs]
+    if injector is not None:
+        gone.set()
+        ready.set()  # an injector still waiting for the runners wakes, and injects nothing
+        injector.join(BOUND)
+        if problem:
+            raise RuntimeError(f"injecting a fault failed: {problem[0]}")
     failed = [r["error"] for r in results if "error" in r]
     if failed:
         raise RuntimeError("a runner process failed:\n" + failed[0])

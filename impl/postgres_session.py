@@ -1,0 +1,374 @@
+"""One PostgreSQL session that outlives its server's faults: reconnects, call timeouts, unknown outcomes.
+
+``PostgresScheduler`` and ``PostgresPayloads`` run every statement through a
+``Session``. What it does when the connection is lost (the backend was
+terminated, the server crashed or restarted, a network blip, an idle reaper)
+or a call takes longer than ``call_timeout`` (the server paused, a lock never
+granted):
+
+* Before a statement is sent, a connection known to be dead (closed, or the
+  server already said something unasked, such as the "terminating connection"
+  message a terminated backend leaves in the socket) is replaced first. That
+  call was never sent, so its outcome is not in doubt.
+* A statement whose answer was lost is *sent*: whether it committed is
+  unknown. What happens next depends on the call's ``Effect``: ``READ``
+  (changes nothing) and ``REPEATABLE`` (the contract makes a second run
+  harmless and its answer the answer) are run again on a new connection;
+  ``ONCE`` (a second run could do something twice or answer differently) is
+  never run again: it raises ``OutcomeUnknown`` naming the call, and the
+  connection is replaced at the next call.
+* Reconnecting waits with jittered exponential backoff ("equal jitter": a
+  uniform delay in ``[cap/2, cap]`` for ``cap = min(max_delay, first_delay *
+  2**n)``, so clients spread out but the total wait has a floor), at most
+  ``Reconnect.attempts`` times; then the call gives up with one line naming the
+  dsn (password hidden): ``psycopg.OperationalError`` for a call that changed
+  nothing for certain, ``OutcomeUnknown`` for one that may have.
+* A call that has not answered after ``call_timeout`` seconds has its
+  connection cut from a watchdog thread (the socket shut down, which wakes the
+  waiting client at once); it is then a lost answer as above. The server's
+  ``statement_timeout`` is set to the same bound, so a statement that waits in
+  a running server is also cancelled there.
+
+The object is not dead after giving up: the next call tries to reconnect again.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+import psycopg
+
+from fencepost.spec.protocol import OutcomeUnknown
+
+
+class Effect(Enum):
+    """What running a statement a second time would do, so whether a lost answer may be asked for again."""
+
+    READ = "read"  # changes nothing: run again freely
+    REPEATABLE = "repeatable"  # changes state, but a second run is harmless and its answer is the answer
+    ONCE = "once"  # a second run could act twice or answer differently: never run again blindly
+
+
+@dataclass(frozen=True)
+class Reconnect:
+    """How a lost connection is replaced: at most ``attempts`` tries, jittered exponential backoff.
+
+    ``attempts=0`` never reconnects (the first fault is final for that call).
+    The delay before try ``n`` (0-based) is uniform in ``[cap/2, cap]`` seconds,
+    ``cap = min(max_delay, first_delay * 2**n)`` (equal jitter: spread out, with
+    a floor); each try waits at most ``connect_timeout`` seconds for the server
+    (libpq's minimum is 2). The defaults wait between 7.6 and 15.2 seconds in
+    all before giving up: a server restart shorter than that is ridden through.
+
+    Raises:
+        ValueError: a field outside its range (named, with the value).
+    """
+
+    attempts: int = 12
+    first_delay: float = 0.05
+    max_delay: float = 2.0
+    connect_timeout: int = 5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool) or self.attempts < 0:
+            raise ValueError(f"reconnect attempts must be an int >= 0: {self.attempts!r}")
+        for name in ("first_delay", "max_delay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"reconnect {name} must be a number of seconds > 0: {value!r}")
+        if not isinstance(self.connect_timeout, int) or isinstance(self.connect_timeout, bool) or self.connect_timeout < 2:
+            raise ValueError(f"reconnect connect_timeout must be an int >= 2 (seconds, libpq's minimum): {self.connect_timeout!r}")
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Seconds to wait before reconnect try ``attempt`` (0-based): equal jitter."""
+        cap = min(self.max_delay, self.first_delay * 2**attempt)
+        return rng.uniform(cap / 2, cap)
+
+
+#: A policy that never reconnects.
+NO_RECONNECT = Reconnect(attempts=0)
+
+#: Seconds a call may wait for its answer by default before its connection is cut (None: no bound).
+DEFAULT_CALL_TIMEOUT = 30.0
+
+#: Seconds the watchdog waits past ``call_timeout`` before cutting a connection: a running server
+#: cancels the statement itself first (its ``statement_timeout``), so only a server that cannot
+#: (paused, unreachable) has its connection cut under a statement that may still run later.
+WATCHDOG_GRACE = 1.0
+
+
+def check_call_timeout(call_timeout: object) -> float | None:
+    """``call_timeout`` if it is None or a number of seconds > 0, else ValueError naming it."""
+    if call_timeout is None:
+        return None
+    if isinstance(call_timeout, bool) or not isinstance(call_timeout, (int, float)) or not call_timeout > 0:
+        raise ValueError(f"call_timeout must be None or a number of seconds > 0: {call_timeout!r}")
+    return float(call_timeout)
+
+
+class _Watchdog:
+    """One thread per process that cuts the connections of calls past their deadline.
+
+    ``arm`` is O(1) and wakes the thread only when the new deadline is the
+    earliest; calls share one timeout, so that is rare.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: dict[int, tuple[float, psycopg.Connection]] = {}
+        self._fired: set[int] = set()
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: psycopg.Connection, seconds: float) -> int:
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            self._next += 1
+            ticket = self._next
+            earliest = min((d for d, _ in self._armed.values()), default=None)
+            self._armed[ticket] = (deadline, conn)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="fencepost-pg-watchdog", daemon=True)
+                self._thread.start()
+            elif earliest is None or deadline < earliest:
+                self._cond.notify()
+        return ticket
+
+    def disarm(self, ticket: int) -> bool:
+        """Forget ``ticket``; True if its deadline had passed and its connection was cut."""
+        with self._cond:
+            self._armed.pop(ticket, None)
+            if ticket in self._fired:
+                self._fired.discard(ticket)
+                return True
+            return False
+
+    def _loop(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                late = [t for t, (d, _) in self._armed.items() if d <= now]
+                for ticket in late:
+                    _, conn = self._armed.pop(ticket)
+                    self._fired.add(ticket)
+                    _cut(conn)
+                earliest = min((d for d, _ in self._armed.values()), default=None)
+                self._cond.wait(None if earliest is None else max(0.0, earliest - now))
+
+
+def _cut(conn: psycopg.Connection) -> None:
+    """Shut the connection's socket down under the thread waiting on it: it wakes with an error at once."""
+    try:
+        fd = conn.pgconn.socket
+        sock = socket.socket(fileno=os.dup(fd))
+    except (OSError, psycopg.Error):
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _reset_watchdog_in_child() -> None:
+    global _WATCHDOG
+    _WATCHDOG = _Watchdog()  # the parent's thread did not come along
+
+
+os.register_at_fork(after_in_child=_reset_watchdog_in_child)
+
+
+def looks_dead(conn: psycopg.Connection) -> bool:
+    """True if ``conn`` is closed, broken, or the server sent something unasked (it is saying goodbye).
+
+    An idle session gets nothing from the server; a terminated or crashed
+    backend leaves its last message (or the end of the stream) in the socket.
+    One non-blocking poll, O(1).
+    """
+    if conn.closed or conn.broken:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
+class Session:
+    """A connection to ``dsn`` that is replaced when it is lost; each ``run`` is one statement.
+
+    Args:
+        where: the server as errors name it, its password hidden (``PostgreSQL at dsn='...'``).
+        connect: makes a new connection (called again on every reconnect);
+            ``prepare(conn)`` then sets a new connection's session up.
+        reconnect: the backoff policy (``Reconnect``).
+        call_timeout: seconds a statement may wait for its answer (None: no bound).
+        conn: a connection to start with (else one is made now).
+
+    Not for two threads at once (the caller serialises, as psycopg does for a connection).
+    """
+
+    def __init__(self, where: str, connect: Callable[[], psycopg.Connection], *, reconnect: Reconnect,
+                 call_timeout: float | None, prepare: Callable[[psycopg.Connection], None] = lambda c: None,
+                 conn: psycopg.Connection | None = None) -> None:
+        self.where = where
+        self.closed = False
+        self._connect = connect
+        self._prepare = prepare
+        self.reconnect = reconnect
+        self.call_timeout = call_timeout
+        self._rng = random.Random()
+        self.reconnects = 0  # connections replaced so far (for tests and reports)
+        self.conn = conn if conn is not None else self._new()
+
+    def _new(self) -> psycopg.Connection:
+        conn = self._connect()
+        try:
+            if self.call_timeout is not None:
+                conn.execute(f"SET statement_timeout = {int(self.call_timeout * 1000)}")
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def replace(self, why: str) -> None:
+        """Close the connection and make a new one, with backoff; one-line OperationalError on giving up."""
+        old, self.conn = self.conn, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
+                pass
+        started = time.monotonic()
+        last = ""
+        for attempt in range(self.reconnect.attempts):
+            time.sleep(self.reconnect.delay(attempt, self._rng))
+            try:
+                self.conn = self._new()
+            except (psycopg.Error, OSError) as exc:
+                last = _first_line(exc)  # open_connection's own line already names the dsn, password hidden
+                continue
+            self.reconnects += 1
+            return
+        if self.reconnect.attempts == 0:
+            raise psycopg.OperationalError(f"lost the connection to {self.where} ({why}) and reconnecting is off")
+        if self.where not in last:
+            last = f"cannot connect to {self.where}: {last}"
+        raise psycopg.OperationalError(
+            f"{last}: gave up reconnecting after {self.reconnect.attempts} tries "
+            f"in {time.monotonic() - started:.1f} s (the connection was lost: {why})"
+        )
+
+    def run(self, query: str | bytes, args: tuple | None, fetch: Callable[[psycopg.Cursor], object],
+            effect: Effect, op: str, call_args: dict,
+            refused_again_is_unknown: Callable[[Exception], bool] | None = None) -> object:
+        """Run one statement and return ``fetch(cursor)``, riding through lost connections as the module says.
+
+        ``refused_again_is_unknown(exc)``: for a ``REPEATABLE`` statement, an
+        error of the second run that would not have been the first one's answer
+        (``advance``: "time can't go backwards" once another client moved the
+        clock); it is raised as ``OutcomeUnknown`` instead.
+
+        Raises:
+            OutcomeUnknown: an ``ONCE`` statement's answer was lost, or a
+                ``REPEATABLE`` one's and no reconnect could ask again.
+            psycopg.OperationalError: no statement was sent, or only reads,
+                and reconnecting gave up (one line naming the dsn).
+            psycopg.Error: any other server error, as raised (the caller maps its own).
+        """
+        if self.closed:
+            raise psycopg.OperationalError("the connection is closed")
+        sent = False  # a statement that may have changed something was sent and its answer lost
+        losses = 0  # answers lost so far; a statement is asked again at most reconnect.attempts times
+        while True:
+            if self.conn is None or looks_dead(self.conn):
+                try:
+                    self.replace("the server closed it" if self.conn is not None else "it was lost earlier")
+                except psycopg.OperationalError as exc:
+                    if sent:
+                        raise OutcomeUnknown(op, call_args, str(exc)) from None
+                    raise
+            conn = self.conn
+            ticket = _WATCHDOG.arm(conn, self.call_timeout + WATCHDOG_GRACE) if self.call_timeout is not None else None
+            try:
+                cur = conn.execute(query, args)
+                return fetch(cur)
+            except psycopg.Error as exc:
+                if not _lost(conn, exc):
+                    if sent and refused_again_is_unknown is not None and refused_again_is_unknown(exc):
+                        raise OutcomeUnknown(op, call_args, f"asked again after a lost answer: {_one_line(exc)}") from None
+                    raise
+                timed_out = ticket is not None and _WATCHDOG.disarm(ticket)
+                why = (f"no answer within call_timeout={self.call_timeout} s (the connection was cut)" if timed_out
+                       else f"connection lost: {_one_line(exc)}")
+                self.conn = None  # replaced before the next statement
+                _close_quietly(conn)
+                if effect is Effect.ONCE:
+                    raise OutcomeUnknown(op, call_args, why) from None
+                sent = sent or effect is Effect.REPEATABLE
+                losses += 1
+                if losses > self.reconnect.attempts:
+                    said = ("reconnecting is off" if self.reconnect.attempts == 0
+                            else f"gave up after {losses} lost answers in a row")
+                    if sent:
+                        raise OutcomeUnknown(op, call_args, f"{why}; {said}") from None
+                    raise psycopg.OperationalError(f"lost the connection to {self.where} ({why}); {said}") from None
+            finally:
+                if ticket is not None:
+                    _WATCHDOG.disarm(ticket)
+
+    def connection(self) -> psycopg.Connection:
+        """The live connection, replaced first if it is dead: for a caller's own statements."""
+        if self.closed:
+            raise psycopg.OperationalError("the connection is closed")
+        if self.conn is None or looks_dead(self.conn):
+            self.replace("the server closed it" if self.conn is not None else "it was lost earlier")
+        return self.conn
+
+    def close(self) -> None:
+        """Close the connection; every later ``run`` raises ``OperationalError`` (no reconnect). Idempotent."""
+        self.closed = True
+        if self.conn is not None:
+            _close_quietly(self.conn)
+
+
+def _lost(conn: psycopg.Connection, exc: Exception) -> bool:
+    """Is ``exc`` the connection's (or the server's) fault rather than the statement's?"""
+    if not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return False
+    if conn.closed or conn.broken or isinstance(exc, psycopg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None) or ""
+    # 08 connection exception, 57 operator intervention (admin/crash shutdown, statement timeout, cannot connect now)
+    return state[:2] in ("08", "57")
+
+
+def _close_quietly(conn: psycopg.Connection) -> None:
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - a dead connection may fail to close
+        pass
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
