@@ -614,10 +614,10 @@ class FencepostApp(App[None]):
         self.model_progress = ""
         self.playing = False
         self.side = "impl"
-        self.leave_interactive()
         if self.step == 0:
             self.show_step()
         self.step = 0
+        self.leave_interactive()  # after the step: the status line it redraws is the new timeline's
         if not timeline.model_done:
             self.check_against_model()
         self.announce_problems()

@@ -55,8 +55,9 @@ SCALE = 3
 #: The axis names the history line of every this many events.
 AXIS_EVERY = 5
 
-#: Calls before a failing stretch shown as its lead-up: the latest that name a task the stretch names.
-LEAD_UP_CALLS = 10
+#: Calls before a failing stretch shown as its lead-up: up to half of them the latest that name
+#: a task the stretch names, the rest the calls just before it.
+LEAD_UP_CALLS = 14
 
 #: Calls shown on each side of the selected one, in the order found (a linearizable history).
 ORDER_CONTEXT = 8
@@ -221,24 +222,27 @@ def _task_words(task: model.Task | None) -> str:
 
 
 def lead_up_lines(history: History, verdict: Verdict, limit: int = LEAD_UP_CALLS) -> list[str]:
-    """The last ``limit`` calls before the failing stretch that name a task the stretch names,
-    oldest first: how those tasks got to where the stretch found them. O(calls)."""
+    """What led to the failing stretch, oldest first, at most ``limit`` calls: the last
+    ones before it that name a task the stretch names (marked), and the calls just before
+    it by any client to make up the rest. O(calls)."""
     failure = verdict.failure
     if failure is None:
         return []
     calls = history.calls
     named = set().union(*(tasks_named(calls[i]) for i in failure.involved))
-    involved = set(failure.involved)
-    found: list[int] = []
-    for call in reversed(calls):
+    before = [call for call in calls if call.invoked < failure.start and call.index not in set(failure.involved)]
+    naming = [call.index for call in reversed(before) if tasks_named(call) & named][: limit // 2]
+    found = set(naming)
+    for call in reversed(before):
         if len(found) >= limit:
             break
-        if call.index not in involved and call.invoked < failure.start and tasks_named(call) & named:
-            found.append(call.index)
+        found.add(call.index)
     if not found:
         return []
     ids = ", ".join(str(t) for t in sorted(named))
-    return [f"Before the stretch, the last calls on task{'s' if len(named) > 1 else ''} {ids}:"] + _call_rows(history, found[::-1])
+    marks = {index: f"   <-- task {', '.join(str(t) for t in sorted(tasks_named(calls[index]) & named))}" for index in naming}
+    head = f"Before the stretch: the last calls on task{'s' if len(named) > 1 else ''} {ids} (marked), and the calls just before it:"
+    return [head] + _call_rows(history, sorted(found), marks)
 
 
 def order_lines(history: History, verdict: Verdict, selected: int | None, context: int = ORDER_CONTEXT) -> list[str]:

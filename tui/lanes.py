@@ -200,7 +200,7 @@ class Lanes:
         window = self.window(now, cells, pan)
         cursor = window.column(now) if cells else -1
         name_width = width - cells
-        lines = [self._axis(window, cells, cursor, name_width)]
+        lines = [self._axis(window, cells, cursor, name_width, self.extent)]
         for lane in self.lanes:
             lines.append(self._lane_line(lane, index, now, window, cells, cursor, name_width))
         return lines
@@ -211,14 +211,16 @@ class Lanes:
         return max(0, width - name_width)
 
     @staticmethod
-    def _axis(window: Window, cells: int, cursor: int, name_width: int) -> Line:
+    def _axis(window: Window, cells: int, cursor: int, name_width: int, extent: int) -> Line:
+        """Round time labels over the window, up to the run's ``extent``, and the cursor's ``▼``."""
         text = [" "] * cells
         step = _round_step(-(-AXIS_EVERY * window.ticks // window.columns))  # ticks between labels
         time = -(-window.first // step) * step
-        last = window.first + window.span(cells)
+        last = min(window.first + window.span(cells), extent + 1)
         while time < last:
             label, column = f"{time}", window.column(time)
-            if column + len(label) <= cells:  # a label is drawn whole or not at all
+            # A label is drawn whole or not at all: not cut by the edge, nor by the cursor's mark.
+            if column + len(label) <= cells and not column <= cursor < column + len(label):
                 text[column:column + len(label)] = label
             time += step
         classes: list[str | None] = ["axis"] * cells

@@ -621,7 +621,7 @@ class QuestionPanel(Static):
             after = Text(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
         else:
             if picked == SKIPPED:
-                verdict = f"Revealed with → before an answer, so not scored: the answer is {question.answer}."
+                verdict = f"Skipped: the answer is {question.answer}. Revealed with → before an answer: not scored."
             elif picked == question.answer:
                 verdict = "Right."
             else:
