@@ -559,13 +559,15 @@ class FencepostApp(App[None]):
             outcome = timeline.append(step, record_expect=True)
             if isinstance(outcome, str):
                 outcome = f"{step.op} refused: {outcome}"
-        # The line is emptied either way, so the next call is typed afresh; a refused one is
-        # quoted in the error, to be read or typed again.
-        self.query_one("#command", Input).value = ""
+        line = self.query_one("#command", Input)
         if isinstance(outcome, str):
-            error.update(Text(f"{text.strip()}: {outcome}"))  # not markup: "[priority]" in a usage is text
+            error.update(Text(outcome))  # not markup: "[priority]" in a usage is text
             error.set_class(True, "-shown")
+            # The refused call stays, selected: typing the next call replaces it (it is never
+            # appended to), and an arrow key or End keeps it to mend.
+            line.select_all()
             return
+        line.value = ""
         self.step = timeline.last
 
     def session(self) -> Scenario:

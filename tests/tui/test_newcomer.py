@@ -56,15 +56,26 @@ async def test_interactive_mode_ends_when_o_opens_the_next_walkthrough():
         assert " interactive " not in str(app.query_one(StatusBar).render())
 
 
-async def test_a_refused_call_leaves_an_empty_line_and_quotes_itself_in_the_error():
+async def test_after_a_refused_call_the_next_one_typed_replaces_it():
     app = empty_session()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(*"add_worker w1 1", "enter", *"dispatch w9 3 5", "enter")
-        error = str(app.query_one("#command-error").render())
-        assert error.startswith("dispatch w9 3 5: dispatch refused: worker 'w9' is unknown")
-        assert app.query_one("#command").value == ""
-        await pilot.press(*"advance 3", "enter")  # not "dispatch w9 3 5advance 3"
+        error = app.query_one("#command-error")
+        assert error.has_class("-shown") and str(error.render()).startswith("dispatch refused: worker 'w9' is unknown")
+        line = app.query_one("#command")
+        assert line.value == "dispatch w9 3 5" and line.selected_text == "dispatch w9 3 5"  # there to mend
+        await pilot.press(*"advance 3")
+        assert line.value == "advance 3"  # not "dispatch w9 3 5advance 3"
+        await pilot.press("enter")
         assert app.timeline.last == 2 and app.timeline.frames[2].now == 3
+
+
+async def test_a_refused_call_can_be_mended_in_place():
+    app = empty_session()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(*"add_worker w1 1", "enter", *"submit priority=x", "enter")
+        await pilot.press("end", "backspace", "2", "enter")
+        assert app.timeline.last == 2 and app.timeline.steps[-1].args == {"priority": 2}
 
 
 # ------------------------------------------------------------ 3. counterexample wording
