@@ -190,6 +190,51 @@ def check_output_path(path: str, argument: str = "--trace-out") -> None:
         raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
 
 
+def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--variant NAME=VALUE`` (repeatable), for every subcommand that judges by the contract."""
+    from fencepost.spec.variants import VALUES
+
+    parser.add_argument(
+        "--variant", dest="variants", action="append", default=None, metavar="NAME=VALUE",
+        help="check under a declared contract variant instead of the contract's rule (repeatable; "
+        f"names: {', '.join([*VALUES, 'without'])}; see docs/contract.md). A file's or the scheduler's "
+        "own declaration is used without it, and must agree with it",
+    )
+
+
+def declared_variants(source: object) -> dict | None:
+    """What a factory, a class or an ``--exec`` program declares (``fencepost_variants``), or None.
+
+    Raises:
+        UsageError: the declaration is not a table of NAME = VALUE.
+    """
+    declared = getattr(source, "fencepost_variants", None)
+    if declared is not None and not isinstance(declared, dict):
+        raise UsageError(f"fencepost_variants must be a dict of NAME: VALUE, not {type(declared).__name__}: {declared!r}")
+    return declared
+
+
+def variants_in_force(given: list[str] | None, *declarations: tuple[object, str]) -> object:
+    """The ``Variants`` a run checks under: ``--variant`` flags merged with each ``(declaration, who)``.
+
+    A declaration is a mapping as files and schedulers record it (None: says
+    nothing); ``who`` names it in an error ("the scenario file", "the
+    scheduler"). Where two sides name the same variant they must agree.
+
+    Raises:
+        UsageError: a flag or declaration is not valid, or two of them
+            disagree (one line naming the variant, both values and who said each).
+    """
+    from fencepost.spec.variants import combine
+
+    sides = [(list(given), "--variant")] if given else []
+    sides += [(declared, who) for declared, who in declarations if declared is not None]
+    try:
+        return combine(sides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1, else a one-line error naming the value."""
     try:

@@ -71,7 +71,7 @@ from fencepost.spec.protocol import (
     Status,
     TaskView,
 )
-from fencepost.spec.variants import DEFAULT, Variants
+from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +91,7 @@ class Task:
     expires_at: int | None = None  # set exactly while running
     cancel_requested: bool = False  # only ever set while running
     expired_token: int | str | None = None  # the token whose lease expired last, for the rejection reason
+    tokens: tuple[int | str, ...] = ()  # every token issued for this task; kept only under repeat=accept or late=accept-unclaimed
     ended_at: int | None = None  # the time of the transition that made the task final; set exactly while final
     forgotten: bool = False  # pruned: only its id (never reused) and ended_at remain meaningful
 
@@ -204,6 +205,11 @@ def dispatch_order(task: Task) -> tuple[int, int, int]:
     return (-task.priority, task.due_at, task.id)
 
 
+def priority_id_order(task: Task) -> tuple[int, int, int]:
+    """Sort key under ``order=priority-id``: highest priority, then lowest numeric id (the due time breaks no tie)."""
+    return (-task.priority, 0, task.id)
+
+
 def fifo_order(task: Task) -> tuple[int, int, int]:
     """Sort key under ``order=fifo``: earliest due time, then lowest numeric id (priority ignored)."""
     return (0, task.due_at, task.id)
@@ -212,12 +218,34 @@ def fifo_order(task: Task) -> tuple[int, int, int]:
 def order_key(variants: Variants) -> Callable[[Task], tuple[int, int, int]]:
     """The sort key a dispatch picks the least of. Under ``order=any`` any eligible task may go;
     ``dispatch`` (the model's own pick, for scenarios and views) then takes the contract's best."""
+    if variants.order == "priority-id":
+        return priority_id_order
     return fifo_order if variants.order == "fifo" else dispatch_order
+
+
+def is_due(variants: Variants, due_at: int, now: int) -> bool:
+    """Whether a task due at ``due_at`` may be dispatched at ``now``: ``due_at <= now``, or under
+    ``due=after`` only ``due_at < now``. Never before its due time, whatever the variants."""
+    return due_at < now if variants.due == "after" else due_at <= now
+
+
+def require_duration(state: State, duration: object) -> int:
+    """A lease length: an int >= 1, and under ``duration=N`` exactly N."""
+    require_at_least("duration", duration, 1)
+    length = state.variants.lease_length()
+    if length is not None and duration != length:
+        raise ValueError(f"duration must be {length} under duration={length} (one lease length for the queue): {duration!r}")
+    return duration
+
+
+def _keeps_tokens(variants: Variants) -> bool:
+    """Whether tasks remember every token issued for them (``Task.tokens``): only where a rule asks."""
+    return variants.repeat == "accept" or variants.late == "accept-unclaimed"
 
 
 def eligible(state: State) -> list[Task]:
     """Tasks a dispatch at ``state.now`` may pick, best first."""
-    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and t.due_at <= state.now]
+    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and is_due(state.variants, t.due_at, state.now)]
     return sorted(ready, key=order_key(state.variants))
 
 
@@ -334,11 +362,12 @@ def _rejection(task: Task, token: object, variants: Variants = DEFAULT, late: bo
 
     Called after ``expire``, so a running task's lease is alive. With
     ``late`` (a ``complete`` or ``fail`` under ``late=accept-unclaimed``), the
-    token of the lease that expired last also acts while the task is pending
-    and was not handed out again (a dispatch clears ``expired_token``).
+    token of any earlier, expired lease of this task also acts while the task
+    is pending (not handed out again since): SQS deletes a message on any
+    receipt handle it ever had while nobody holds it.
     """
     if late and variants.late == "accept-unclaimed" and task.status is Status.PENDING \
-            and task.expired_token is not None and task.expired_token == token:
+            and ((task.expired_token is not None and task.expired_token == token) or token in task.tokens):
         return None
     if task.status is Status.RUNNING:
         return None if task.token == token else Outcome(False, Reason.STALE_TOKEN)
@@ -429,15 +458,15 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
     ``_NOT_ALLOWED`` as the result when the model allows no such answer here."""
     capacity = capacity_of(state, worker)
     require_time(state, now)
-    require_at_least("duration", duration, 1)
+    require_duration(state, duration)
     state = expire(state, now)
     variants = state.variants
     full = variants.capacity == "per-worker" and load(state, worker) >= capacity
     if not full and variants.exhaust == "at-dispatch":
         for t in state.tasks:
-            if t.status in DISPATCHABLE_STATUSES and t.due_at <= now and _budget_spent(t):
+            if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now) and _budget_spent(t):
                 state = _put(state, _release(t, Status.FAILED, now))
-    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and t.due_at <= now]
+    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now)]
     if full or not ready:
         if observed is not None and observed is not _MODEL_PICKS:
             return state, _NOT_ALLOWED
@@ -465,6 +494,7 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
         started_at=now,
         expires_at=now + duration,
         expired_token=None,
+        tokens=chosen.tokens + (token,) if _keeps_tokens(variants) else (),
     )
     issued = state.issued | {token} if variants.tokens == "opaque" else state.issued
     last_token = token if isinstance(token, int) and token > state.last_token else state.last_token
@@ -510,14 +540,18 @@ def complete(state: State, task_id: int, token: int, now: int) -> tuple[State, O
     """Accept the current lease's completion: ``succeeded``, slot freed at once.
 
     Accepted even when a cancellation was requested: the work did finish.
-    Under ``late=accept-unclaimed`` also accepted from the last expired
-    lease's token while nobody took the task since.
+    Under ``late=accept-unclaimed`` also accepted from an earlier, expired
+    lease's token while nobody took the task since. Under ``repeat=accept``
+    a complete of a succeeded task with a token it had is accepted and
+    changes nothing (deleting a deleted message succeeds).
     """
     require_task(state, task_id)
     require_token(state, token)
     require_time(state, now)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
+    if state.variants.repeat == "accept" and current.status is Status.SUCCEEDED and token in current.tokens:
+        return state, ACCEPTED  # unchanged: everything but the clock
     refused = _rejection(current, token, state.variants, late=True)
     if refused:
         return state, refused
@@ -576,7 +610,7 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     require_task(state, task_id)
     require_token(state, token)
     require_time(state, now)
-    require_at_least("duration", duration, 1)
+    require_duration(state, duration)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
     refused = _rejection(current, token)
@@ -667,7 +701,7 @@ def _dispatch_many(state: State, worker: str, now: int, duration: int, limit: in
                    observed: object) -> tuple[State, object]:
     capacity_of(state, worker)
     require_time(state, now)
-    require_at_least("duration", duration, 1)
+    require_duration(state, duration)
     require_at_least("limit", limit, 1)
     leases: list[Lease] = []
     seen = None
@@ -801,6 +835,78 @@ def follow(state: State, op: str, args: dict[str, object], observed: object) -> 
         return None if result is _NOT_ALLOWED else (after, result)
     after, result = apply(state, op, args)
     return (after, result) if same_answer(result, observed) else None
+
+
+def why_not(state: State, op: str, args: dict[str, object], observed: object) -> str:
+    """Why the model allows no answer like ``observed`` to this call, in one clause ("" when it does).
+
+    For a dispatch it names the first rule the observed lease breaks: a task
+    not eligible (running under another lease, final, not yet due), a
+    worker with no room, a task that is not first in the declared order, a
+    token issued before; for a batch, the first lease that breaks one. Other
+    operations are deterministic: the caller prints both answers. Never
+    raises for a valid call; ValueError where ``apply`` raises. O(T) per lease.
+    """
+    if op == "dispatch_many":
+        leases = list(observed) if isinstance(observed, (list, tuple)) else None
+        if leases is None:
+            return f"a dispatch_many answers a list of leases, not {type(observed).__name__}"
+        if len(leases) > args.get("limit", 0):
+            return f"{len(leases)} leases is more than limit={args.get('limit')}"
+        single = {k: v for k, v in args.items() if k != "limit"}
+        for number in range(args["limit"]):
+            want = leases[number] if number < len(leases) else None
+            step = _dispatch(state, **single, observed=want)
+            if step[1] is _NOT_ALLOWED:
+                return f"lease {number + 1}: " + why_not(state, "dispatch", single, want)
+            state = step[0]
+            if step[1] is None:
+                break
+        return ""
+    if op != "dispatch":
+        return ""
+    worker, now, duration = args["worker"], args["now"], args["duration"]
+    _dispatch(state, worker, now, duration, _MODEL_PICKS)  # raises where apply does
+    seen = expire(state, now)
+    variants = seen.variants
+    capacity = capacity_of(seen, worker)
+    full = variants.capacity == "per-worker" and load(seen, worker) >= capacity
+    ready = eligible(seen)
+    if observed is None:
+        if full or not ready:
+            return ""
+        return f"task {ready[0].id} is eligible and {worker} has room ({load(seen, worker)} of {capacity})"
+    try:
+        task_id, token = observed.task_id, observed.token
+        fields = (observed.worker, observed.started_at, observed.expires_at)
+    except AttributeError:
+        return f"a dispatch answers a lease or None, not {type(observed).__name__}"
+    if fields != (worker, now, now + duration):
+        return f"a lease of this call is to {worker} for [{now}, {now + duration}), not {fields[0]} for [{fields[1]}, {fields[2]})"
+    if full:
+        return f"{worker} is full ({load(seen, worker)} of {capacity})"
+    if type(task_id) is not int or not 1 <= task_id <= len(seen.tasks):
+        return f"task {task_id!r} does not exist"
+    chosen = seen.tasks[task_id - 1]
+    if chosen.status is Status.RUNNING:
+        return f"task {task_id} is running under {chosen.worker}'s lease [{chosen.started_at}, {chosen.expires_at}{']' if variants.interval == 'closed' else ')'}"
+    if chosen.forgotten or chosen.status in FINAL_STATUSES:
+        return f"task {task_id} is final ({chosen.status.value} since t={chosen.ended_at})"
+    if not is_due(variants, chosen.due_at, now):
+        return f"task {task_id} is not due before t={chosen.due_at + (1 if variants.due == 'after' else 0)}"
+    if chosen not in ready:
+        return f"task {task_id} is not eligible ({chosen.status.value})"
+    if variants.order != "any" and ready[0].id != task_id:
+        return f"task {ready[0].id} comes first under order={variants.order}"
+    if variants.tokens == "opaque":
+        if isinstance(token, bool) or not isinstance(token, (int, str)) or token == "":
+            return f"a token is a non-empty str or an int, not {token!r}"
+        if token in seen.issued:
+            holder = next((t.id for t in seen.tasks if token in t.tokens or t.token == token or t.expired_token == token), None)
+            return f"token {show_token(token)} was issued before" + (f" (for task {holder})" if holder else "")
+    elif type(token) is not int or token != seen.last_token + 1:
+        return f"the next token is {seen.last_token + 1}, not {show_token(token)}"
+    return ""
 
 
 def same_answer(want: object, have: object) -> bool:

@@ -33,8 +33,8 @@ from dataclasses import dataclass, fields, replace
 #: the others change. The order of this table is the order variants are
 #: printed in.
 VALUES: dict[str, tuple[str, ...]] = {
-    # Which eligible task a dispatch hands out.
-    "order": ("priority", "fifo", "any"),
+    # Which eligible task a dispatch hands out (priority-id: priority, then id; the due time breaks no tie).
+    "order": ("priority", "fifo", "any", "priority-id"),
     # Whether a lease is still live at exactly its expires_at.
     "interval": ("half-open", "closed"),
     # What a lease token is: 1, 2, 3... in dispatch order, or any value the scheduler chooses.
@@ -47,11 +47,21 @@ VALUES: dict[str, tuple[str, ...]] = {
     "capacity": ("per-worker", "none"),
     # Whether task(id) answers a view of the task.
     "views": ("full", "none"),
+    # Whether a complete on a succeeded task, with a token that task had, is refused or accepted (changing nothing).
+    "repeat": ("refuse", "accept"),
+    # Whether a task is eligible once due_at <= now, or only once due_at < now.
+    "due": ("at", "after"),
+    # Whether a lease lasts the duration its call asks for, or one length N for every lease (any positive int).
+    "duration": ("any",),
 }
+
+#: Variants whose other values are not listed in ``VALUES`` but follow a rule:
+#: ``duration`` is ``any`` or a positive whole number written in decimal.
+FREE_VALUES = {"duration": "any or a whole number >= 1"}
 
 #: The operations and submit arguments a queue may leave out (``without=...``).
 #: ``priority`` is left out by ``order=fifo`` too.
-OPTIONAL_PARTS = ("cancel", "due_at", "fail", "keys", "priority", "renew")
+OPTIONAL_PARTS = ("cancel", "due_at", "fail", "keys", "max_attempts", "priority", "renew")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,9 @@ class Variants:
     exhaust: str = "at-expiry"
     capacity: str = "per-worker"
     views: str = "full"
+    repeat: str = "refuse"
+    due: str = "at"
+    duration: str = "any"
     without: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- reading
@@ -119,10 +132,15 @@ class Variants:
             if name not in VALUES:
                 known = ", ".join([*VALUES, "without"])
                 raise ValueError(f"{argument}: unknown variant {name!r} (known: {known})")
+            if name in FREE_VALUES:
+                changes[name] = _free_value(name, value, argument)
+                continue
             if not isinstance(value, str) or value not in VALUES[name]:
                 raise ValueError(f"{argument}: {name} must be one of {', '.join(VALUES[name])}, not {value!r}")
             changes[name] = value
-        return replace(DEFAULT, **changes)
+        variants = replace(DEFAULT, **changes)
+        refuse_unsound(variants, argument)
+        return variants
 
     # ---------------------------------------------------------------- writing
 
@@ -145,11 +163,23 @@ class Variants:
 
     # ---------------------------------------------------------------- questions the checkers ask
 
+    def lease_length(self) -> int | None:
+        """The one lease length under ``duration=N``, or None when each call chooses its own."""
+        return None if self.duration == "any" else int(self.duration)
+
     def offers(self, part: str) -> bool:
         """Whether the queue offers ``part`` (an operation or submit argument in ``OPTIONAL_PARTS``)."""
         if part == "priority" and self.order == "fifo":
             return False
         return part not in self.without
+
+
+def _free_value(name: str, value: object, argument: str) -> str:
+    """``duration``'s value as files keep it: ``"any"`` or a positive int in decimal (an int is accepted too)."""
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(text, str) and (text == "any" or (text.isdigit() and text.isascii() and int(text) >= 1)):
+        return text if text == "any" else str(int(text))
+    raise ValueError(f"{argument}: {name} must be {FREE_VALUES[name]}, not {value!r}")
 
 
 def _parts(value: object, argument: str) -> tuple[str, ...]:
@@ -161,6 +191,20 @@ def _parts(value: object, argument: str) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"{argument}: without may name only {', '.join(OPTIONAL_PARTS)}, not {unknown[0]!r}")
     return tuple(sorted(set(value)))
+
+
+#: How many characters of an opaque str token a report shows: enough to tell
+#: random handles apart (8 random letters are), short enough to read (an SQS
+#: receipt handle has 185).
+TOKEN_SHOWN = 8
+
+
+def show_token(token: object) -> str:
+    """A token as reports print it: an int (or anything not a str) as ``str`` does, a str quoted
+    and cut to ``TOKEN_SHOWN`` characters plus an ellipsis, the same way everywhere."""
+    if isinstance(token, str):
+        return repr(token) if len(token) <= TOKEN_SHOWN else repr(token[:TOKEN_SHOWN] + "…")
+    return str(token)
 
 
 #: The contract itself: every variant at its first value.
@@ -190,7 +234,58 @@ def merge_declarations(given: Mapping[str, object] | None, declared: Mapping[str
                 f"{given_by} says {name}={show(mine[name])} but {declared_by} declares {name}={show(theirs[name])}: "
                 "declare the same variants in both, or in one only"
             )
-    return replace(DEFAULT, **{**theirs, **mine})
+    variants = replace(DEFAULT, **{**theirs, **mine})
+    refuse_unsound(variants, f"{given_by} and {declared_by}")
+    return variants
+
+
+def combine(sides: Iterable[tuple[Mapping[str, object] | Iterable[str], str]]) -> Variants:
+    """The variants in force given several declarations, each ``(what it says, who says it)``.
+
+    Each side is a mapping as files record it or ``NAME=VALUE`` strings; a
+    name said with the contract's own value counts as said. Every field any
+    side sets is set; two sides that set one field to different values are
+    an error, as is a combination ``refuse_unsound`` refuses.
+
+    Raises:
+        ValueError: one line naming the field, both values and both sides.
+    """
+    merged: dict[str, object] = {}
+    whose: dict[str, str] = {}
+    for said, who in sides:
+        for name, value in explicit(said, who).items():
+            if name in merged and merged[name] != value:
+                raise ValueError(
+                    f"{whose[name]} says {name}={_show(merged[name])} but {who} declares {name}={_show(value)}: "
+                    "declare the same variants in both, or in one only"
+                )
+            merged[name], whose[name] = value, who
+    variants = replace(DEFAULT, **merged)
+    refuse_unsound(variants, " and ".join(dict.fromkeys(whose.values())) or "variants")
+    return variants
+
+
+def _show(value: object) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+#: Pairs of variants the checkers cannot check exactly together, each with why.
+UNSOUND = (
+    (("exhaust", "at-dispatch"), ("order", "any"),
+     "which spent tasks a dispatch ends depends on an order that order=any leaves open, "
+     "so one result does not fix the next state"),
+)
+
+
+def refuse_unsound(variants: Variants, argument: str = "variants") -> None:
+    """Refuse a combination the checkers cannot check exactly (see ``UNSOUND``).
+
+    Raises:
+        ValueError: one line naming both variants and why.
+    """
+    for (name, value), (other, other_value), why in UNSOUND:
+        if getattr(variants, name) == value and getattr(variants, other) == other_value:
+            raise ValueError(f"{argument}: {name}={value} cannot be checked together with {other}={other_value}: {why}")
 
 
 def explicit(declared: Mapping[str, object] | Iterable[str], argument: str = "variants") -> dict[str, object]:

@@ -108,6 +108,10 @@ class ExecProgram:
         self.cwd = cwd
         self.startup_timeout = startup_timeout
         self.capabilities: frozenset[str] = frozenset()
+        #: the contract variants the program's hello declares (None: none), read like a factory's
+        self.fencepost_variants: dict | None = None
+        #: whether tokens may be strs in answers (tokens=opaque): set from the hello or by the checker
+        self.opaque_tokens = False
         self.starts = 0  # how many times the program was started
         self.generation = 0  # bumped by every reset and restart; older schedulers are stale
         self._process: subprocess.Popen | None = None
@@ -160,6 +164,9 @@ class ExecProgram:
         self.starts += 1
         try:
             self.capabilities = self._request("hello", {}, max(self.call_timeout, self.startup_timeout))
+            self.fencepost_variants = getattr(self.capabilities, "variants", None)
+            if self.fencepost_variants and self.fencepost_variants.get("tokens") == "opaque":
+                self.opaque_tokens = True
         except (SchedulerFault, ValueError) as exc:
             raise AdapterStartError(f"--exec {self.command!r} did not start properly: {_one_line(str(exc))}") from None
 
@@ -346,7 +353,7 @@ class ExecProgram:
 
     def _parse(self, answer: bytes, request_id: int, op: str, call: tuple[str, dict]) -> object:
         try:
-            return parse_answer(answer, request_id, op)
+            return parse_answer(answer, request_id, op, self.opaque_tokens)
         except ProtocolError as exc:
             self._stop(f"it broke the protocol answering {_words(call)}")
             raise AdapterFault(f"the program broke the adapter protocol answering {_words(call)} (request id {request_id}): {exc}") from None

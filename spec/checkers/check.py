@@ -14,6 +14,12 @@ the space.
 a program speaking the adapter protocol (``spec.formats.adapter``), started
 once. Every call has the ``--call-timeout`` deadline (``spec.checkers.deadline``);
 a call that does not return in time is a counterexample ending in that call.
+
+``--variant NAME=VALUE`` (repeatable) checks under declared contract
+variants (``spec.variants``) instead of the contract's rule for each; a
+factory or its class may declare its own (``fencepost_variants = {...}``),
+an ``--exec`` program in its ``hello``; a flag that disagrees with the
+declaration is a usage error. The summary says which variants were in force.
 """
 
 from __future__ import annotations
@@ -34,10 +40,13 @@ from fencepost.spec.arguments import (
     EXIT_VIOLATION,
     UsageError,
     add_exec_arguments,
+    add_variant_arguments,
     check_output_path,
+    declared_variants,
     exec_name,
     load_factory,
     open_exec,
+    variants_in_force,
 )
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
@@ -47,6 +56,7 @@ from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.results import format_trace
 from fencepost.spec.checkers.lockstep import hang_trace
 from fencepost.spec.checkers.minimize import minimize
+from fencepost.spec.variants import DEFAULT, Variants
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
 #: CI profile's count, which reaches every declared outcome and boundary.
@@ -69,6 +79,7 @@ class CheckResult:
     seed: int | None = None
     batches: int = 1  # batches run; more than one when coverage needed them
     capabilities: Capabilities = field(default_factory=Capabilities)  # optional parts found and checked
+    variants: Variants = DEFAULT  # the declared contract variants the run checked under
 
     @property
     def missing(self) -> list[str]:
@@ -85,6 +96,7 @@ def check_factory(
     base: settings | None = None,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     capabilities: Capabilities | None = None,
+    variants: Variants | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
 
@@ -110,21 +122,25 @@ def check_factory(
         capabilities: the optional parts to check (keys, restart); default
             what ``spec.checkers.capabilities.detect`` finds. Their outcomes
             join the ones the run must reach.
+        variants: the declared contract variants to check under; default
+            what the factory declares (``fencepost_variants``), else the contract.
 
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
         in ``trace`` when the implementation diverged or broke an invariant.
     """
     base = base or settings.get_profile("ci")
+    if variants is None:
+        variants = Variants.from_declared(getattr(factory, "fencepost_variants", None), "fencepost_variants")
     if capabilities is None:
         capabilities = _detect(factory, call_timeout)
-    coverage = Coverage(capabilities=capabilities)
+    coverage = Coverage(capabilities=capabilities, variants=variants)
     started = time.perf_counter()
     runs = 0
     for batch in range(COVERAGE_BATCHES):
         batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
         passed, trace, failure, batch_runs = _run_batch(
-            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout,
+            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout, variants,
         )
         runs += batch_runs
         if not passed or not coverage.missing():
@@ -132,7 +148,7 @@ def check_factory(
     return CheckResult(
         passed=passed, trace=trace, failure=failure, coverage=coverage,
         examples=runs, seconds=time.perf_counter() - started, seed=seed, batches=batch + 1,
-        capabilities=capabilities,
+        capabilities=capabilities, variants=variants,
     )
 
 
@@ -151,12 +167,13 @@ def _detect(factory: Callable[[], object], call_timeout: float | None) -> Capabi
 def _run_batch(
     factory: Callable[[], object], coverage: Coverage, capabilities: Capabilities, base: settings,
     max_examples: int | None, steps: int | None, seed: int | None, call_timeout: float | None,
+    variants: Variants = DEFAULT,
 ) -> tuple[bool, list[TraceStep], str | None, int]:
     """One Hypothesis run of the machine: (passed, minimized trace, failure, runs made)."""
     if getattr(factory, "keeps_deadlines", False):
         call_timeout = None  # the adapter times its own calls, and a watched thread would add nothing
     watch = Watch(call_timeout) if call_timeout is not None else None
-    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch)
+    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch, variants=variants)
     runs = 0
     original_init = machine.__init__
 
@@ -185,11 +202,11 @@ def _run_batch(
         else:
             run_watched(lambda: run_state_machine_as_test(machine, settings=run_settings), watch)
     except CallTimeout as exc:  # the watching thread gave up on a call: Hypothesis's run is abandoned with it
-        trace = minimize(factory, hang_trace(watch.context, exc), call_timeout)
+        trace = minimize(factory, hang_trace(watch.context, exc), call_timeout, variants)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else str(exc), runs
     except Exception as exc:  # an implementation's bug may surface as any exception, flakiness included
-        trace = minimize(factory, list(machine.last_trace), call_timeout)
+        trace = minimize(factory, list(machine.last_trace), call_timeout, variants)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else f"{type(exc).__name__}: {exc}", runs
     return True, [], None, runs
@@ -233,6 +250,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=_positive, default=None, metavar="N", help="steps per run (default %d)" % profiles.CI_STEPS)
     parser.add_argument("--coverage", action="store_true", help="print how often each outcome and boundary was reached")
     parser.add_argument("--trace-out", metavar="FILE", default=None, help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+    add_variant_arguments(parser)
     add_exec_arguments(parser)
 
 
@@ -242,22 +260,30 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_out:
         check_output_path(args.trace_out)
     if args.exec_command is not None:
+        variants_in_force(args.variants)  # a bad flag is an error before the program starts
         with open_exec(args.exec_command, args.call_timeout) as program:
-            return _check(args, program, exec_name(args.exec_command))
+            variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
+            return _check(args, program, exec_name(args.exec_command), variants)
+    variants = variants_in_force(args.variants)
     factory = load_factory(args.factory)
-    probe_factory(factory, args.factory)
-    return _check(args, factory, args.factory)
+    variants = variants_in_force(args.variants, (declared_variants(factory), f"{args.factory}'s fencepost_variants"))
+    probe_factory(factory, args.factory, variants)
+    return _check(args, factory, args.factory, variants)
 
 
-def _check(args: argparse.Namespace, factory: Callable[[], object], name: str) -> int:
+def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, variants: Variants = DEFAULT) -> int:
     try:
-        result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps, call_timeout=args.call_timeout)
+        result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps,
+                               call_timeout=args.call_timeout, variants=variants)
     except CallTimeout as exc:  # making a sample scheduler, before any step
         raise UsageError(f"{name}: {exc}") from None
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())
     print(result.capabilities.summary())
+    if variants != DEFAULT:
+        print(variants_summary(variants))
     if not result.passed:
         print(f"{name} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
         print(report_failure(result))
@@ -266,6 +292,7 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str) -
 
             try:
                 path = write_counterexample(result, args.trace_out, factory_spec=args.factory, exec_command=args.exec_command)
+                # the file records its variants, so replaying it needs no --variant
             except OSError as exc:
                 raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc.strerror or exc}") from None
             again = f"--exec {shlex.quote(args.exec_command)}" if args.exec_command else f"--impl {args.factory}"
@@ -280,13 +307,31 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str) -
     return EXIT_OK
 
 
-def probe_factory(factory: Callable[[], object], text: str) -> None:
+def variants_summary(variants: Variants) -> str:
+    """One line for a check's summary: the variants in force and what the queue does not offer."""
+    text = f"declared variants in force: {variants.describe()}; the core was checked whatever they say"
+    absent = [part for part in ("renew", "cancel", "fail", "priority", "due_at", "max_attempts", "keys") if not variants.offers(part)]
+    if variants.views == "none":
+        absent.append("task views")
+    if absent:
+        text += f"; not offered, so not called: {', '.join(absent)}"
+    return text
+
+
+def required_methods(variants: Variants = DEFAULT) -> tuple[str, ...]:
+    """The protocol's methods a scheduler must have under ``variants``: none it is declared ``without``, no ``task`` under ``views=none``."""
+    names = ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance", "task")
+    return tuple(n for n in names if not (n in ("fail", "cancel", "renew") and not variants.offers(n))
+                 and not (n == "task" and variants.views == "none"))
+
+
+def probe_factory(factory: Callable[[], object], text: str, variants: Variants = DEFAULT) -> None:
     """Make one scheduler up front, so a broken factory is a usage error, not a counterexample."""
     try:
         scheduler = factory()
     except Exception as exc:
         raise UsageError(f"FACTORY {text!r} failed when called with no arguments: {type(exc).__name__}: {exc}") from None
-    missing = [name for name in ("add_worker", "submit", "dispatch", "complete", "fail", "cancel", "renew", "advance", "task") if not callable(getattr(scheduler, name, None))]
+    missing = [name for name in required_methods(variants) if not callable(getattr(scheduler, name, None))]
     if missing or not hasattr(scheduler, "now"):
         missing += [] if hasattr(scheduler, "now") else ["now"]
         raise UsageError(f"FACTORY {text!r} returned a {type(scheduler).__name__} without the protocol's {', '.join(missing)}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from fencepost.spec import model
 from fencepost.spec.checkers.capabilities import NONE, Capabilities
 from fencepost.spec.protocol import RESTART, Lease, Outcome, Reason, Status
+from fencepost.spec.variants import DEFAULT, Variants
 
 #: Outcome keys per operation that every run of ``fencepost check`` and every
 #: default-scope ``fencepost explore`` must reach.
@@ -43,14 +44,60 @@ KEY_OUTCOMES: dict[str, str] = {
 RESTART_OUTCOMES: dict[str, str] = {"ok": "the scheduler was reopened and agreed on everything"}
 
 
-def required_outcomes(capabilities: Capabilities = NONE) -> dict[str, tuple[str, ...]]:
-    """``REQUIRED_OUTCOMES`` plus those of the optional capabilities offered."""
+def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DEFAULT) -> dict[str, tuple[str, ...]]:
+    """``REQUIRED_OUTCOMES`` plus those of the optional capabilities offered, less what ``variants`` make unreachable.
+
+    An operation the queue is ``without`` has no outcomes to reach; so do
+    the outcomes that need a part it does not offer (``fail -> accepted:failed``
+    needs ``max_attempts``, ``renew -> cancel_requested`` needs ``cancel``),
+    ``none:worker_full`` under ``capacity=none``, and a late ``complete``'s
+    ``lease_expired`` under ``late=accept-unclaimed`` unless a budget or a
+    cancellation can end the task at its expiry.
+    """
     required = dict(REQUIRED_OUTCOMES)
-    if capabilities.keys:
+    if variants != DEFAULT:
+        required = {op: tuple(k for k in keys if _reachable(op, k, variants)) for op, keys in required.items()
+                    if op not in ("fail", "cancel", "renew") or variants.offers(op)}
+    if capabilities.keys and variants.offers("keys"):
         required["submit"] = (*required["submit"], *KEY_OUTCOMES)
     if capabilities.restart:
         required[RESTART] = tuple(RESTART_OUTCOMES)
     return required
+
+
+def _reachable(op: str, outcome: str, variants: Variants) -> bool:
+    """Whether a run under ``variants`` can reach ``outcome`` of ``op`` (see ``required_outcomes``)."""
+    if op == "dispatch" and outcome == "none:worker_full":
+        return variants.capacity == "per-worker"
+    if op == "fail" and outcome == "accepted:failed":
+        return variants.offers("max_attempts")
+    if outcome in ("accepted:cancelled", Reason.CANCEL_REQUESTED) and op in ("fail", "renew"):
+        return variants.offers("cancel")
+    if op == "complete" and outcome == Reason.LEASE_EXPIRED and variants.late == "accept-unclaimed":
+        return variants.offers("cancel") or (variants.offers("max_attempts") and variants.exhaust == "at-expiry")
+    return True
+
+
+def required_boundaries(variants: Variants = DEFAULT) -> dict[str, str]:
+    """``REQUIRED_BOUNDARIES`` less those ``variants`` make unreachable.
+
+    Under ``interval=closed`` the refused completion is at ``expires_at + 1``;
+    an expiry to ``failed`` needs ``max_attempts`` (and ``exhaust=at-expiry``),
+    one to ``cancelled`` needs ``cancel``; a full worker needs ``capacity=per-worker``.
+    """
+    if variants == DEFAULT:
+        return REQUIRED_BOUNDARIES
+    gone = set()
+    if not (variants.offers("max_attempts") and variants.exhaust == "at-expiry"):
+        gone.add("expiry_to_failed")
+    if not variants.offers("cancel"):
+        gone.add("expiry_to_cancelled")
+    if variants.capacity == "none":
+        gone.add("capacity_exactly_full")
+    if variants.late == "accept-unclaimed" and "completion_at_expiry" not in gone \
+            and not _reachable("complete", Reason.LEASE_EXPIRED, variants):
+        gone.add("completion_at_expiry")
+    return {name: meaning for name, meaning in REQUIRED_BOUNDARIES.items() if name not in gone}
 
 
 #: Boundaries every run must hit, with what each means.
@@ -86,6 +133,9 @@ def classify(
     boundaries: set[str] = set()
     now = args.get("now")
     running = _running(before)
+    variants = before.variants
+    # the last instant a lease is live: expires_at - 1, or expires_at itself under interval=closed
+    last_live = 0 if variants.interval == "closed" else 1
     if not raised and isinstance(now, int):
         if any(t.expires_at == now for t in running):
             boundaries.add("time_at_expiry")
@@ -93,7 +143,7 @@ def classify(
             boundaries.add("time_one_before_expiry")
         expired = model.expire(before, now)
         for t in running:
-            if t.expires_at <= now:
+            if not model.lease_live(variants, t.expires_at, now):
                 boundaries.add(_EXPIRY_BOUNDARY[expired.tasks[t.id - 1].status])
     if op == "submit" and isinstance(args.get("key"), str) and model.key_record(before, args["key"]):
         if not raised:
@@ -109,7 +159,7 @@ def classify(
     assert isinstance(result, Outcome), result
     if op == "complete" and not result.accepted and result.reason == Reason.LEASE_EXPIRED:
         task = before.tasks[args["task_id"] - 1]
-        if task.status is Status.RUNNING and task.token == args["token"] and task.expires_at == now:
+        if task.status is Status.RUNNING and task.token == args["token"] and task.expires_at - last_live + 1 == now:
             boundaries.add("completion_at_expiry")
     if not result.accepted:
         return result.reason or "rejected", boundaries
@@ -134,7 +184,7 @@ def _classify_dispatch(args: dict, before: model.State, after: model.State, resu
     worker = args["worker"]
     if result is None:
         capacity = dict(after.workers)[worker]
-        if model.load(after, worker) >= capacity:
+        if model.load(after, worker) >= capacity and after.variants.capacity == "per-worker":
             boundaries.add("capacity_exactly_full")
             return "none:worker_full"
         return "none:nothing_eligible"
@@ -159,6 +209,7 @@ class Coverage:
     outcomes: Counter = field(default_factory=Counter)  # (op, outcome) -> count
     boundaries: Counter = field(default_factory=Counter)  # boundary -> count
     capabilities: Capabilities = NONE  # optional capabilities whose outcomes are required too
+    variants: Variants = DEFAULT  # the declared variants: what they make unreachable is not required
 
     def record(self, op: str, outcome: str, boundaries: set[str]) -> None:
         self.outcomes[(op, outcome)] += 1
@@ -171,19 +222,20 @@ class Coverage:
 
     def missing(self) -> list[str]:
         """Every declared outcome or boundary this coverage never reached."""
-        gaps = [f"{op} -> {key}" for op, keys in required_outcomes(self.capabilities).items()
+        gaps = [f"{op} -> {key}" for op, keys in required_outcomes(self.capabilities, self.variants).items()
                 for key in keys if not self.outcomes[(op, key)]]
-        gaps += [f"boundary {name} ({REQUIRED_BOUNDARIES[name]})" for name in REQUIRED_BOUNDARIES if not self.boundaries[name]]
+        gaps += [f"boundary {name} ({meaning})" for name, meaning in required_boundaries(self.variants).items()
+                 if not self.boundaries[name]]
         return gaps
 
     def report(self) -> str:
         """A table: per operation, each outcome's count; then each boundary's count."""
         lines = ["outcomes:"]
-        for op, keys in required_outcomes(self.capabilities).items():
+        for op, keys in required_outcomes(self.capabilities, self.variants).items():
             extra = sorted(k for (o, k) in self.outcomes if o == op and k not in keys)
             cells = ", ".join(f"{k}={self.outcomes[(op, k)]}" for k in (*keys, *extra))
             lines.append(f"  {op:<10} {cells}")
         lines.append("boundaries:")
-        for name, meaning in REQUIRED_BOUNDARIES.items():
+        for name, meaning in required_boundaries(self.variants).items():
             lines.append(f"  {name:<24} {self.boundaries[name]:>7}  {meaning}")
         return "\n".join(lines)

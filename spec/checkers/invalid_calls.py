@@ -8,6 +8,7 @@ refused for the fault its kind names.
 from __future__ import annotations
 
 from fencepost.spec import model
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 #: The faults ``invalid_call`` makes. One step puts its fault into every
@@ -50,6 +51,7 @@ def disguise(value: int, form: str) -> object:
 
 def invalid_calls(
     state: model.State, kind: str, pick: int, now: int | None = None, shape: int = 0, form: str = "str",
+    variants: Variants = DEFAULT,
 ) -> list[tuple[str, dict]]:
     """The calls of one kind of fault (see ``INVALID_CALLS``) against ``state``, as ``(op, args)``.
 
@@ -59,11 +61,43 @@ def invalid_calls(
     ``NON_INT_FORMS``) how a wrong type disguises a valid value. Every other
     argument is valid, so each call is refused for the fault its kind names
     (``several_faults`` aside; with no task submitted yet, a named task is
-    unknown too).
+    unknown too). Under ``variants`` only what the queue offers is called
+    (see ``offered_calls``).
 
     Raises:
         ValueError: ``kind`` is not one of ``INVALID_CALLS``.
     """
+    calls = _invalid_calls(state, kind, pick, now, shape, form, variants.lease_length() or 1)
+    return calls if variants == DEFAULT else offered_calls(calls, variants)
+
+
+def offered_calls(calls: list[tuple[str, dict]], variants: Variants) -> list[tuple[str, dict]]:
+    """``calls`` without those the queue does not offer under ``variants``.
+
+    Drops a call to an operation in ``without``, a submit passing an argument
+    the queue does not take (``priority`` under ``order=fifo``, ``due_at``,
+    ``max_attempts``, ``key``), and under ``tokens=opaque`` a token disguised
+    as a str (a str is a token there).
+    """
+    kept = []
+    for op, args in calls:
+        if op in ("fail", "cancel", "renew") and not variants.offers(op):
+            continue
+        if op == "submit" and any(name in args and not variants.offers(part) for name, part in _SUBMIT_PARTS):
+            continue
+        if variants.tokens == "opaque" and isinstance(args.get("token"), str):
+            continue
+        kept.append((op, args))
+    return kept
+
+
+#: submit's optional arguments and the ``without`` part each belongs to.
+_SUBMIT_PARTS = (("priority", "priority"), ("due_at", "due_at"), ("max_attempts", "max_attempts"), ("key", "keys"))
+
+
+def _invalid_calls(
+    state: model.State, kind: str, pick: int, now: int | None, shape: int, form: str, length: int,
+) -> list[tuple[str, dict]]:
     now = state.now if now is None else now
     tasks = len(state.tasks)
     task_id = 1 + pick % tasks if tasks else 1
@@ -71,11 +105,11 @@ def invalid_calls(
     worker = state.workers[pick % len(state.workers)][0] if state.workers else "w1"
 
     def call(op: str, **fault: object) -> tuple[str, dict]:
-        return op, {**valid_call(op, task_id, token, worker, now), **fault}
+        return op, {**valid_call(op, task_id, token, worker, now, length), **fault}
 
     if kind == "wrong_type":
         valid = {
-            "now": now, "duration": 1 + pick % 3, "task_id": task_id, "token": token, "priority": pick,
+            "now": now, "duration": 1 + pick % 3 if length == 1 else length, "task_id": task_id, "token": token, "priority": pick,
             "due_at": now, "max_attempts": 1 + pick % 3, "retry_delay": 1 + pick % 3, "capacity": 1 + pick % 2,
         }
         return [call(op, **{name: disguise(valid[name], form)}) for op, name in INT_ARGUMENTS]
@@ -113,7 +147,7 @@ def invalid_calls(
     raise ValueError(f"kind must be one of {', '.join(INVALID_CALLS)}: {kind!r}")
 
 
-def valid_call(op: str, task_id: int, token: int, worker: str, now: int) -> dict:
+def valid_call(op: str, task_id: int, token: int, worker: str, now: int, duration: int = 1) -> dict:
     """Arguments for ``op`` with every type and range right, for a kind to put one fault into.
 
     (The task may still not exist and the token may be stale: those are refusals, not faults.)
@@ -121,10 +155,10 @@ def valid_call(op: str, task_id: int, token: int, worker: str, now: int) -> dict
     return {
         "submit": {},
         "add_worker": {"worker": "w9", "capacity": 1},
-        "dispatch": {"worker": worker, "now": now, "duration": 1},
+        "dispatch": {"worker": worker, "now": now, "duration": duration},
         "complete": {"task_id": task_id, "token": token, "now": now},
         "fail": {"task_id": task_id, "token": token, "now": now},
         "cancel": {"task_id": task_id, "now": now},
-        "renew": {"task_id": task_id, "token": token, "now": now, "duration": 1},
+        "renew": {"task_id": task_id, "token": token, "now": now, "duration": duration},
         "advance": {"now": now},
     }[op]

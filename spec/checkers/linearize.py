@@ -7,6 +7,15 @@ over windows cut at quiescent points; its model states are
 ``spec.checkers.linearize_states``, and the ``fencepost linearize`` command
 that prints a verdict is ``spec.checkers.linearize_command`` (whose docstring
 says what linearizable means here and what the search costs).
+
+Declared variants (the history's header, ``spec.variants``) are the model's:
+the search starts from ``model.initial(variants)``, and where they allow
+several results for one call (``order=any``: any eligible task;
+``tokens=opaque``: any fresh token) a recorded result the model's own pick
+does not match is followed (``model.follow``) when the model allows it. A
+dispatch whose result is unknown (info) under those two cannot be followed
+(the task or token it took is not known): ``check_history`` refuses such a
+history (``ValueError``) rather than guess.
 """
 
 from __future__ import annotations
@@ -18,8 +27,9 @@ from dataclasses import dataclass, field
 
 from fencepost.spec import model
 from fencepost.spec.checkers.linearize_states import _State, canonical
-from fencepost.spec.formats.history import Call, ERROR, History, INFO
+from fencepost.spec.formats.history import Call, ERROR, History, INFO, OK
 from fencepost.spec.formats.values import same_result
+from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
 #: Default bound on (placed calls, model state) pairs explored, over the whole
@@ -46,6 +56,7 @@ class Answer:
 
     value: object  # the model's result, or the ValueError it raised
     before: tuple[int, ...]
+    why: str = ""  # under order=any or tokens=opaque: why the model allows no such result there (model.why_not)
 
 
 @dataclass(frozen=True)
@@ -93,15 +104,43 @@ class _Budget:
 
 
 def _step(call: Call, state: _State) -> tuple[_State | None, object]:
-    """Apply ``call`` to the model: (next state, the model's answer), next state None on a mismatch."""
+    """Apply ``call`` to the model: (next state, the model's answer), next state None on a mismatch.
+
+    Where the variants allow the recorded answer though the model's own pick
+    differs (``_chooses``), the model follows it.
+    """
     try:
         after, value = state.apply(call.op, call.args)
     except ValueError as exc:
         matches = call.kind == INFO or (call.kind == ERROR and call.error == "ValueError")
         return (state if matches else None), exc
-    if call.kind == ERROR or (call.kind != INFO and not same_result(call.op, value, call.result)):
+    variants = state.base.variants
+    if call.kind == ERROR or (call.kind != INFO and not same_result(call.op, value, call.result, variants.tokens == "opaque")):
+        if call.kind == OK and call.op in _CHOOSING_OPS and _chooses(variants):
+            followed = state.follow(call.op, call.args, call.result)
+            if followed is not None:
+                return followed
         return None, value
     return after, value
+
+
+def _why_not(state: _State, call: Call) -> str:
+    """Under variants that allow choices, why the model allows no result like ``call``'s here ("" otherwise)."""
+    if call.kind != OK or call.op not in _CHOOSING_OPS or not _chooses(state.base.variants):
+        return ""
+    try:
+        return model.why_not(state.materialise(), call.op, dict(call.args), call.result)
+    except ValueError as exc:
+        return f"the call is invalid: {exc}"
+
+
+#: The operations whose answer a variant may leave to the scheduler.
+_CHOOSING_OPS = frozenset({"dispatch", "dispatch_many"})
+
+
+def _chooses(variants: object) -> bool:
+    """Whether ``variants`` allow several answers to a dispatch (``order=any``, ``tokens=opaque``)."""
+    return variants.order == "any" or variants.tokens == "opaque"
 
 
 #: Kinds of entries in the search's list.
@@ -192,8 +231,10 @@ def _orders(
                     entry = nxt[head]
                     continue
             elif local == watch and answers is not None and len(answers) < MAX_ANSWERS:
-                if not any(describe(calls[local].op, a.value) == describe(calls[local].op, answer) for a in answers):
-                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack)))
+                call = calls[local]
+                why = _why_not(state, call)
+                if not any(describe(call.op, a.value) == describe(call.op, answer) and a.why == why for a in answers):
+                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack), why))
             entry = nxt[entry]
             continue
         # An end was reached, or a completion whose call is not placed (nothing after it
@@ -277,11 +318,14 @@ class _Frame:
     path: tuple[int, ...] = ()
 
 
-def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start: model.State | None = None) -> Verdict:
+def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start: model.State | None = None,
+                  variants: Variants = DEFAULT) -> Verdict:
     """Decide whether ``history`` is linearizable with respect to the model (see the module docstring).
 
     ``start`` is the model state before the first call (default: a fresh
-    scheduler). The windows are searched depth first: the first order found in
+    scheduler under ``variants``, whose variants it carries otherwise).
+    Raises ValueError for an info dispatch under ``order=any`` or
+    ``tokens=opaque`` (see the module docstring). The windows are searched depth first: the first order found in
     a window goes on to the next, and another of its end states is tried only
     if the next cannot go on from it, so a linearizable history costs little
     more than one pass. Each window's search is bounded by 2^k sets of placed
@@ -293,7 +337,16 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     windows = quiescent_windows(history)
     if not windows:
         return Verdict(True, (), 0, 0)
-    origin: Config = (_State.of(canonical(model.initial() if start is None else start)), frozenset())
+    first = model.initial(variants) if start is None else start
+    if _chooses(first.variants):
+        unknown = next((c for c in history.calls if c.kind == INFO and c.op in _CHOOSING_OPS), None)
+        if unknown is not None:
+            raise ValueError(
+                f"{history.source}: line {history.events[unknown.invoked].line}: {unknown.op} by {unknown.process} has an unknown "
+                f"result (info), which cannot be checked exactly under {first.variants.describe()}: the task and token it "
+                "may have taken are not known; record the history without client timeouts"
+            )
+    origin: Config = (_State.of(canonical(first)), frozenset())
     # Configs each window was searched from, in the order met (a dict, not a set: the failing
     # window's are tried in that order, so the answers shown do not depend on hash seeds).
     reached: list[dict[Config, None]] = [{} for _ in windows]
@@ -361,5 +414,5 @@ def describe(op: str, value: object) -> str:
     if hasattr(value, "accepted"):
         return "accepted" if value.accepted else f"rejected ({value.reason})" if value.reason else "rejected"
     if hasattr(value, "token"):
-        return f"lease task {value.task_id} to {value.worker}, token {value.token}, [{value.started_at}, {value.expires_at})"
+        return f"lease task {value.task_id} to {value.worker}, token {show_token(value.token)}, [{value.started_at}, {value.expires_at})"
     return f"task {value}"

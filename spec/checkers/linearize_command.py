@@ -11,6 +11,14 @@ at a time: the same Lease fields, task ids, Outcome accepted (reasons are not
 compared), a recorded ValueError exactly where the model raises one (such a
 call changes nothing).
 
+Declared variants: the history's header (``{"type": "header", "variants":
+{...}}``) names the contract variants it is judged under, so no flag is
+needed; ``--variant NAME=VALUE`` (repeatable) adds or repeats them, and one
+that disagrees with the header is a usage error. The verdict's first line
+says which were in force; where they allow several results for one call,
+a result no order explains is shown with why the model allows no such
+result after each order tried, and opaque tokens are cut short.
+
 Exit status: 0 linearizable; 1 not linearizable (the smallest stretch that
 cannot be ordered is printed, with the calls in it and what the model would
 have answered); 2 a bad file or argument; 3 undecided (the search passed
@@ -35,9 +43,10 @@ from __future__ import annotations
 
 import argparse
 
-from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, positive_int
+from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, add_variant_arguments, positive_int, variants_in_force
 from fencepost.spec.checkers.linearize import DEFAULT_MAX_STATES, Verdict, check_history, describe
 from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
+from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
 #: Exit status when the search passed its budget before deciding.
@@ -48,8 +57,9 @@ EXIT_UNDECIDED = 3
 
 
 def describe_call(call: Call) -> str:
-    """``op(arg=value, ...)``."""
-    return f"{call.op}({', '.join(f'{k}={v!r}' for k, v in call.args.items())})"
+    """``op(arg=value, ...)``; an opaque str token cut short."""
+    shown = (f"{k}={show_token(v) if k == 'token' else repr(v)}" for k, v in call.args.items())
+    return f"{call.op}({', '.join(shown)})"
 
 
 def describe_outcome(call: Call) -> str:
@@ -61,10 +71,12 @@ def describe_outcome(call: Call) -> str:
     return describe(call.op, call.result)
 
 
-def report(history: History, verdict: Verdict, show_order: bool = False) -> list[str]:
-    """The lines ``fencepost linearize`` prints for ``verdict``."""
+def report(history: History, verdict: Verdict, show_order: bool = False, variants: Variants = DEFAULT) -> list[str]:
+    """The lines ``fencepost linearize`` prints for ``verdict``, judged under ``variants``."""
     events, calls = history.events, history.calls
     size = f"{len(calls)} calls by {len(history.processes)} processes"
+    if variants != DEFAULT:
+        size += f", under {variants.describe()}"
     where = f"{verdict.windows} windows, {verdict.states:,} states explored"
     if verdict.linearizable is None:
         line = events[verdict.undecided_at].line if verdict.undecided_at < len(events) else 0
@@ -93,10 +105,16 @@ def report(history: History, verdict: Verdict, show_order: bool = False) -> list
         rows.append((c.process, span, describe_call(c), (describe_outcome(c) if done else "not yet known") + mark))
     widths = [max(len(row[k]) for row in rows) for k in range(3)]
     lines += [f"  {p:<{widths[0]}}  {s:<{widths[1]}}  {call:<{widths[2]}} -> {result}" for p, s, call, result in rows]
-    lines.append(f"the model would have answered {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
+    if any(answer.why for answer in f.answers):
+        lines.append(f"the model allows no such result of {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
+    else:
+        lines.append(f"the model would have answered {describe_call(bad)} by {bad.process} (line {events[f.end].line}):")
     for answer in f.answers:
         after = ", ".join(f"{describe_call(calls[i])} by {calls[i].process}" for i in answer.before) or "nothing else"
-        lines.append(f"  {describe(bad.op, answer.value)}   (after {after})")
+        if answer.why:
+            lines.append(f"  not allowed after {after}: {answer.why}")
+        else:
+            lines.append(f"  {describe(bad.op, answer.value)}   (after {after})")
     if not f.answers:
         lines.append("  nothing: in no order consistent with real time do the calls before it reach it")
     return lines
@@ -113,6 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              f"(default {DEFAULT_MAX_STATES:,})",
     )
     parser.add_argument("--order", action="store_true", help="print the order found for a linearizable history")
+    add_variant_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,8 +139,12 @@ def run(args: argparse.Namespace) -> int:
         history = load_history(args.history)
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
-    verdict = check_history(history, max_states=args.max_states)
-    for line in report(history, verdict, args.order):
+    variants = variants_in_force(args.variants, (history.variants, "the history's header"))
+    try:
+        verdict = check_history(history, max_states=args.max_states, variants=variants)
+    except ValueError as exc:  # a history the variants cannot judge exactly
+        raise UsageError(str(exc)) from None
+    for line in report(history, verdict, args.order, variants):
         print(line)
     if verdict.linearizable is None:
         return EXIT_UNDECIDED

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from fencepost.spec import model
 from fencepost.spec.protocol import DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 #: What a final task is kept as: every later call on a final task is refused
@@ -39,19 +40,36 @@ def canonical(state: model.State) -> model.State:
     calls, so the search stays exact. The search keeps its states canonical
     task by task (``_State.apply``), which gives the same states as this.
     """
-    tasks = tuple(_canonical_task(t) for t in state.tasks)
+    tasks = tuple(_canonical_task(t, state.variants) for t in state.tasks)
     workers = tuple(sorted(state.workers))
     if workers == state.workers and all(a is b for a, b in zip(tasks, state.tasks)):
         return state
     return replace(state, tasks=tasks, workers=workers)
 
 
-def _canonical_task(task: model.Task) -> model.Task:
+def _canonical_task(task: model.Task, variants: Variants = DEFAULT) -> model.Task:
+    """One task's canonical form. Under ``repeat=accept`` a final task keeps its status
+    (a complete of a succeeded one may be accepted); under ``late=accept-unclaimed``
+    a pending task keeps ``expired_token`` (a late report with it is accepted)."""
     if task.status in FINAL_STATUSES:
-        return task if task.retry_delay == 0 else replace(task, **_FINAL)
-    if task.expired_token is None and task.started_at is None:
+        if task.retry_delay == 0:
+            return task
+        return replace(task, **(_FINAL if variants.repeat == "refuse" else _FINAL_KEEPING_STATUS))
+    keep_expired = variants.late == "accept-unclaimed"
+    if (task.expired_token is None or keep_expired) and task.started_at is None:
         return task
-    return replace(task, expired_token=None, started_at=None)
+    return replace(task, expired_token=task.expired_token if keep_expired else None, started_at=None)
+
+
+#: ``_FINAL`` less the status, for ``repeat=accept`` (its tokens are kept too: not in ``_FINAL``).
+_FINAL_KEEPING_STATUS = {k: v for k, v in _FINAL.items() if k != "status"}
+
+
+def index_key(variants: Variants):
+    """The key the search's ready indexes sort by: the declared order's key (``model.order_key``),
+    then the due time (so ``best_eligible`` can tell whether an entry is due). The task id is at [2]."""
+    order = model.order_key(variants)
+    return lambda task: (*order(task), task.due_at)
 
 
 # ---------------------------------------------------------------- the search's states
@@ -102,29 +120,33 @@ class _Base:
     base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
     """
 
-    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future")
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "variants", "key", "late")
 
     def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
-                 eligible: list[tuple[int, int, int]], future: list[tuple[int, int]]) -> None:
+                 eligible: list[tuple[int, ...]], future: list[tuple[int, int]]) -> None:
         self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
         self.eligible, self.future = eligible, future
+        self.variants = state.variants  # constant for the run: every base of one search shares them
+        self.key = index_key(state.variants)
+        self.late = 1 if state.variants.due == "after" else 0  # due=after: eligible from due_at + 1
 
     @classmethod
     def of(cls, state: model.State) -> _Base:
         """``state`` (canonical) with its indexes built. O(T log T)."""
         ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES]
+        key, variants = index_key(state.variants), state.variants
         return cls(
             state,
             sum(map(hash, state.tasks)) & _HASH_MASK,
             {record.key: record for record in state.keys},
             sum(map(hash, state.keys)) & _HASH_MASK,
-            sorted(model.dispatch_order(t) for t in ready if t.due_at <= state.now),
-            sorted((t.due_at, t.id) for t in ready if t.due_at > state.now),
+            sorted(key(t) for t in ready if model.is_due(variants, t.due_at, state.now)),
+            sorted((t.due_at, t.id) for t in ready if not model.is_due(variants, t.due_at, state.now)),
         )
 
     def due_by(self, now: int) -> int:
         """How many of ``future`` are due by ``now``. O(log T)."""
-        return bisect.bisect_right(self.future, now, key=_due_at)
+        return bisect.bisect_right(self.future, now - self.late, key=_due_at)
 
 
 class _State:
@@ -137,7 +159,7 @@ class _State:
     """
 
     __slots__ = ("base", "delta", "size", "running", "ready", "keys", "now", "last_token", "workers",
-                 "tasks_hash", "keys_hash", "hash")
+                 "tasks_hash", "keys_hash", "hash", "issued")
 
     base: _Base
     delta: dict[int, model.Task]  # id -> the task, for every task that differs from the base (or is newer)
@@ -151,6 +173,7 @@ class _State:
     tasks_hash: int  # sum of the tasks' hashes, modulo 2^64
     keys_hash: int  # sum of the key records' hashes, modulo 2^64
     hash: int
+    issued: frozenset  # every token handed out, under tokens=opaque (else empty): the model's State.issued
 
     @classmethod
     def of(cls, state: model.State) -> _State:
@@ -158,13 +181,18 @@ class _State:
         base = _Base.of(state)
         running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
         return cls(base, {}, len(state.tasks), running, [], {}, state.now, state.last_token, state.workers,
-                   base.tasks_hash, base.keys_hash)
+                   base.tasks_hash, base.keys_hash, state.issued)
 
-    def __init__(self, base, delta, size, running, ready, keys, now, last_token, workers, tasks_hash, keys_hash):
+    def __init__(self, base, delta, size, running, ready, keys, now, last_token, workers, tasks_hash, keys_hash,
+                 issued=frozenset()):
         self.base, self.delta, self.size, self.running, self.ready, self.keys = base, delta, size, running, ready, keys
         self.now, self.last_token, self.workers = now, last_token, workers
         self.tasks_hash, self.keys_hash = tasks_hash, keys_hash
-        self.hash = hash((now, last_token, workers, size, tasks_hash, keys_hash))
+        self.issued = issued
+        if issued:
+            self.hash = hash((now, last_token, workers, size, tasks_hash, keys_hash, issued))
+        else:
+            self.hash = hash((now, last_token, workers, size, tasks_hash, keys_hash))
 
     def __hash__(self) -> int:
         return self.hash
@@ -177,6 +205,8 @@ class _State:
             return False
         if (self.now, self.last_token, self.workers, self.size, self.tasks_hash, self.keys_hash) != (
                 other.now, other.last_token, other.workers, other.size, other.tasks_hash, other.keys_hash):
+            return False
+        if self.issued != other.issued:
             return False
         if self.base is not other.base:
             return self.materialise() == other.materialise()
@@ -199,7 +229,8 @@ class _State:
         for task_id, task in self.delta.items():
             tasks[task_id - 1] = task
         keys = self.base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
-        return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys)
+        return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys,
+                           variants=self.base.variants, issued=self.issued)
 
     def rebased(self) -> _State:
         """The same state on a base of its own, with no differences.
@@ -210,6 +241,7 @@ class _State:
         (O(T), but a memory copy).
         """
         base, delta = self.base, self.delta
+        key, variants = base.key, base.variants
         old_tasks = base.state.tasks
         tasks = list(old_tasks)
         tasks.extend([None] * (self.size - len(tasks)))
@@ -218,18 +250,18 @@ class _State:
             tasks[task_id - 1] = task
             old = old_tasks[task_id - 1] if task_id <= len(old_tasks) else None
             if old is not None and old.status in DISPATCHABLE_STATUSES:
-                if old.due_at <= base.state.now:
-                    del eligible[bisect.bisect_left(eligible, model.dispatch_order(old))]
+                if model.is_due(variants, old.due_at, base.state.now):
+                    del eligible[bisect.bisect_left(eligible, key(old))]
                 else:
                     del future[bisect.bisect_left(future, (old.due_at, old.id))]
-        due = bisect.bisect_right(future, self.now, key=_due_at)
+        due = bisect.bisect_right(future, self.now - base.late, key=_due_at)
         for _, task_id in future[:due]:  # unchanged since the old base: the changed ones left above
-            bisect.insort(eligible, model.dispatch_order(old_tasks[task_id - 1]))
+            bisect.insort(eligible, key(old_tasks[task_id - 1]))
         del future[:due]
         for task in delta.values():
             if task.status in DISPATCHABLE_STATUSES:
-                if task.due_at <= self.now:
-                    bisect.insort(eligible, model.dispatch_order(task))
+                if model.is_due(variants, task.due_at, self.now):
+                    bisect.insort(eligible, key(task))
                 else:
                     bisect.insort(future, (task.due_at, task.id))
         keys = base.keys
@@ -237,10 +269,10 @@ class _State:
             keys = {**keys, **self.keys}
         records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
         state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
-                            keys=records)
+                            keys=records, variants=variants, issued=self.issued)
         new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future)
         return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
-                      self.tasks_hash, self.keys_hash)
+                      self.tasks_hash, self.keys_hash, self.issued)
 
     def settled(self) -> _State:
         """This state, rebased if its differences have grown past ``REBASE_AT`` (see there)."""
@@ -257,16 +289,26 @@ class _State:
         for index in range(base.due_by(now)):
             task_id = base.future[index][1]
             if task_id not in delta:
-                key = model.dispatch_order(tasks[task_id - 1])
+                key = base.key(tasks[task_id - 1])
                 if best is None or key < best:
                     best = key
         # ``ready`` is sorted by the whole key, so its first entry due by now is its best.
-        key = next((key for key in self.ready if key[1] <= now), None)
+        due_by = now - base.late
+        key = next((key for key in self.ready if key[3] <= due_by), None)
         if key is not None and (best is None or key < best):
             best = key
         return None if best is None else best[2]
 
-    def apply(self, op: str, args: dict[str, object]) -> tuple[_State, object]:
+    def follow(self, op: str, args: dict[str, object], observed: object) -> tuple[_State, object] | None:
+        """``model.follow`` on the state this stands for: where the scheduler's ``observed`` answer
+        leads, or None when the model does not allow it (``order=any``, ``tokens=opaque``).
+
+        Raises:
+            ValueError: where ``model.apply`` does. O(R + D + log T), as ``apply``.
+        """
+        return self.apply(op, args, observed, follow=True)
+
+    def apply(self, op: str, args: dict[str, object], observed: object = None, follow: bool = False) -> tuple[_State, object] | None:
         """``model.apply`` on the state this stands for: the same answer, the next state (canonical).
 
         The model is applied to a view: a State with this one's time, workers,
@@ -282,8 +324,15 @@ class _State:
         Raises:
             ValueError: where ``model.apply`` does, with its message (nothing changes).
 
+        With ``follow``, ``model.follow`` of ``observed`` instead (see
+        ``follow``): a dispatch's view then holds the observed lease's task
+        too, and None comes back when the model does not allow it. Under
+        ``exhaust=at-dispatch`` a dispatch's view holds every task (it may end
+        any spent one): O(T) then.
+
         O(R + D + log T): R running leases, D tasks changed since the base.
         """
+        variants = self.base.variants
         ids: set[int] = set()
         records: tuple[model.KeyRecord, ...] = ()
         if op in _TASK_OPS:
@@ -295,13 +344,21 @@ class _State:
         if op in _TIMED_OPS:
             now = args.get("now")
             if _is_int(now) and now >= self.now:  # otherwise the model refuses the time before expiring
-                ids.update(i for i, t in self.running.items() if t.expires_at <= now)
+                if variants.interval == "half-open":
+                    ids.update(i for i, t in self.running.items() if t.expires_at <= now)
+                else:
+                    ids.update(i for i, t in self.running.items() if not model.lease_live(variants, t.expires_at, now))
                 if op == "dispatch":
                     worker = args.get("worker")
                     ids.update(i for i, t in self.running.items() if t.worker == worker)
                     best = self.best_eligible(now)
                     if best is not None:
                         ids.add(best)
+                    chosen = getattr(observed, "task_id", None) if follow else None
+                    if _is_int(chosen) and 1 <= chosen <= self.size:
+                        ids.add(chosen)  # under order=any the scheduler's own pick
+                    if variants.exhaust == "at-dispatch":
+                        ids.update(range(1, self.size + 1))
         elif op == "submit":
             key = args.get("key")
             if isinstance(key, str):
@@ -313,16 +370,27 @@ class _State:
         if op in _TASK_OPS:
             args = {**args, "task_id": order.index(args["task_id"]) + 1}
         view = model.State(now=self.now, tasks=view_tasks, workers=self.workers, last_token=self.last_token,
-                           keys=records)
-        after, value = model.apply(view, op, args)
+                           keys=records, variants=variants, issued=self.issued)
+        if follow:
+            if isinstance(observed, Lease):
+                chosen = observed.task_id
+                renamed = replace(observed, task_id=order.index(chosen) + 1) if chosen in order else observed
+            else:
+                renamed = observed
+            followed = model.follow(view, op, args, renamed)
+            if followed is None:
+                return None
+            after, value = followed
+        else:
+            after, value = model.apply(view, op, args)
         if after is view:
             return self, value
-        changes = {order[n]: _canonical_task(replace(t, id=order[n]))
+        changes = {order[n]: _canonical_task(replace(t, id=order[n]), variants)
                    for n, t in enumerate(after.tasks[:len(order)]) if t is not view_tasks[n]}
         size = self.size
         if len(after.tasks) > len(order):  # a submit made one task
             size += 1
-            changes[size] = _canonical_task(replace(after.tasks[-1], id=size))
+            changes[size] = _canonical_task(replace(after.tasks[-1], id=size), variants)
             if op == "submit":
                 value = size
         if isinstance(value, Lease):
@@ -337,7 +405,7 @@ class _State:
         workers = after.workers if after.workers == self.workers else tuple(sorted(after.workers))
         if not changes:
             return _State(self.base, self.delta, size, self.running, self.ready, keys, after.now, after.last_token,
-                          workers, self.tasks_hash, keys_hash), value
+                          workers, self.tasks_hash, keys_hash, after.issued), value
         delta, running, ready, tasks_hash = dict(self.delta), self.running, self.ready, self.tasks_hash
         copied_running = copied_ready = False
         for task_id, task in changes.items():
@@ -347,13 +415,13 @@ class _State:
                 if task_id in self.delta and old.status in DISPATCHABLE_STATUSES:
                     if not copied_ready:
                         ready, copied_ready = list(ready), True
-                    del ready[bisect.bisect_left(ready, model.dispatch_order(old))]
+                    del ready[bisect.bisect_left(ready, self.base.key(old))]
             tasks_hash += hash(task)
             delta[task_id] = task
             if task.status in DISPATCHABLE_STATUSES:
                 if not copied_ready:
                     ready, copied_ready = list(ready), True
-                bisect.insort(ready, model.dispatch_order(task))
+                bisect.insort(ready, self.base.key(task))
             if task.status is Status.RUNNING or task_id in running:
                 if not copied_running:
                     running, copied_running = dict(running), True
@@ -362,5 +430,5 @@ class _State:
                 else:
                     del running[task_id]
         following = _State(self.base, delta, size, running, ready, keys, after.now, after.last_token, workers,
-                           tasks_hash & _HASH_MASK, keys_hash)
+                           tasks_hash & _HASH_MASK, keys_hash, after.issued)
         return (following.rebased() if len(delta) > REBASE_IN_WINDOW else following), value

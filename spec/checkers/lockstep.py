@@ -8,6 +8,15 @@ runs the invariants of ``spec.invariants`` over the implementation's views.
 one round trip; an in-process scheduler never sees them.
 ``run_calls`` replays concrete calls this way (the minimizers' and the
 regressions' oracle).
+
+Declared variants (``spec.variants``): the model starts from
+``model.initial(variants)``; where a variant allows several answers to one
+call (``order=any``, ``tokens=opaque``) and the scheduler's differs from the
+model's own pick, ``model.follow`` decides whether it is allowed and the run
+follows it; a divergence then says why not (``model.why_not``). Under
+``views=none`` no ``task()`` is read: results alone are compared and the
+invariants run over the model's views. With no variant declared every step
+is judged exactly as before.
 """
 
 from __future__ import annotations
@@ -16,11 +25,13 @@ from collections.abc import Callable
 
 from fencepost.spec import invariants, model
 from fencepost.spec.checkers.coverage import classify, Coverage
+from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.checkers.deadline import CallTimeout, run_watched, SchedulerFault, Watch, watched_factory
 from fencepost.spec.checkers.results import comparable, describe, Divergence, normalize, VIEW_FIELDS, view_tuple
 from fencepost.spec.checkers.steps import bad_task_ids, check_bad_task_ids, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
 from fencepost.spec.protocol import RESTART
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 # ---------------------------------------------------------------- lockstep
@@ -33,19 +44,26 @@ class Lockstep:
     explorer, so every one of them judges a call the same way.
     """
 
-    def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None, watch: Watch | None = None) -> None:
+    def __init__(self, factory: Callable[[], object], coverage: Coverage | None = None, watch: Watch | None = None,
+                 variants: Variants = DEFAULT) -> None:
         self.trace: list[TraceStep] = []
         self.pending: TraceStep | None = None  # the step whose call is in progress, for a hang report
         if watch is not None:
             watch.context = self  # so the watching thread can report the calls that led to a hang
             factory = watched_factory(factory, watch)
         self.impl = factory()
-        self.state = model.initial()
+        self.state = model.initial(variants)
+        self.variants = variants
+        # whether a scheduler's answer may differ from the model's own pick and still be allowed
+        self.chooses = variants.order == "any" or variants.tokens == "opaque"
+        self.opaque = variants.tokens == "opaque"
+        # under tokens=opaque a step names tokens by the model's numbers (see spec.checkers.renaming)
+        self.renaming = Renaming() if self.opaque else None
         self.coverage = coverage
         self.history = invariants.History()
         self.max_attempts: dict[int, int | None] = {}
-        self.tokens_by_task: dict[int, list[int]] = {}  # task id -> tokens issued for it, in order
-        self.worker_of_token: dict[int, str] = {}  # token -> the worker its lease went to
+        self.tokens_by_task: dict[int, list[int | str]] = {}  # task id -> tokens issued for it, in order
+        self.worker_of_token: dict[int | str, str] = {}  # token -> the worker its lease went to
         self.observed: invariants.Observation | None = None
 
     def step(self, op: str, args: dict) -> TraceStep:
@@ -57,17 +75,22 @@ class Lockstep:
             return self.restart()
         before = self.state
         self.observed = None
+        named = args  # as the trace records the call: tokens by the model's numbers under tokens=opaque
+        if self.renaming is not None:
+            args = self.renaming.args_to_scheduler(op, args)
         try:
             after, result = model.apply(before, op, dict(args))
-            expected: object = normalize(result)
+            expected: object = normalize(result, self.opaque)
         except ValueError as exc:
             after, result, expected = before, None, ("error", str(exc))
         raised = isinstance(expected, tuple) and expected[0] == "error"
         wrong_kind = None
-        self.pending = TraceStep(op, dict(args), expected, None)
+        self.pending = TraceStep(op, dict(named), expected, None)
         self.plan([(op, args)], before)
+        raw: object = None
         try:
-            got: object = normalize(getattr(self.impl, op)(**args))
+            raw = getattr(self.impl, op)(**args)
+            got: object = normalize(raw, self.opaque)
         except ValueError as exc:
             got = ("error", str(exc))
         except CallTimeout as exc:  # a program behind --exec that stopped answering: a finding
@@ -78,7 +101,7 @@ class Lockstep:
             got = ("error", f"{type(exc).__name__} (not a ValueError): {exc}")
             wrong_kind = f"raised {type(exc).__name__}, which is not a ValueError"
         self.pending = None
-        record = TraceStep(op, dict(args), expected, got)
+        record = TraceStep(op, dict(named), self.numbered(expected), self.numbered(got))
         self.trace.append(record)
         if self.coverage is not None:
             outcome, boundaries = classify(op, dict(args), before, after, result, raised)
@@ -86,15 +109,55 @@ class Lockstep:
         if wrong_kind:
             self.diverge(record, wrong_kind)
         if comparable(expected) != comparable(got):
-            self.diverge(record, f"the result differs: expected {describe(expected)}, got {describe(got)}")
+            answered = not (isinstance(got, tuple) and got and got[0] in ("error", "hang", "fault"))
+            followed = self.follow(before, op, args, raw) if self.chooses and answered and not raised else None
+            if followed is None:
+                self.diverge(record, self.differs(before, op, args, record.expected, record.got, raw))
+            after, result = followed
+            expected = normalize(result, self.opaque)
+            record.expected = self.numbered(expected)
         self.state = after
         if op == "submit" and not raised and result not in self.max_attempts:
             self.max_attempts[result] = args.get("max_attempts")
         if op == "dispatch" and result is not None:
             self.tokens_by_task.setdefault(result.task_id, []).append(result.token)
             self.worker_of_token[result.token] = result.worker
+        if self.renaming is not None:
+            for lease in (result or []) if op == "dispatch_many" else [result] if op == "dispatch" and result is not None else []:
+                self.renaming.saw(lease.token)
         self.compare_views(record)
         return record
+
+    def follow(self, state: model.State, op: str, args: dict, raw: object) -> tuple[model.State, object] | None:
+        """``model.follow`` of the scheduler's raw answer: the next state and the model's result, or None."""
+        try:
+            return model.follow(state, op, dict(args), raw)
+        except ValueError:  # the call was invalid for the model: apply said so already
+            return None
+
+    def numbered(self, value: object) -> object:
+        """A normalized result as the trace records it: under ``tokens=opaque`` a lease's token by its number.
+
+        A token seen before gets its first number (so a reused token shows as
+        the lease it repeats); a new one the next number, as the model would
+        have issued it. Without renaming, ``value`` itself.
+        """
+        if self.renaming is None or not (isinstance(value, tuple) and value and value[0] == "lease"):
+            return value
+        token = value[3]
+        # never seen: fresh, numbered next, as the model would have issued it
+        number = self.renaming.number_of(token) if self.renaming.known(token) else len(self.renaming.tokens) + 1
+        return (*value[:3], number, *value[4:])
+
+    def differs(self, state: model.State, op: str, args: dict, expected: object, got: object, raw: object) -> str:
+        """The divergence message: the results, and under a variant that allows choices, why the model allows none of it."""
+        text = f"the result differs: expected {describe(expected)}, got {describe(got)}"
+        if self.chooses and not (isinstance(got, tuple) and got and got[0] in ("error", "hang", "fault")) \
+                and not (isinstance(expected, tuple) and expected and expected[0] == "error"):
+            reason = model.why_not(state, op, dict(args), raw)
+            if reason:
+                text += f" (not allowed under {self.variants.describe()}: {reason})"
+        return text
 
     def plan(self, calls: list[tuple[str, dict]], state: model.State | None = None) -> None:
         """Tell a scheduler in another process (``--exec``) the calls coming next, from ``state`` (default: now).
@@ -110,6 +173,8 @@ class Lockstep:
             return
         state = self.state if state is None else state
         planned = []
+        if self.renaming is not None:
+            calls = [(op, self.renaming.args_to_scheduler(op, args)) for op, args in calls]
         for op, args in calls:
             planned.append((op, args, self.reads_after(state)))
             if op == RESTART:
@@ -123,12 +188,16 @@ class Lockstep:
     @staticmethod
     def reads_in(state: model.State) -> list[tuple[str, dict]]:
         """The reads ``compare_views`` makes in ``state``: the clock, every task, the ids that must be refused."""
+        if state.variants.views == "none":
+            return [("now", {})]
         return _reads(len(state.tasks), [*range(1, len(state.tasks) + 1), *bad_task_ids(len(state.tasks))])
 
     @staticmethod
     def reads_after(state: model.State) -> list[tuple[str, dict]]:
         """The reads ``compare_views`` makes after one call from ``state``, whether it submits a task or not."""
         tasks = len(state.tasks)
+        if state.variants.views == "none":
+            return [("now", {})]
         return _reads(tasks, [*range(1, tasks + 2), *bad_task_ids(tasks), *bad_task_ids(tasks + 1)])
 
     def restart(self) -> TraceStep:
@@ -155,6 +224,12 @@ class Lockstep:
     def compare_views(self, record: TraceStep) -> None:
         """The clock, every task's view, and ``task()`` refusing ids that name no task."""
         prefetch = getattr(self.impl, "_fencepost_prefetch", None)
+        if self.variants.views == "none":  # the queue shows no task: its results were compared already
+            if prefetch is not None:
+                prefetch([("now", {})])
+            if int_field(self.impl.now) != self.state.now:
+                self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now!r}")
+            return
         if prefetch is not None:  # a scheduler in another process (--exec): the reads not yet asked, in one round trip
             prefetch(self.reads_in(self.state))
         if int_field(self.impl.now) != self.state.now:
@@ -185,12 +260,21 @@ class Lockstep:
 
     def observation(self) -> invariants.Observation:
         """The implementation's views after the last step, read once per step."""
+        if self.observed is None and self.variants.views == "none":  # nothing to read: the model's views, as followed
+            self.observed = invariants.Observation(
+                now=self.state.now,
+                tasks=[model.view(t) for t in self.state.tasks],
+                capacities=dict(self.state.workers),
+                max_attempts=self.max_attempts,
+                variants=self.variants,
+            )
         if self.observed is None:
             self.observed = invariants.Observation(
                 now=self.impl.now,
                 tasks=[self.impl.task(t.id) for t in self.state.tasks],
                 capacities=dict(self.state.workers),
                 max_attempts=self.max_attempts,
+                variants=self.variants,
             )
         return self.observed
 
@@ -230,6 +314,7 @@ def _reads(tasks: int, ids: list[object]) -> list[tuple[str, dict]]:
 
 def run_calls(
     factory: Callable[[], object], calls: list[tuple[str, dict]], call_timeout: float | None = None,
+    variants: Variants = DEFAULT,
 ) -> list[TraceStep] | None:
     """Replay concrete calls in lockstep; the trace up to the first failure, or None if all conform.
 
@@ -238,17 +323,18 @@ def run_calls(
     the trace as a hang; without it, they run on this thread with no deadline.
     """
     if call_timeout is None:
-        return _run_calls(factory, calls, None)
+        return _run_calls(factory, calls, None, variants)
     watch = Watch(call_timeout)
     try:
-        return run_watched(lambda: _run_calls(factory, calls, watch), watch)
+        return run_watched(lambda: _run_calls(factory, calls, watch, variants), watch)
     except CallTimeout as exc:
         return hang_trace(watch.context, exc)
 
 
-def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], watch: Watch | None) -> list[TraceStep] | None:
+def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], watch: Watch | None,
+               variants: Variants = DEFAULT) -> list[TraceStep] | None:
     try:
-        lockstep = Lockstep(factory, watch=watch)
+        lockstep = Lockstep(factory, watch=watch, variants=variants)
     except Exception:  # the factory itself failed: a failure with no steps
         return []
     try:

@@ -21,6 +21,17 @@ often, with the same arguments and with different ones; with ``reopen()``, a
 model does not change) and everything must still agree. A scheduler that
 offers neither is driven exactly as before.
 
+Declared variants (``spec.variants``) change what the machine calls, never
+what it judges by hand: it draws only what the queue offers
+(``Variants.offers``: no priority under ``order=fifo``, no ``due_at``,
+``max_attempts`` or keys, no ``renew``, ``cancel`` or ``fail`` when the queue
+is ``without`` them), one lease length under ``duration=N``, tokens from the
+ones it saw under ``tokens=opaque`` (named by number: a never-issued one is
+a number past every lease's, sent as a fresh token),
+and it lands on the variant's boundaries too (``due_at + 1`` under
+``due=after``, ``expires_at + 1`` under ``interval=closed``). The model and the
+lockstep judge the rest.
+
 Only the public protocol is used, so any object with the protocol's methods
 can be checked.
 """
@@ -41,6 +52,7 @@ from fencepost.spec.checkers.lockstep import Lockstep
 from fencepost.spec.checkers.results import describe
 from fencepost.spec.formats.trace import format_call, TraceStep
 from fencepost.spec.protocol import RESTART, Status
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 #: Most tasks one run submits: enough to pass id 9 with room for reassignments,
@@ -50,6 +62,8 @@ MAX_TASKS = 16
 WORKER_NAMES = ("w1", "w2", "w3")
 
 TIME_KINDS = ("now", "now", "at_expiry", "before_expiry", "at_due", "later", "far")
+#: How a submit chooses its due time.
+DUE_KINDS = ("default", "now", "later", "same_as_other", "past")
 # A call carrying a token lands inside its lease more often than not, so that
 # acceptance is exercised as much as every way of being refused.
 LEASE_TIME_KINDS = ("now", "now", "before_expiry", "at_expiry", "at_expiry", "later", "at_due", "far")
@@ -68,6 +82,15 @@ KEY_KINDS = ("none", "none", "pool", "pool", "repeat")
 BAD_KEYS = ("", 1, ["a"], True)
 
 
+class _Fresh:
+    """Under ``tokens=opaque``: the ``pick``-th token past every lease's, before ``step`` numbers it."""
+
+    __slots__ = ("pick",)
+
+    def __init__(self, pick: int) -> None:
+        self.pick = pick
+
+
 picks = st.integers(min_value=0, max_value=7)
 offsets = st.integers(min_value=0, max_value=3)
 durations = st.integers(min_value=1, max_value=10)
@@ -80,6 +103,7 @@ def conformance_machine(
     factory: Callable[[], object], *, coverage: Coverage | None = None, name: str | None = None,
     watch: Watch | None = None,
     capabilities: Capabilities | None = None,
+    variants: Variants = DEFAULT,
 ) -> type[RuleBasedStateMachine]:
     """Build the conformance machine for schedulers made by ``factory``.
 
@@ -94,6 +118,8 @@ def conformance_machine(
         capabilities: the optional parts of the protocol to drive (keys,
             restart); default: what ``spec.checkers.capabilities.detect``
             finds on one instance from ``factory``.
+        variants: the declared contract variants the run checks against;
+            the default is the contract.
 
     Returns:
         A ``RuleBasedStateMachine`` subclass. Its ``last_trace`` class
@@ -101,6 +127,20 @@ def conformance_machine(
         failed ``run_state_machine_as_test`` is the shrunk counterexample.
     """
     offered = detect(factory) if capabilities is None else capabilities
+    offers = variants.offers
+    keyed_kinds = KEY_KINDS if offered.keys and offers("keys") else ("none",)
+    running_reports = tuple(op for op in ("complete", "fail", "renew") if op == "complete" or offers(op))
+    cancel_reports = tuple(op for op in ("renew", "fail", "complete") if op == "complete" or offers(op))
+    length = variants.lease_length()
+    lease_lengths = durations if length is None else st.just(length)
+    opaque = variants.tokens == "opaque"
+    # under a variant that moves a boundary, the machine lands on both sides of it
+    closed = variants.interval == "closed"
+    due_after = variants.due == "after"
+    # Under a declared variant a dispatch also lands just before a waiting task's due time: with
+    # priorities gone (order=fifo) a not-yet-due task is handed out early only when nothing due is
+    # waiting, which uniform times rarely meet. (The contract's draws stay exactly as they were.)
+    dispatch_times = TIME_KINDS if variants == DEFAULT else (*TIME_KINDS, "before_due", "before_due")
 
     class ConformanceMachine(RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
@@ -108,7 +148,7 @@ def conformance_machine(
 
         def __init__(self) -> None:
             super().__init__()
-            self.run = Lockstep(factory, coverage, watch)
+            self.run = Lockstep(factory, coverage, watch, variants)
             type(self).last_trace = self.run.trace
 
         @property
@@ -120,6 +160,10 @@ def conformance_machine(
             return self.run.tokens_by_task
 
         def step(self, op: str, **args: object) -> None:
+            if self.run.renaming is not None:  # the machine chose seen tokens: the run names them by number
+                args = self.run.renaming.args_to_numbers(args)
+                if isinstance(args.get("token"), _Fresh):
+                    args["token"] = len(self.run.renaming.tokens) + 1 + args["token"].pick
             record = self.run.step(op, args)
             note(f"{len(self.run.trace)}. {format_call(op, args)} -> {describe(record.got)}")
 
@@ -131,9 +175,18 @@ def conformance_machine(
             running = sorted((t.expires_at, t.id) for t in self.state.tasks if t.status is Status.RUNNING)
             waiting = sorted({t.due_at for t in self.state.tasks if t.due_at > now and t.status not in (Status.RUNNING,)})
             if kind == "at_expiry" and running:
+                if closed and pick % 2:
+                    return running[pick % len(running)][0] + 1  # the first instant a closed lease is over
                 return running[pick % len(running)][0]
             if kind == "before_expiry" and running:
                 return max(now, running[pick % len(running)][0] - 1)
+            if kind == "before_due" and waiting:
+                # the last instant a waiting task is not yet eligible
+                return max(now, waiting[pick % len(waiting)] - (0 if due_after else 1))
+            if kind == "at_due" and due_after and pick % 2:
+                dues = sorted({t.due_at for t in self.state.tasks if t.due_at >= now and t.status is not Status.RUNNING})
+                if dues:
+                    return dues[pick % len(dues)] + 1  # the first instant due=after makes it eligible
             if kind == "at_due" and waiting:
                 return waiting[pick % len(waiting)]
             if kind == "later":
@@ -156,7 +209,14 @@ def conformance_machine(
                 return len(tasks)
             return tasks[pick % len(tasks)].id
 
-        def token(self, task_id: int, kind: str, pick: int) -> int:
+        def never_issued(self, pick: int) -> int | _Fresh:
+            """A token no lease carried: past the last one; under ``tokens=opaque`` a number past
+            every lease's (``step`` writes it so; the run sends the scheduler a fresh token for it)."""
+            if not opaque:
+                return self.state.last_token + 1 + pick
+            return _Fresh(pick)
+
+        def token(self, task_id: int, kind: str, pick: int) -> int | str:
             task = self.state.tasks[task_id - 1]
             issued = self.tokens_by_task.get(task_id, [])
             others = [t.token for t in self.state.tasks if t.token is not None and t.id != task_id]
@@ -171,9 +231,11 @@ def conformance_machine(
             if kind == "other" and others:
                 return others[pick % len(others)]
             if kind == "never_issued":
-                return self.state.last_token + 1 + pick
+                return self.never_issued(pick)
             if task.token is not None:
                 return task.token
+            if opaque and not issued and self.state.issued:
+                return self.never_issued(pick)
             return issued[-1] if issued else 1 + pick
 
         def worker(self, pick: int) -> str:
@@ -196,11 +258,11 @@ def conformance_machine(
         @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
         @rule(
             priority=st.integers(min_value=0, max_value=2),
-            due=st.sampled_from(("default", "now", "later", "same_as_other", "past")),
+            due=st.sampled_from(DUE_KINDS),
             offset=offsets,
             max_attempts=st.none() | st.integers(min_value=1, max_value=3),
             retry_delay=st.integers(min_value=1, max_value=3),
-            keyed=st.sampled_from(KEY_KINDS if offered.keys else ("none",)),
+            keyed=st.sampled_from(keyed_kinds),
         )
         def submit(self, priority: int, due: str, offset: int, max_attempts: int | None, retry_delay: int,
                    keyed: str) -> None:
@@ -212,7 +274,7 @@ def conformance_machine(
                 args = {name: value for name, value in first.items() if value is not None}
                 self.step("submit", **args, key=record.key)
                 return
-            args: dict[str, object] = {"priority": priority}
+            args: dict[str, object] = {"priority": priority} if offers("priority") else {}
             now = self.state.now
             dues = [t.due_at for t in self.state.tasks]
             if due == "now":
@@ -223,7 +285,9 @@ def conformance_machine(
                 args["due_at"] = dues[offset % len(dues)]
             elif due == "past" and now > 0:
                 args["due_at"] = max(0, now - 1 - offset)
-            if max_attempts is not None:
+            if not offers("due_at"):
+                args.pop("due_at", None)
+            if max_attempts is not None and offers("max_attempts"):
                 args["max_attempts"] = max_attempts
             if retry_delay != 1:
                 args["retry_delay"] = retry_delay
@@ -231,7 +295,7 @@ def conformance_machine(
                 args["key"] = KEY_POOL[offset % len(KEY_POOL)]
             self.step("submit", **args)
 
-        @precondition(lambda self: offered.keys)
+        @precondition(lambda self: offered.keys and offers("keys"))
         @rule(pick=picks, fault=st.sampled_from(("bad_key", "bad_argument_known_key")))
         def invalid_key(self, pick: int, fault: str) -> None:
             """A key that is no key, or a known key with an invalid argument: both raise, nothing changes."""
@@ -239,7 +303,10 @@ def conformance_machine(
                 self.step("submit", key=BAD_KEYS[pick % len(BAD_KEYS)])
             else:
                 record = self.state.keys[pick % len(self.state.keys)]
-                self.step("submit", priority=str(record.arguments[0]), key=record.key)
+                if offers("priority"):
+                    self.step("submit", priority=str(record.arguments[0]), key=record.key)
+                else:
+                    self.step("submit", retry_delay=str(record.arguments[3]), key=record.key)
 
         @precondition(lambda self: offered.restart)
         @rule()
@@ -255,13 +322,15 @@ def conformance_machine(
         )
         def submit_many(self, count: int, priority: int, max_attempts: int | None) -> None:
             """Several equal tasks at once: equal due times, and ids past 9 within few steps."""
-            extra = {} if max_attempts is None else {"max_attempts": max_attempts}
-            submits = [("submit", {"priority": priority, **extra})] * min(count, MAX_TASKS - len(self.state.tasks))
+            extra = {} if max_attempts is None or not offers("max_attempts") else {"max_attempts": max_attempts}
+            if offers("priority"):
+                extra = {"priority": priority, **extra}
+            submits = [("submit", extra)] * min(count, MAX_TASKS - len(self.state.tasks))
             self.run.plan(submits)
             for op, args in submits:
                 self.step(op, **args)
 
-        @rule(worker=picks, when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets, duration=durations)
+        @rule(worker=picks, when=st.sampled_from(dispatch_times), pick=picks, offset=offsets, duration=lease_lengths)
         def dispatch(self, worker: int, when: str, pick: int, offset: int, duration: int) -> None:
             self.step("dispatch", worker=self.worker(worker), now=self.time(when, pick, offset), duration=duration)
 
@@ -271,19 +340,19 @@ def conformance_machine(
             task_id = self.task_id(which, pick)
             self.step("complete", task_id=task_id, token=self.token(task_id, token, pick), now=self.time(when, pick, offset))
 
-        @precondition(lambda self: self.state.tasks)
+        @precondition(lambda self: self.state.tasks and offers("fail"))
         @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets)
         def fail(self, which: str, pick: int, token: str, when: str, offset: int) -> None:
             task_id = self.task_id(which, pick)
             self.step("fail", task_id=task_id, token=self.token(task_id, token, pick), now=self.time(when, pick, offset))
 
-        @precondition(lambda self: self.state.tasks)
+        @precondition(lambda self: self.state.tasks and offers("cancel"))
         @rule(which=st.sampled_from(TASK_KINDS), pick=picks, when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets)
         def cancel(self, which: str, pick: int, when: str, offset: int) -> None:
             self.step("cancel", task_id=self.task_id(which, pick), now=self.time(when, pick, offset))
 
-        @precondition(lambda self: self.state.tasks)
-        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets, duration=durations)
+        @precondition(lambda self: self.state.tasks and offers("renew"))
+        @rule(which=st.sampled_from(TASK_KINDS), pick=picks, token=st.sampled_from(TOKEN_KINDS), when=st.sampled_from(LEASE_TIME_KINDS), offset=offsets, duration=lease_lengths)
         def renew(self, which: str, pick: int, token: str, when: str, offset: int, duration: int) -> None:
             task_id = self.task_id(which, pick)
             self.step(
@@ -293,10 +362,10 @@ def conformance_machine(
 
         @precondition(lambda self: any(t.status is Status.RUNNING for t in self.state.tasks))
         @rule(
-            op=st.sampled_from(("complete", "fail", "renew")),
+            op=st.sampled_from(running_reports),
             pick=picks,
             when=st.sampled_from(("now", "before_expiry", "at_expiry")),
-            duration=durations,
+            duration=lease_lengths,
         )
         def report_on_running_work(self, op: str, pick: int, when: str, duration: int) -> None:
             """A worker reports on the work it holds, with its current token.
@@ -314,10 +383,10 @@ def conformance_machine(
 
         @precondition(lambda self: any(t.cancel_requested for t in self.state.tasks))
         @rule(
-            op=st.sampled_from(("renew", "fail", "complete")),
+            op=st.sampled_from(cancel_reports),
             pick=picks,
             when=st.sampled_from(("now", "now", "before_expiry", "at_expiry")),
-            duration=durations,
+            duration=lease_lengths,
         )
         def report_after_cancel_request(self, op: str, pick: int, when: str, duration: int) -> None:
             """A worker whose task was asked to stop reports with its current token.
@@ -349,7 +418,7 @@ def conformance_machine(
             values. Their time lands on boundaries like any other call's, so
             an implementation that expires leases before validating is seen.
             """
-            calls = invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form)
+            calls = invalid_calls(self.state, kind, pick, self.time(when, pick, offset), offset, form, variants)
             self.run.plan(calls)
             for op, args in calls:
                 self.step(op, **args)
@@ -364,12 +433,40 @@ def conformance_machine(
             """The implementation's own ``check_invariants()``, when it has one."""
             self.run.implementation_invariants()
 
+    if variants != DEFAULT:  # added only here, so the contract's draws stay exactly as they were
+        ConformanceMachine.dispatch_before_a_due_time = _dispatch_before_a_due_time_rule(lease_lengths, offers("due_at"))
     for check in invariants.INVARIANTS:
         setattr(ConformanceMachine, check.__name__, _invariant_rule(check))
     # Hypothesis seeds a derandomized run from this name: a factory may offer a stable one
     stable = getattr(factory, "machine_name", None) or getattr(factory, "__name__", "factory")
     ConformanceMachine.__name__ = ConformanceMachine.__qualname__ = name or f"Conformance_{stable}"
     return ConformanceMachine
+
+
+def _dispatch_before_a_due_time_rule(lease_lengths: st.SearchStrategy, due_at_offered: bool) -> Callable:
+    """The machine's rule (under a declared variant) for "nothing is dispatched before its due time".
+
+    A task waits for a later due time (submitted so, when the queue takes
+    ``due_at``), and a dispatch comes at the last instant before it is
+    eligible. Uniform choices rarely meet this: with priorities gone
+    (``order=fifo``) a not-yet-due task could be handed out early only while
+    nothing due is waiting, so this rule makes it a step of its own.
+    """
+
+    @precondition(lambda self: len(self.state.tasks) < MAX_TASKS)
+    @rule(worker=picks, pick=picks, offset=offsets, duration=lease_lengths)
+    def dispatch_before_a_due_time(self, worker: int, pick: int, offset: int, duration: int) -> None:
+        now = self.state.now
+        waiting = sorted({t.due_at for t in self.state.tasks if t.due_at > now and t.status in (Status.PENDING, Status.RETRY_WAIT)})
+        if not waiting and due_at_offered:
+            self.step("submit", due_at=now + 2 + offset)
+            waiting = [now + 2 + offset]
+        if waiting:
+            due = waiting[pick % len(waiting)]
+            last = due if self.state.variants.due == "after" else due - 1  # the last instant it is not eligible
+            self.step("dispatch", worker=self.worker(worker), now=max(now, last), duration=duration)
+
+    return dispatch_before_a_due_time
 
 
 def _invariant_rule(check: Callable[[invariants.Observation, invariants.History], None]) -> Callable[[object], None]:

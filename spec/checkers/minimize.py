@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fencepost.spec.checkers.lockstep import run_calls
+from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.formats.trace import TraceStep
 
 
@@ -110,7 +111,8 @@ def _earlier(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, obj
     return moved
 
 
-def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout: float | None = None) -> list[TraceStep]:
+def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout: float | None = None,
+             variants: Variants = DEFAULT) -> list[TraceStep]:
     """Shrink a failing trace to a short one that still fails.
 
     Hypothesis's own shrinker replays the whole machine hundreds of times; this
@@ -122,23 +124,26 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout
     case, are tried only on traces of ``PAIR_DELETION_LIMIT`` calls or fewer.
     With ``call_timeout``, every replay runs under that deadline (see
     ``run_calls``), so a hang shrinks like any other failure; each replay
-    that still hangs costs the deadline.
+    that still hangs costs the deadline. Replays run under ``variants``
+    (under ``tokens=opaque`` the trace names tokens by number, so a
+    scheduler's fresh tokens in each replay stand for the same leases).
     """
-    best = run_calls(factory, [(s.op, s.args) for s in trace], call_timeout)
+    best = run_calls(factory, [(s.op, s.args) for s in trace], call_timeout, variants)
     if best is None:
         return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
     while True:  # until a whole pass changes nothing: a simpler argument can unlock a deletion
-        shorter = _minimize_pass(factory, best, call_timeout)
+        shorter = _minimize_pass(factory, best, call_timeout, variants)
         if [(s.op, s.args) for s in shorter] == [(s.op, s.args) for s in best]:
             return best
         best = shorter
 
 
-def _minimize_pass(factory: Callable[[], object], best: list[TraceStep], call_timeout: float | None) -> list[TraceStep]:
+def _minimize_pass(factory: Callable[[], object], best: list[TraceStep], call_timeout: float | None,
+                   variants: Variants = DEFAULT) -> list[TraceStep]:
     """One round of ``minimize``: deletions, then an earlier clock, then simpler arguments."""
 
     def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
-        return run_calls(factory, [(op, args) for op, args, _ in candidate], call_timeout) if candidate else None
+        return run_calls(factory, [(op, args) for op, args, _ in candidate], call_timeout, variants) if candidate else None
 
     def calls_of(steps: list[TraceStep]) -> list[tuple[str, dict, object]]:
         return [(s.op, dict(s.args), s.expected) for s in steps]

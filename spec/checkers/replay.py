@@ -10,6 +10,16 @@ hold. The last line sums up and names the first mismatching step.
 A scenario's ``meta.impl`` is never imported: when it names another
 scheduler, a note says which and the ``--impl`` that would run it there.
 
+Declared variants: a scenario's ``meta.variants``, the scheduler's own
+declaration (``fencepost_variants``, an ``--exec`` program's hello) and
+``--variant NAME=VALUE`` flags are merged; two that disagree are a usage
+error. They change how a step is judged, never what it expects: under
+``tokens=opaque`` a step's ``token = N`` is sent as the N-th distinct token
+the scheduler handed out, and a dispatch's ``expect = { token = N }`` holds
+for that token (a fresh one when N is new; ``spec.checkers.renaming``);
+under ``views=none`` no ``task()`` is read (an ``expect_state`` checks the
+clock only).
+
 Exit status: 0 every ``expect`` holds; 1 one does not, or the implementation
 raised something other than ``ValueError``; 2 a bad file or a bad ``--impl``.
 """
@@ -20,7 +30,20 @@ import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
-from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.spec.arguments import (
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_exec_arguments,
+    add_variant_arguments,
+    declared_variants,
+    exec_name,
+    load_factory,
+    open_exec,
+    variants_in_force,
+)
+from fencepost.spec.checkers.renaming import Renaming
+from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.formats.scenario import (
@@ -30,6 +53,7 @@ from fencepost.spec.formats.scenario import (
     StepResult,
     first_restart,
     load_scenario,
+    scenario_variants,
 )
 from fencepost.spec.checkers.steps import (
     apply_step,
@@ -51,7 +75,8 @@ class ReplayedStep:
     mismatch: str | None  # one line, or None when the step is fine
 
 
-def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] | None = None) -> list[ReplayedStep]:
+def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] | None = None,
+           variants: Variants = DEFAULT) -> list[ReplayedStep]:
     """Apply every step of ``scenario`` to ``scheduler`` in order and check each ``expect``.
 
     An exception other than ``ValueError`` is caught and reported as a
@@ -62,17 +87,27 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
     later step (the caller checks up front that it has one).
     Steps are appended to ``replayed`` as they finish (a new list by default),
     so a caller that gives up on a hung call still has the steps before it.
+    Steps are judged under ``variants`` (see the module docstring).
     """
     replayed = [] if replayed is None else replayed
     submitted = 0
+    renaming = Renaming() if variants.tokens == "opaque" else None
     for number, step in enumerate(scenario.steps, start=1):
         try:
-            result = apply_step(scheduler, step)
+            sent = step if renaming is None else _renamed(step, renaming)
+            result = apply_step(scheduler, sent)
             if step.op == RESTART:
                 scheduler = result.value
             if step.op == "submit" and result.error is None and result.value == submitted + 1:
                 submitted += 1  # the ids task() must know from here on (a duplicate by key issues none)
-            mismatch = check_expect(step, result) or check_state(step, scheduler, submitted)
+            if renaming is None:
+                mismatch = check_expect(step, result)
+            else:
+                mismatch = check_renamed(step, result, renaming)
+            if variants.views == "none":
+                mismatch = mismatch or _check_clock(step, scheduler)
+            else:
+                mismatch = mismatch or check_state(step, scheduler, submitted)
         except SchedulerFault as exc:
             replayed.append(ReplayedStep(number, step, StepResult(error=_fault_words(exc)), "?", str(exc)))
             break
@@ -90,6 +125,46 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
     return replayed
 
 
+def _renamed(step: Step, renaming: Renaming) -> Step:
+    """The step as sent to the scheduler: its tokens renamed to the scheduler's own."""
+    args = renaming.args_to_scheduler(step.op, step.args)
+    return step if args is step.args else Step(op=step.op, args=args, note=step.note, expect=step.expect,
+                                               expect_state=step.expect_state, question=step.question)
+
+
+def check_renamed(step: Step, result: StepResult, renaming: Renaming) -> str | None:
+    """``check_expect`` with a dispatch's token compared up to renaming; numbers the lease's token.
+
+    ``expect = { token = N }`` holds for the N-th distinct token seen, or for
+    a token never seen when N is the next number; every other field as
+    ``check_expect`` compares it.
+    """
+    lease = result.value if step.op == "dispatch" and result.error is None else None
+    token = getattr(lease, "token", None)
+    expect = step.expect
+    wrong = None
+    if lease is not None and isinstance(expect, dict) and "token" in expect:
+        want = expect["token"]
+        known = renaming.known(token)
+        if type(want) is int and want == len(renaming.tokens) + 1:  # a fresh token
+            if known:
+                wrong = f"expected a fresh token (the model's {want}), got the token of lease {renaming.number_of(token)}"
+        elif not (known and renaming.number_of(token) == want):
+            have = f"the token of lease {renaming.number_of(token)}" if known else "a fresh token"
+            wrong = f"expected the token of lease {want}, got {have}"
+        step = Step(op=step.op, args=step.args, expect={k: v for k, v in expect.items() if k != "token"})
+    if lease is not None and token is not None:
+        renaming.saw(token)
+    return check_expect(step, result) or wrong
+
+
+def _check_clock(step: Step, scheduler: object) -> str | None:
+    """Under ``views=none``: the clock an ``expect_state`` names, and nothing about tasks."""
+    if not step.expect_state or "now" not in step.expect_state:
+        return None
+    return check_state(Step(op=step.op, args=step.args, expect_state={"now": step.expect_state["now"]}), scheduler)
+
+
 def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: str) -> None:
     """Raise ``UsageError`` when ``scenario`` has a restart step and ``scheduler`` no ``reopen()``."""
     restart = first_restart(scenario)
@@ -102,7 +177,8 @@ def _fault_words(fault: SchedulerFault) -> str:
     return f"no answer within {fault.seconds:g} s" if isinstance(fault, CallTimeout) else "a protocol fault"
 
 
-def replay_watched(scenario: Scenario, factory: object, call_timeout: float, name: str = "--impl") -> list[ReplayedStep]:
+def replay_watched(scenario: Scenario, factory: object, call_timeout: float, name: str = "--impl",
+                   variants: Variants = DEFAULT) -> list[ReplayedStep]:
     """``replay`` on a fresh scheduler from ``factory``, every call under ``call_timeout``.
 
     The replay runs on a watched thread (``spec.checkers.deadline``); a call
@@ -117,7 +193,7 @@ def replay_watched(scenario: Scenario, factory: object, call_timeout: float, nam
     def work() -> list[ReplayedStep]:
         scheduler = watched_factory(factory, watch)()
         refuse_restart_without_reopen(scenario, scheduler, name)
-        return replay(scenario, scheduler, replayed)
+        return replay(scenario, scheduler, replayed, variants)
 
     try:
         return run_watched(work, watch)
@@ -184,6 +260,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:FACTORY",
         help=f"a zero-argument factory returning a fresh scheduler (default: {parser.get_default('default_impl')})",
     )
+    add_variant_arguments(parser)
     add_exec_arguments(parser)
 
 
@@ -194,8 +271,12 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.resolve_scenario(args.scenario))
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
+    recorded = (scenario_variants(scenario), "the scenario file's meta.variants")
+    variants_in_force(args.variants, recorded)  # a disagreement is an error before anything starts
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
+            variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
+            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
             try:
                 scheduler = program()
             except SchedulerFault as exc:
@@ -204,23 +285,27 @@ def run(args: argparse.Namespace) -> int:
                 refuse_restart_without_reopen(scenario, scheduler, exec_name(args.exec_command))
             except UsageError as exc:
                 raise UsageError(f"{args.scenario}: {exc}") from None
-            return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler))
+            return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler, variants=variants), variants)
     impl = args.impl or args.default_impl
     factory = load_factory(impl, "--impl")
+    variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl}'s fencepost_variants"))
     try:
-        replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}")
+        replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}", variants)
     except UsageError as exc:
         raise UsageError(f"{args.scenario}: {exc}") from None
     except SchedulerFault as exc:  # the factory itself hung
         raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:
         raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    return _report(args, scenario, impl, replayed)
+    return _report(args, scenario, impl, replayed, variants)
 
 
-def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep]) -> int:
+def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep],
+            variants: Variants = DEFAULT) -> int:
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
+    if variants != DEFAULT:
+        print(f"declared variants in force: {variants.describe()}")
     running = {"impl": args.impl or args.default_impl, "exec": args.exec_command}
     for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fencepost.spec.checkers.steps import bool_field, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
+from fencepost.spec.variants import show_token
 
 
 class Divergence(AssertionError):
@@ -19,13 +20,14 @@ class Divergence(AssertionError):
 # ---------------------------------------------------------------- normalizing results
 
 
-def normalize(result: object) -> object:
+def normalize(result: object, opaque: bool = False) -> object:
     """A comparable form of any protocol result, read through attribute names only.
 
     Types are compared where ``==`` would blur them: ``True == 1`` and
     ``1.0 == 1``, so a bool or a float where the protocol has an int (or an
     int where it has a bool) becomes a marker that equals nothing the model
-    returns.
+    returns. With ``opaque`` (``tokens=opaque``) a lease's token may also be
+    a non-empty str, kept as it is.
     """
     if result is None:
         return result
@@ -34,7 +36,8 @@ def normalize(result: object) -> object:
     if hasattr(result, "accepted"):
         return ("outcome", bool_field(result.accepted), getattr(result, "reason", None))
     if hasattr(result, "token") and hasattr(result, "expires_at"):
-        return ("lease", int_field(result.task_id), result.worker, int_field(result.token),
+        token = result.token if opaque and isinstance(result.token, str) and result.token else int_field(result.token)
+        return ("lease", int_field(result.task_id), result.worker, token,
                 int_field(result.started_at), int_field(result.expires_at))
     return ("other", repr(result))
 
@@ -62,7 +65,7 @@ def describe(value: object, op: str = "dispatch") -> str:
             return "accepted" if value[1] else f"rejected ({value[2]})"
         if kind == "lease":
             _, task_id, worker, token, start, end = value
-            return f"lease task {task_id} to {worker}, token {token}, [{start}, {end})"
+            return f"lease task {task_id} to {worker}, token {show_token(token)}, [{start}, {end})"
         if kind == "error":
             return f"error: {value[1]}"
         if kind == "hang":

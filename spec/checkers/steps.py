@@ -20,6 +20,7 @@ from fencepost.spec.formats.scenario import (
     _one_line,
 )
 from fencepost.spec.protocol import RESTART
+from fencepost.spec.variants import TOKEN_SHOWN, show_token
 
 
 def apply_step(scheduler: object, step: Step) -> StepResult:
@@ -56,7 +57,8 @@ def describe_result(step: Step, result: StepResult) -> str:
         if value is None:
             return "none"
         if all(hasattr(value, name) for name in LEASE_FIELDS):
-            return (f"lease task {value.task_id} to {value.worker}, token {value.token}, "
+            token = value.token if not isinstance(value.token, str) or len(value.token) <= TOKEN_SHOWN else show_token(value.token)
+            return (f"lease task {value.task_id} to {value.worker}, token {token}, "
                     f"[{value.started_at}, {value.expires_at})")
     elif step.op in OUTCOME_OPS and hasattr(value, "accepted"):
         if type(value.accepted) is not bool:

@@ -37,6 +37,7 @@ import re
 from fencepost.spec.formats.limits import MAX_ANSWER_LINE_BYTES, MAX_ANSWER_NESTING
 from fencepost.spec.formats.limits import MAX_WIRE_STRING
 from fencepost.spec.formats.values import ValueFormError, from_json
+from fencepost.spec.variants import Variants
 
 #: The protocol version this fencepost speaks; ``hello`` must answer it.
 PROTOCOL_VERSION = 1
@@ -91,7 +92,7 @@ def _unsendable(value: object, depth: int = 0) -> str | None:
     return f"a {type(value).__name__}, which has no JSON form"
 
 
-def parse_answer(line: bytes, request_id: int, op: str) -> object:
+def parse_answer(line: bytes, request_id: int, op: str, opaque: bool = False) -> object:
     """The value an answer line carries for request ``request_id`` of ``op``.
 
     Returns the decoded result (see ``spec.formats.values.from_json``; for
@@ -135,7 +136,7 @@ def parse_answer(line: bytes, request_id: int, op: str) -> object:
     if op == "hello":
         return parse_hello(answer["result"])
     try:
-        return from_json(op, answer["result"])
+        return from_json(op, answer["result"], opaque)
     except ValueFormError as exc:
         raise ProtocolError(str(exc)) from None
 
@@ -149,14 +150,24 @@ def _raise_error(answer: dict, text: str) -> object:
     raise ValueError(_first_line(message)[:MAX_WIRE_STRING] or "ValueError")
 
 
-def parse_hello(result: object) -> frozenset[str]:
-    """The capabilities a ``hello`` result lists.
+class Hello(frozenset):
+    """The capabilities a ``hello`` lists (a frozenset of them), and the ``variants`` it declares (None: none)."""
+
+    variants: dict | None = None
+
+
+def parse_hello(result: object) -> Hello:
+    """The capabilities a ``hello`` result lists, with its optional ``variants`` declaration.
+
+    ``{"protocol": 1, "capabilities": [...], "variants": {"order": "any"}}``:
+    ``variants`` is optional, a table of the declared contract variants
+    (``spec.variants``), kept on the result as ``.variants``.
 
     Raises:
         ProtocolError: not ``{"protocol": 1, "capabilities": [...]}`` with
-            capabilities among ``CAPABILITIES``.
+            capabilities among ``CAPABILITIES``, or variants that are not valid.
     """
-    if not isinstance(result, dict) or set(result) != {"protocol", "capabilities"}:
+    if not isinstance(result, dict) or not {"protocol", "capabilities"} <= set(result) <= {"protocol", "capabilities", "variants"}:
         raise ProtocolError(f'hello must answer {{"protocol": {PROTOCOL_VERSION}, "capabilities": [...]}}, got {_cut(json.dumps(result))}')
     if type(result["protocol"]) is not int or result["protocol"] != PROTOCOL_VERSION:
         raise ProtocolError(f"the program speaks protocol {_cut(json.dumps(result['protocol']), 40)}; this fencepost speaks {PROTOCOL_VERSION}")
@@ -166,7 +177,14 @@ def parse_hello(result: object) -> frozenset[str]:
     unknown = [c for c in capabilities if c not in CAPABILITIES]
     if unknown:
         raise ProtocolError(f"hello lists a capability fencepost does not know: {_cut(unknown[0], 40)!r} (known: {', '.join(CAPABILITIES)})")
-    return frozenset(capabilities)
+    hello = Hello(capabilities)
+    if "variants" in result:
+        try:
+            Variants.from_declared(result["variants"], "hello's variants")
+        except ValueError as exc:
+            raise ProtocolError(_cut(str(exc), 200)) from None
+        hello.variants = dict(result["variants"])
+    return hello
 
 
 def _nesting(text: str) -> int:

@@ -17,6 +17,15 @@ or may not have taken effect. A process has at most one call open at a time.
 Any event may carry ``"time"`` (monotonic nanoseconds, an int >= 0), which
 checkers ignore; ``merge_histories`` orders per-process recordings by it.
 
+The first line may be a header naming the declared contract variants the
+history is to be judged under (``spec.variants``), so that ``fencepost
+linearize FILE`` needs no flags::
+
+    {"type": "header", "variants": {"order": "any", "tokens": "opaque"}}
+
+Under ``tokens=opaque`` a token (in ``args`` and in results) is an int or a
+non-empty string; otherwise an int.
+
 Choices the format left open, taken here:
 
 * ``process`` is a non-empty string; no other keys are allowed on an event.
@@ -61,14 +70,18 @@ from fencepost.spec.formats.limits import (
 from fencepost.spec.formats.scenario import SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
 from fencepost.spec.protocol import OPERATIONS
+from fencepost.spec.variants import Variants
 
 #: The event types, in the order a call goes through them.
 EVENT_TYPES = ("invoke", "ok", "info")
+#: The type of the optional first line naming the history's declared variants.
+HEADER = "header"
 
 _EVENT_KEYS = {
     "invoke": {"process", "type", "op", "args", "time"},
     "ok": {"process", "type", "result", "error", "time"},
     "info": {"process", "type", "time"},
+    HEADER: {"type", "variants"},
 }
 
 
@@ -128,6 +141,7 @@ class History:
     events: tuple[Event, ...]
     calls: tuple[Call, ...]
     source: str = "<history>"
+    variants: dict | None = None  # the header's declared variants as written; None without a header
 
     @property
     def processes(self) -> tuple[str, ...]:
@@ -182,13 +196,24 @@ def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
     calls: list[Call | None] = []
     open_calls: dict[str, tuple[int, Event, int]] = {}  # process -> (call index, its invoke event, its position)
     total = 0
+    variants: dict | None = None
+    opaque = False
+    first = True
     for number, raw in enumerate(lines, start=1):
         total += len(raw)
         if total > MAX_HISTORY_BYTES:
             raise HistoryError(f"{source}: line {number}: the history passes {MAX_HISTORY_BYTES:,} bytes, the most allowed")
         if not raw.strip():
             continue
-        event = parse_event(raw, f"{source}: line {number}: ", number)
+        event = parse_event(raw, f"{source}: line {number}: ", number, opaque)
+        if event.type == HEADER:
+            if not first:
+                raise HistoryError(f"{source}: line {number}: a header is allowed only as the first line")
+            variants = event.result
+            opaque = Variants.from_declared(variants).tokens == "opaque"
+            first = False
+            continue
+        first = False
         position = len(events)
         if event.type == "invoke":
             if event.process in open_calls:
@@ -209,14 +234,14 @@ def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
             value = None
             if event.type == "ok" and event.error is None:
                 try:
-                    value = from_json(invoke.op, event.result)
+                    value = from_json(invoke.op, event.result, opaque)
                 except ValueFormError as exc:
                     raise HistoryError(f"{source}: line {number}: result of {invoke.op} (line {invoke.line}): {exc}") from None
             calls[index] = _call(index, invoke, event, value, invoked, position)
         events.append(event)
     for index, invoke, invoked in open_calls.values():
         calls[index] = _call(index, invoke, None, None, invoked, None)
-    return History(tuple(events), tuple(calls), source)
+    return History(tuple(events), tuple(calls), source, variants)
 
 
 def _call(index: int, invoke: Event, end: Event | None, value: object, invoke_at: int, end_at: int | None) -> Call:
@@ -229,10 +254,13 @@ def _call(index: int, invoke: Event, end: Event | None, value: object, invoke_at
     return Call(index, invoke.process, invoke.op, dict(invoke.args), kind, result, error, invoke_at, completed, end_at)
 
 
-def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
+def parse_event(raw: bytes, where: str = "", line: int = 0, opaque: bool = False) -> Event:
     """One history line as an ``Event``, validated but not paired. O(len(raw)).
 
     ``where`` prefixes every error message (e.g. ``"h.jsonl: line 3: "``).
+    With ``opaque`` (``tokens=opaque``) a ``token`` argument may be a non-empty
+    str. A header line is an Event of type ``HEADER`` whose ``result`` is its
+    variants (validated); ``read_history`` allows it first only.
 
     Raises:
         HistoryError: the line breaks a limit, is not one JSON object, or is not an event.
@@ -263,6 +291,15 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
     if not isinstance(obj, dict):
         raise fail(f"expected a JSON object (an event), got {_show(obj)}")
     kind = obj.get("type")
+    if kind == HEADER:
+        for key in obj:
+            if key not in _EVENT_KEYS[HEADER]:
+                raise fail(f"field {_show(key)}: unknown in a header (it has {', '.join(sorted(_EVENT_KEYS[HEADER]))})")
+        try:
+            Variants.from_declared(obj.get("variants", {}), "field 'variants'")
+        except ValueError as exc:
+            raise fail(_one_line(str(exc))) from None
+        return Event("", HEADER, result=dict(obj.get("variants", {})), line=line)
     if kind not in EVENT_TYPES:
         raise fail(f"field 'type' must be one of {', '.join(EVENT_TYPES)}, got {_show(kind)}")
     for key in obj:
@@ -275,7 +312,7 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
     if stamp is not None and not (_is_int(stamp) and stamp >= 0):
         raise fail(f"field 'time' must be an int >= 0 (monotonic nanoseconds), got {_show(stamp)}")
     if kind == "invoke":
-        op, args = _invoke_fields(obj, fail)
+        op, args = _invoke_fields(obj, fail, opaque)
         return Event(process, kind, op=op, args=args, time=stamp, line=line)
     if kind == "info":
         return Event(process, kind, time=stamp, line=line)
@@ -289,7 +326,7 @@ def parse_event(raw: bytes, where: str = "", line: int = 0) -> Event:
     return Event(process, kind, result=obj["result"], time=stamp, line=line)
 
 
-def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str, dict]:
+def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError], opaque: bool = False) -> tuple[str, dict]:
     op = obj.get("op")
     if op not in OPERATIONS:
         raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)}, got {_show(op)}")
@@ -304,9 +341,10 @@ def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError]) -> tuple[str,
         param = params[name]
         if value is None and param.default is None:
             continue
-        fits = isinstance(value, str) if param.type is str else _is_int(value)
+        fits = isinstance(value, str) if param.type is str else _is_int(value) or (
+            opaque and name == "token" and isinstance(value, str) and value != "")
         if not fits:
-            kind = "a string" if param.type is str else "an int"
+            kind = "a string" if param.type is str else "an int or a non-empty string" if opaque and name == "token" else "an int"
             raise fail(f"args.{name}: must be {kind}, got {_show(value)}")
     missing = [p.name for p in params.values() if p.required and p.name not in args]
     if missing:
@@ -395,14 +433,22 @@ def dumps_event(event: Event) -> str:
     return json.dumps(event_to_json(event), separators=(", ", ": "))
 
 
-def write_history(path: str | Path, events: Iterable[Event]) -> None:
-    """Write ``events`` as a history file, one line each, in the order given.
+def header_line(variants: dict) -> str:
+    """The header line naming a history's declared variants, without the newline."""
+    return json.dumps({"type": HEADER, "variants": dict(variants)}, separators=(", ", ": "))
+
+
+def write_history(path: str | Path, events: Iterable[Event], variants: dict | None = None) -> None:
+    """Write ``events`` as a history file, one line each, in the order given; with ``variants``
+    (declared, as ``Variants.declared()`` gives them) a header line first.
 
     Raises:
         HistoryError: the file cannot be written.
     """
     try:
         with Path(path).open("w", encoding="utf-8") as handle:
+            if variants:
+                handle.write(header_line(variants) + "\n")
             for event in events:
                 handle.write(dumps_event(event) + "\n")
     except OSError as exc:
@@ -422,8 +468,11 @@ class HistoryLog:
     merged by time (``merge_histories``). Appending is O(1).
     """
 
-    def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(self, clock: Callable[[], int] = time.monotonic_ns, variants: dict | None = None) -> None:
         self._clock = clock
+        #: the declared variants the history is judged under, written in its header
+        self.variants = dict(variants) if variants else None
+        self.opaque = Variants.from_declared(self.variants).tokens == "opaque"
         self._lock = threading.Lock()
         self._events: list[Event] = []
         self._open: set[str] = set()  # processes with a call open
@@ -468,7 +517,7 @@ class HistoryLog:
 
     def write(self, path: str | Path) -> None:
         """Write the events so far as a history file (see ``write_history``)."""
-        write_history(path, self.events)
+        write_history(path, self.events, self.variants)
 
 
 #: The error a ``Recorder`` records for a result that is not a protocol value; no model answer matches it.
@@ -521,7 +570,7 @@ class Recorder:
             self._log.complete(self._process, unknown=True)
             raise
         try:
-            encoded = to_json(op, value)
+            encoded = to_json(op, value, self._log.opaque)
         except ValueFormError:
             # Not a protocol value (an accepted of 1, a float token): recorded as an error
             # no model answer matches, so the checker reports the call; the caller gets it as is.

@@ -9,6 +9,7 @@ file, or the same structure in JSON when the name ends in ``.json``::
 
     [meta]                                    # optional: free-form str/int/bool
     generated_by = "fencepost check"
+    variants = { order = "any" }              # optional: the declared contract variants
 
     [[steps]]
     op = "dispatch"                           # a protocol operation
@@ -46,6 +47,14 @@ value of any type (that is how a counterexample with a wrong-typed argument is
 kept). Value ranges -- negative times, time going backwards -- are the
 scheduler's business, not the loader's: such a step says ``expect = "error"``.
 
+``meta.variants`` is the one table in ``meta``: the declared contract
+variants (``spec.variants``) the steps' expectations hold under, so
+``fencepost replay`` judges the file by them without a flag. Under
+``tokens=opaque`` a step's ``token = N`` means the N-th distinct token the
+scheduler handed out, and a dispatch's ``expect = { token = N }`` a lease
+whose token is that one (a fresh one when N is new): tokens compare up to
+renaming (``spec.checkers.renaming``).
+
 An argument given as JSON ``null`` whose protocol default is ``None``
 (``due_at``, ``max_attempts``) means that default, so it is dropped: the call
 is the same, and TOML, which has no null, can write the step back exactly.
@@ -75,6 +84,16 @@ from fencepost.spec.formats.limits import (
     read_bounded,
 )
 from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.variants import Variants
+
+#: The ``meta`` key holding the declared variants, the one table ``meta`` may hold.
+VARIANTS_KEY = "variants"
+
+
+def scenario_variants(scenario: Scenario) -> dict | None:
+    """The variants a scenario declares (``meta.variants``) as written, or None when it declares none."""
+    declared = scenario.meta.get(VARIANTS_KEY)
+    return dict(declared) if isinstance(declared, dict) else None
 
 
 class ScenarioError(ValueError):
@@ -281,6 +300,12 @@ def _from_data(data: dict, source: str) -> Scenario:
     if not isinstance(meta, dict):
         raise fail("field 'meta': ", f"expected a table, got {_show(meta)}")
     for key, value in meta.items():
+        if key == VARIANTS_KEY:
+            try:
+                Variants.from_declared(value, "meta.variants")
+            except ValueError as exc:
+                raise fail(f"field {_name(f'meta.{key}')}: ", str(exc).removeprefix("meta.variants: ")) from None
+            continue
         if not isinstance(value, str | int):  # bool is an int
             raise fail(f"field {_name(f'meta.{key}')}: ", f"expected a string, an int or a bool, got {_show(value)}")
     if "steps" not in data:

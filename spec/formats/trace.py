@@ -9,7 +9,10 @@ left out of ``expect`` on purpose: the spec does not compare their wording,
 and a correct third-party implementation must replay the file clean.
 
 The Hypothesis version and seed are recorded in ``meta``; replaying needs
-neither.
+neither. The declared variants the run checked under are recorded there too
+(``[meta] variants = {...}``, only when there are any), so replaying the
+file judges it by the same rules without a flag. Under ``tokens=opaque`` the
+trace names tokens by number (``spec.checkers.renaming``), and so does the file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import hypothesis
 
 from fencepost.spec import model
 from fencepost.spec.formats.scenario import Scenario, Step, dump_scenario
+from fencepost.spec.protocol import Lease
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 @dataclass
@@ -57,7 +62,13 @@ def expect_of(step: TraceStep) -> object:
 
 
 def state_of(state: model.State) -> dict:
-    """The model's state as ``expect_state``: the clock and every task's view."""
+    """The model's state as ``expect_state``: the clock and every task's view.
+
+    Under ``views=none`` only the clock (the queue shows no task); under
+    ``tokens=opaque`` no token (the scheduler's own are not the file's numbers).
+    """
+    if state.variants.views == "none":
+        return {"now": state.now}
     tasks = {}
     for task in state.tasks:
         view = model.view(task)
@@ -66,19 +77,30 @@ def state_of(state: model.State) -> dict:
             "attempts": view.attempts, "cancel_requested": view.cancel_requested,
         }
         for name in ("worker", "token", "expires_at"):
+            if name == "token" and state.variants.tokens == "opaque":
+                continue
             if getattr(view, name) is not None:
                 fields[name] = getattr(view, name)
         tasks[str(task.id)] = fields
     return {"now": state.now, "tasks": tasks}
 
 
-def trace_to_scenario(trace: list[TraceStep], title: str, description: str | None = None, meta: dict | None = None) -> Scenario:
-    """The trace as a scenario; the diverging step gets a note and the model's full state."""
+def trace_to_scenario(trace: list[TraceStep], title: str, description: str | None = None, meta: dict | None = None,
+                      variants: Variants = DEFAULT) -> Scenario:
+    """The trace as a scenario; the diverging step gets a note and the model's full state.
+
+    The model's state is rebuilt under ``variants``, following each dispatch
+    the model allowed the scheduler (``model.follow``: under ``order=any`` its task).
+    """
     steps = []
-    state = model.initial()
+    state = model.initial(variants)
     for number, record in enumerate(trace, 1):
         try:
-            state, _ = model.apply(state, record.op, dict(record.args))
+            followed = None
+            if record.op == "dispatch" and isinstance(record.expected, tuple) and record.expected[0] == "lease":
+                _, task_id, worker, token, started_at, expires_at = record.expected
+                followed = model.follow(state, "dispatch", dict(record.args), Lease(task_id, worker, token, started_at, expires_at))
+            state, _ = followed or model.apply(state, record.op, dict(record.args))
         except ValueError:
             pass  # an invalid call changes nothing
         note = None
@@ -95,14 +117,20 @@ def diverging_step(trace: list[TraceStep]) -> int | None:
     return next((n for n, s in enumerate(trace, 1) if s.problem), None)
 
 
-def write_trace(trace: list[TraceStep], path: str | Path, title: str, description: str | None = None, meta: dict | None = None) -> Path:
-    """Write the trace as a scenario (JSON if ``path`` ends ``.json``, else TOML); return the path."""
+def write_trace(trace: list[TraceStep], path: str | Path, title: str, description: str | None = None, meta: dict | None = None,
+                variants: Variants = DEFAULT) -> Path:
+    """Write the trace as a scenario (JSON if ``path`` ends ``.json``, else TOML); return the path.
+
+    ``variants`` other than the contract are recorded as ``meta.variants``.
+    """
     meta = {"hypothesis_version": hypothesis.__version__, **(meta or {})}
+    if variants != DEFAULT:
+        meta["variants"] = variants.declared()
     number = diverging_step(trace)
     if number is not None:
         meta.setdefault("diverging_step", number)
     path = Path(path)
-    dump_scenario(trace_to_scenario(trace, title, description, meta), path)
+    dump_scenario(trace_to_scenario(trace, title, description, meta, variants), path)
     return path
 
 
@@ -122,4 +150,5 @@ def write_counterexample(result: object, path: str | Path, factory_spec: str | N
     meta = {"generated_by": "fencepost check"}
     meta.update({"exec": exec_command} if exec_command else {"impl": factory_spec})
     meta["seed"] = "derandomized" if result.seed is None else result.seed
-    return write_trace(result.trace, path, title=f"Counterexample: {checked}", description=description, meta=meta)
+    return write_trace(result.trace, path, title=f"Counterexample: {checked}", description=description, meta=meta,
+                       variants=getattr(result, "variants", DEFAULT))

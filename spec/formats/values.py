@@ -68,8 +68,15 @@ def _known(op: object) -> str:
     return op
 
 
-def to_json(op: str, value: object) -> object:
+def token_form(value: object, opaque: bool) -> bool:
+    """Whether ``value`` is a token's form: an int, or under ``tokens=opaque`` (``opaque``) also a non-empty str."""
+    return _is_int(value) or (opaque and isinstance(value, str) and value != "")
+
+
+def to_json(op: str, value: object, opaque: bool = False) -> object:
     """The JSON form of ``value``, the result of operation ``op``.
+
+    With ``opaque`` (``tokens=opaque``) a lease's token may be a non-empty str.
 
     Raises:
         ValueFormError: ``op`` is not a protocol operation, or ``value`` is not
@@ -101,7 +108,7 @@ def to_json(op: str, value: object) -> object:
         obj = {}
         for name in LEASE_FIELDS:
             field = getattr(value, name, None)
-            if not (isinstance(field, str) if name == "worker" else _is_int(field)):
+            if not (isinstance(field, str) if name == "worker" else token_form(field, opaque) if name == "token" else _is_int(field)):
                 raise ValueFormError(f"dispatch answers a Lease or None; its {name} is {field!r} in {value!r}")
             obj[name] = field
         return obj
@@ -112,8 +119,10 @@ def to_json(op: str, value: object) -> object:
     return {"accepted": accepted} if reason is None else {"accepted": accepted, "reason": reason}
 
 
-def from_json(op: str, obj: object) -> object:
+def from_json(op: str, obj: object, opaque: bool = False) -> object:
     """The protocol value whose JSON form is ``obj``, for a result of ``op``.
+
+    With ``opaque`` (``tokens=opaque``) a token may be a non-empty str.
 
     Returns ``None``, an int task id or clock, a ``Lease``, an ``Outcome``
     or a ``TaskView`` (its ``status`` a ``Status``).
@@ -135,15 +144,15 @@ def from_json(op: str, obj: object) -> object:
         _check_size(op, "result", obj)
         return obj
     if op == "task":
-        return _view_from_json(obj)
+        return _view_from_json(obj, opaque)
     if op == "dispatch":
         if obj is None:
             return None
         if not isinstance(obj, dict) or set(obj) != set(LEASE_FIELDS):
             raise ValueFormError(f"dispatch answers null or an object with exactly {', '.join(LEASE_FIELDS)}, got {_show(obj)}")
         for name in LEASE_FIELDS:
-            if not (isinstance(obj[name], str) if name == "worker" else _is_int(obj[name])):
-                kind = "a string" if name == "worker" else "an int"
+            if not (isinstance(obj[name], str) if name == "worker" else token_form(obj[name], opaque) if name == "token" else _is_int(obj[name])):
+                kind = "a string" if name == "worker" else "an int or a non-empty string" if name == "token" and opaque else "an int"
                 raise ValueFormError(f"dispatch result field {name!r} must be {kind}, got {_show(obj[name])}")
             _check_size("dispatch", name, obj[name])
         return Lease(**obj)
@@ -158,13 +167,14 @@ def from_json(op: str, obj: object) -> object:
     return Outcome(obj["accepted"], reason)
 
 
-def _view_from_json(obj: object) -> TaskView:
+def _view_from_json(obj: object, opaque: bool = False) -> TaskView:
     if not isinstance(obj, dict) or set(obj) != set(VIEW_FIELDS):
         raise ValueFormError(f"task answers an object with exactly {', '.join(VIEW_FIELDS)}, got {_show(obj)}")
     if obj["status"] not in STATUS_VALUES:
         raise ValueFormError(f"task result field 'status' must be one of {', '.join(STATUS_VALUES)}, got {_show(obj['status'])}")
     for name in ("id", "priority", "due_at", "attempts", "token", "expires_at"):
-        if not (_is_int(obj[name]) or (obj[name] is None and name in ("token", "expires_at"))):
+        if not (_is_int(obj[name]) or (obj[name] is None and name in ("token", "expires_at"))
+                or (name == "token" and token_form(obj[name], opaque))):
             rule = "an int or null" if name in ("token", "expires_at") else "an int"
             raise ValueFormError(f"task result field {name!r} must be {rule}, got {_show(obj[name])}")
         _check_size("task", name, obj[name])
@@ -184,10 +194,11 @@ def _check_size(op: str, name: str, value: object) -> None:
         raise ValueFormError(f"{op} result field {name!r} is longer than {MAX_WIRE_STRING} characters ({len(value)})")
 
 
-def same_result(op: str, have: object, want: object) -> bool:
+def same_result(op: str, have: object, want: object, opaque: bool = False) -> bool:
     """Whether two results of ``op`` agree as the spec compares them: Lease fields, task ids,
-    ``accepted`` only for an Outcome (reason wording is not part of the contract). O(1)."""
-    a, b = to_json(op, have), to_json(op, want)
+    ``accepted`` only for an Outcome (reason wording is not part of the contract). O(1).
+    With ``opaque`` a token may be a str (and a str never equals an int)."""
+    a, b = to_json(op, have, opaque), to_json(op, want, opaque)
     if op in OUTCOME_OPS:
         return a["accepted"] is b["accepted"]
     return a == b

@@ -1,0 +1,338 @@
+"""Record concurrent histories of a real queue, driven from several real threads.
+
+``python -m fencepost.impl.peers.record FACTORY RACE PATH [--rounds N]
+[--threads N] [--switch-interval SECONDS] [--shared] [--excerpt]`` drives the scheduler FACTORY makes
+(``fencepost.impl.peers.sqs:fifo``, ...) from ``--threads`` threads, each one
+client with its own process name, in ``--rounds`` rounds of the race RACE,
+and writes every call as a history in the pinned format
+(``spec.formats.history``) to PATH, ready for ``fencepost linearize PATH``.
+
+Races, each round at its own logical time (the calls that race carry the
+same ``now``, so the clock never decides who wins; rounds run one after
+another):
+
+* ``claim``: ``threads - 1`` tasks are submitted, then every thread
+  dispatches at once (released together by a barrier), one tick later so a
+  queue whose tasks are due strictly after their due time has them ready; the
+  holders complete at once. A queue that hands one message to two receivers
+  at once shows it as two overlapping leases of one task.
+* ``delete``: ``threads - 1`` tasks are leased, one to each client but the
+  last; then at once the holders complete and the last client submits a new
+  task; then, once every lease of the round is over, one client drains the
+  queue (dispatch and complete until nothing is handed out). A queue whose deletes and sends race loses the new task
+  (never handed out) or brings a completed one back (handed out again).
+* ``capacity``: every client dispatches at once as the same worker, whose
+  capacity is 1. A queue whose per-worker limit is read and then acted on
+  without a lock gives that worker several leases at once.
+* ``zombie``: one task is leased, left to expire, and leased again; then at
+  once the expired holder completes with its old token, the new holder
+  completes, another renews with the new token, and one more dispatches.
+
+Every wait is bounded (``BOUND`` seconds); a thread that raises ends its
+call as an error in the history and the recording goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Callable
+
+from dataclasses import dataclass, replace
+
+from fencepost.spec.formats.history import Event, HistoryLog, write_history
+
+#: The longest any thread waits at a barrier, in seconds; a round that takes longer is abandoned.
+BOUND = 30.0
+#: Logical time between rounds: longer than any lease a race hands out, so rounds never overlap.
+ROUND_SPAN = 100
+#: Lease length in the races; pgqueuer's only one (``fencepost.impl.peers.pgqueuer.DURATION``).
+LEASE = 5
+
+
+def clients_of(scheduler: object, count: int, shared: bool = False) -> list[object]:
+    """``count`` clients of one scheduler: its own ``client()`` connections if it has them
+    (and ``shared`` is false), else the one object ``count`` times."""
+    make = None if shared else getattr(scheduler, "client", None)
+    return [scheduler] + [make() if make else scheduler for _ in range(count - 1)]
+
+
+def _together(calls: list[Callable[[], object]]) -> list[object]:
+    """Run ``calls`` on as many threads released by one barrier; their results (an exception as itself)."""
+    barrier = threading.Barrier(len(calls), timeout=BOUND)
+    results: list[object] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = calls[i]()
+        except Exception as exc:  # recorded in the history by the Recorder already
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(BOUND)
+    return results
+
+
+def _add_workers(cs: list[object]) -> None:
+    for i in range(len(cs)):
+        cs[0].add_worker(f"w{i + 1}", 1)
+
+
+def _raised(results: list[object]) -> str | None:
+    """What the calls of a race raised, if any did: no protocol call may raise anything but ValueError."""
+    raised = [f"{type(r).__name__}: {r}" for r in results if isinstance(r, Exception)]
+    return f"{len(raised)} of {len(results)} racing calls raised: {raised[0]}" if raised else None
+
+
+def claim_round(cs: list[object], t: int) -> str | None:
+    """Fewer tasks than clients, everyone dispatches at once, the holders complete at once."""
+    for _ in range(len(cs) - 1):
+        cs[0].submit()
+    now = t + 1  # one after the submits: a queue that makes a task due strictly after its due time
+    results = _together([lambda c=c, i=i: c.dispatch(f"w{i + 1}", now, LEASE) for i, c in enumerate(cs)])
+    held = [(c, r) for c, r in zip(cs, results) if r is not None and not isinstance(r, Exception)]
+    if held:
+        _together([lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now) for c, lease in held])
+    ids = sorted(lease.task_id for _, lease in held)
+    raised = _raised(results)
+    if raised:
+        return raised
+    if len(ids) != len(set(ids)):
+        return f"one task leased to two clients at once: the leases were of tasks {ids}"
+    return None
+
+
+def delete_round(cs: list[object], t: int) -> str | None:
+    """Completions race each other and a submit; then a drain shows what the queue kept."""
+    first, last = cs[0], cs[-1]
+    now = t + 1
+    for _ in range(len(cs) - 1):
+        first.submit()
+    leases = [c.dispatch(f"w{i + 1}", now, LEASE) for i, c in enumerate(cs[:-1])]
+    calls = [lambda c=c, lease=lease: c.complete(lease.task_id, lease.token, now)
+             for c, lease in zip(cs, leases) if lease is not None]
+    results = _together([*calls, lambda: last.submit()])
+    if _raised(results):
+        return _raised(results)
+    new = results[-1]
+    drained = []
+    later = now + LEASE + 1  # every lease of the round is over (closed interval too): all that is left shows
+    for _ in range(len(cs) + 1):  # bounded: at most every task of the round, plus one
+        lease = first.dispatch("w1", later, LEASE)
+        if lease is None:
+            break
+        drained.append(lease.task_id)
+        first.complete(lease.task_id, lease.token, later)
+    if drained != [new]:
+        return f"after the completions raced a submit of task {new}, the queue handed out {drained}"
+    return None
+
+
+def zombie_round(cs: list[object], t: int) -> str | None:
+    """An expired holder and the current one race to end one task, beside a renew and a dispatch."""
+    first, second = cs[0], cs[1]
+    task = first.submit()
+    old = first.dispatch("w1", t + 1, LEASE)
+    new = second.dispatch("w2", t + LEASE + 2, LEASE)  # after the closed end of [t+1, t+1+LEASE]
+    if old is None or new is None:
+        return f"task {task} was not leased twice: {old}, {new}"
+    now = t + LEASE + 3
+    calls = [
+        lambda: first.complete(task, old.token, now),  # the zombie
+        lambda: second.complete(task, new.token, now),  # the current holder
+    ]
+    if len(cs) > 2 and hasattr(cs[2], "renew"):
+        calls.append(lambda c=cs[2]: c.renew(task, new.token, now, LEASE))
+    if len(cs) > 3:
+        calls.append(lambda c=cs[3]: c.dispatch("w4", now, LEASE))
+    results = _together(calls)
+    if _raised(results):
+        return _raised(results)
+    if getattr(results[0], "accepted", False):
+        return f"the zombie's completion of task {task} with its expired token was accepted"
+    return None
+
+
+def capacity_round(cs: list[object], t: int) -> str | None:
+    """Every client dispatches at once as the same worker, whose capacity is 1; then it completes what it got."""
+    for _ in range(len(cs)):
+        cs[0].submit()
+    now = t + 1
+    results = _together([lambda c=c: c.dispatch("w1", now, LEASE) for c in cs])
+    held = [(c, r) for c, r in zip(cs, results) if r is not None and not isinstance(r, Exception)]
+    for c, lease in held:
+        c.complete(lease.task_id, lease.token, now)
+    for _ in range(len(cs)):  # bounded: what is left of the round, one at a time
+        lease = cs[0].dispatch("w1", now, LEASE)
+        if lease is None:
+            break
+        cs[0].complete(lease.task_id, lease.token, now)
+    if _raised(results):
+        return _raised(results)
+    if len(held) > 1:
+        return f"worker w1 (capacity 1) got {len(held)} leases at once: tasks {sorted(l.task_id for _, l in held)}"
+    return None
+
+
+#: Each race: one round at logical time ``t`` on the clients; returns what went wrong, or None.
+RACES: dict[str, Callable[[list[object], int], str | None]] = {
+    "capacity": capacity_round, "claim": claim_round, "delete": delete_round, "zombie": zombie_round,
+}
+
+
+@dataclass
+class Recording:
+    """A recorded history and what the race itself saw go wrong, round by round."""
+
+    log: HistoryLog
+    problems: list[tuple[int, str]]  # (round, 1-based; what went wrong)
+    rounds: int  # rounds run
+
+
+def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4,
+           switch_interval: float | None = None, stop_at_problem: bool = False, shared: bool = False) -> Recording:
+    """Run ``race`` for ``rounds`` rounds on ``threads`` recorded clients of one scheduler from ``factory``.
+
+    ``switch_interval`` (seconds), when given, is the interpreter's thread
+    switch interval while recording (``sys.setswitchinterval``; restored
+    after): a queue written in Python, like moto, runs its critical sections
+    under the GIL, and the default 5 ms slice lets most of them finish
+    untouched; a slice of about 10 microseconds interleaves threads the way
+    a multi-core server's requests are, so a race shows within a few hundred
+    rounds instead of never. ``stop_at_problem``: end after the first round
+    in which the race saw something go wrong. ``shared``: every thread calls
+    the one scheduler object, even one that can open more connections.
+
+    Raises:
+        ValueError: an unknown race, or fewer than 2 threads or 1 round.
+    """
+    if race not in RACES:
+        raise ValueError(f"race must be one of {', '.join(RACES)}: {race!r}")
+    if threads < 2 or rounds < 1:
+        raise ValueError(f"threads must be >= 2 and rounds >= 1: threads={threads!r}, rounds={rounds!r}")
+    scheduler = factory()
+    log = HistoryLog()
+    previous = sys.getswitchinterval()
+    raw = clients_of(scheduler, threads, shared)
+    cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
+    problems: list[tuple[int, str]] = []
+    done = 0
+    try:
+        if switch_interval is not None:
+            sys.setswitchinterval(switch_interval)
+        _add_workers(cs)
+        for round_ in range(1, rounds + 1):
+            t = ROUND_SPAN * round_
+            cs[0].advance(t)
+            problem = RACES[race](cs, t)
+            done = round_
+            if problem:
+                problems.append((round_, problem))
+                if stop_at_problem:
+                    break
+    finally:
+        sys.setswitchinterval(previous)
+        for c in {id(c): c for c in raw}.values():
+            close = getattr(c, "close", None)
+            if close:
+                close()
+    return Recording(log, problems, done)
+
+
+def excerpt(events: tuple[Event, ...], round_: int) -> list[Event]:
+    """The set-up calls and the rounds up to ``round_`` (1-based) that it depends on, task ids renumbered from 1.
+
+    Rounds are delimited by the ``advance`` each starts with. The excerpt
+    starts at the earliest round that submitted a task round ``round_``
+    touches (usually ``round_`` itself: every round drains what it
+    submitted), so it is a history of its own once its ids count from 1: a
+    finding in a few dozen lines instead of thousands.
+
+    Raises:
+        ValueError: ``round_`` was not recorded.
+    """
+    starts = [i for i, e in enumerate(events) if e.type == "invoke" and e.op == "advance" and e.process == "c1"]
+    if not 1 <= round_ <= len(starts):
+        raise ValueError(f"round must be 1..{len(starts)}: {round_!r}")
+    bounds = [*starts, len(events)]
+    ops = _ops_of(events)
+
+    def submitted(r: int) -> set[int]:
+        return {events[i].result for i in range(bounds[r - 1], bounds[r])
+                if ops[i] == "submit" and events[i].type == "ok" and isinstance(events[i].result, int)}
+
+    touched = set()
+    for i in range(bounds[round_ - 1], bounds[round_]):
+        e = events[i]
+        if e.type == "invoke" and isinstance((e.args or {}).get("task_id"), int):
+            touched.add(e.args["task_id"])
+        if e.type == "ok" and isinstance(e.result, dict) and isinstance(e.result.get("task_id"), int):
+            touched.add(e.result["task_id"])
+    first = round_
+    while first > 1 and touched and min(touched) < min(submitted(first) or {min(touched)}):
+        first -= 1
+    ids = submitted(first)
+    base = min(ids) - 1 if ids else 0
+    out = list(events[: starts[0]])
+    for i in range(bounds[first - 1], bounds[round_]):
+        e = events[i]
+        if e.type == "invoke" and "task_id" in (e.args or {}):
+            e = replace(e, args={**e.args, "task_id": e.args["task_id"] - base})
+        elif e.type == "ok" and ops[i] == "submit" and isinstance(e.result, int):
+            e = replace(e, result=e.result - base)
+        elif e.type == "ok" and ops[i] == "dispatch" and isinstance(e.result, dict):
+            e = replace(e, result={**e.result, "task_id": e.result["task_id"] - base})
+        out.append(e)
+    return out
+
+
+def _ops_of(events: tuple[Event, ...]) -> list[str | None]:
+    """The op of the call each event belongs to (an ok or info event: its process's open invoke)."""
+    open_op: dict[str, str] = {}
+    ops: list[str | None] = []
+    for e in events:
+        if e.type == "invoke":
+            open_op[e.process] = e.op
+        ops.append(open_op.get(e.process))
+    return ops
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fencepost.spec.cli import UsageError, load_factory
+
+    parser = argparse.ArgumentParser(prog="python -m fencepost.impl.peers.record", description=__doc__.split("\n\n")[0])
+    parser.add_argument("factory", metavar="FACTORY")
+    parser.add_argument("race", choices=sorted(RACES))
+    parser.add_argument("path", metavar="PATH")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                        help="the interpreter's thread switch interval while recording (see record())")
+    parser.add_argument("--excerpt", action="store_true",
+                        help="stop at the first round the race saw go wrong and write only it (see excerpt())")
+    parser.add_argument("--shared", action="store_true",
+                        help="every thread calls the one scheduler object, not a connection of its own")
+    args = parser.parse_args(argv)
+    try:
+        factory = load_factory(args.factory)
+        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared)
+    except (UsageError, ValueError) as exc:
+        print(f"record: error: {exc}", file=sys.stderr)
+        return 2
+    events = recording.log.events
+    if args.excerpt and recording.problems:
+        events = excerpt(events, recording.problems[0][0])
+    write_history(args.path, events)
+    seen = "; ".join(f"round {r}: {p}" for r, p in recording.problems[:3]) or "nothing"
+    print(f"{args.path}: {len(events)} events, {args.threads} threads, {recording.rounds} rounds of {args.race}; "
+          f"the race saw {len(recording.problems)} problem(s): {seen}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

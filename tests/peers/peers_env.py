@@ -1,0 +1,119 @@
+"""What the peers tests need, found or skipped visibly.
+
+The real queues are the ``peers`` extra (``pip install 'fencepost[peers]'``,
+which ``.ci/run`` installs). Without a queue's package its tests skip, saying
+which package and how to install it (``pytest -ra`` prints the reason); an
+import error in fencepost's own code is never a skip: the adapters import
+their queue only when a factory is called, so ``fencepost.impl.peers.*``
+always imports. pgqueuer also needs the PostgreSQL server named by
+``FENCEPOST_PG_DSN``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+#: The shipped findings.
+SCENARIOS = Path(__file__).parent / "scenarios"
+HISTORIES = Path(__file__).parent / "histories"
+
+#: The packages each adapter module drives.
+PACKAGES = {
+    "sqs": ("moto", "boto3"),
+    "litequeue": ("litequeue",),
+    "pgqueuer": ("pgqueuer", "psycopg"),
+}
+#: Seconds to wait for the PostgreSQL server before deciding it is not there.
+CONNECT_TIMEOUT = 3
+
+
+def adapter_of(impl: str) -> str:
+    """``fencepost.impl.peers.sqs:standard`` -> ``sqs``."""
+    return impl.partition(":")[0].rsplit(".", 1)[-1]
+
+
+def require(adapter: str) -> None:
+    """Skip the calling test unless ``adapter``'s queue (and for pgqueuer its server) is there."""
+    for package in PACKAGES[adapter]:
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} is not installed: pip install 'fencepost[peers]'")
+    if adapter == "pgqueuer":
+        problem = _server_problem()
+        if problem:
+            pytest.skip(problem)
+
+
+@functools.cache
+def _server_problem() -> str:
+    dsn = os.environ.get("FENCEPOST_PG_DSN")
+    if not dsn:
+        return "FENCEPOST_PG_DSN is not set: no PostgreSQL server for pgqueuer"
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return f"no PostgreSQL server answers at FENCEPOST_PG_DSN: {type(exc).__name__}"
+    return ""
+
+
+def replay_on_queue(scenario: dict) -> list[tuple[int, str]]:
+    """Run a scenario's steps on a fresh scheduler from its ``meta.impl``; the steps whose ``expect`` fails.
+
+    Tokens are compared up to renaming, as ``tokens=opaque`` asks: the file's
+    ``token = N`` is the N-th distinct token the scheduler handed out (the
+    model's numbering), an expected lease's token N must be fresh when N is new,
+    and a report's ``token = N`` is sent as that observed token. Returns
+    ``(step number, "expected ..., got ...")`` per failing step, in order.
+    """
+    from fencepost.spec.cli import load_factory
+
+    scheduler = load_factory(scenario["meta"]["impl"])()
+    observed: dict[int, object] = {}  # the file's token number -> the scheduler's token
+    failures: list[tuple[int, str]] = []
+    try:
+        for number, step in enumerate(scenario["steps"], start=1):
+            op = step["op"]
+            args = {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
+            if "token" in args:
+                args["token"] = observed.get(args["token"], f"never-issued-{args['token']}")
+            try:
+                result = getattr(scheduler, op)(**args)
+            except ValueError as exc:
+                result = exc
+            got = _as_expect(op, result, observed)
+            want = step.get("expect")
+            if want is not None and got != want:
+                failures.append((number, f"expected {want}, got {got}"))
+    finally:
+        clear = getattr(scheduler, "clear", None)
+        if clear:
+            clear()
+        scheduler.close()
+    return failures
+
+
+def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
+    """A result in a scenario's ``expect`` form, a fresh token numbered next, a reused one by its first number."""
+    if isinstance(result, ValueError):
+        return "error"
+    if op == "dispatch":
+        if result is None:
+            return "none"
+        number = next((n for n, t in observed.items() if t == result.token), None)
+        if number is None:
+            number = len(observed) + 1
+            observed[number] = result.token
+        return {"task_id": result.task_id, "worker": result.worker, "token": number,
+                "started_at": result.started_at, "expires_at": result.expires_at}
+    if op in ("complete", "renew", "fail", "cancel"):
+        return {"accepted": result.accepted}
+    if op == "submit":
+        return {"task_id": result}
+    return None

@@ -1,0 +1,123 @@
+"""The adapters themselves: logical time reaches each real queue, and bad arguments are refused.
+
+These hold whatever the queue's verdict: they check that the adapter maps the
+protocol faithfully (time the queue sees is the caller's logical time; an
+invalid argument is a ValueError naming it, before the queue is called), so
+that what the checks find is the queue's behaviour, not the adapter's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from peers_env import require
+from fencepost.impl.peers import EPOCH_SECONDS
+
+
+def make(adapter: str, factory: str) -> object:
+    require(adapter)
+    import importlib
+
+    return getattr(importlib.import_module(f"fencepost.impl.peers.{adapter}"), factory)()
+
+
+@pytest.fixture(params=[("sqs", "standard"), ("sqs", "fifo"), ("litequeue", "queue"), ("pgqueuer", "queue")],
+                ids=["sqs-standard", "sqs-fifo", "litequeue", "pgqueuer"])
+def queue(request):
+    scheduler = make(*request.param)
+    yield scheduler
+    clear = getattr(scheduler, "clear", None)
+    if clear:
+        clear()
+    scheduler.close()
+
+
+def test_a_lease_lasts_exactly_its_logical_duration_however_long_the_wall_clock_takes(queue) -> None:
+    """Leased at 10 for 5: live through 15 (every queue here is closed), taken back at 16."""
+    queue.add_worker("w1", 2)
+    queue.add_worker("w2", 2)
+    queue.submit()
+    queue.advance(9)
+    first = queue.dispatch("w1", 10, 5)
+    assert (first.task_id, first.started_at, first.expires_at) == (1, 10, 15)
+    assert queue.dispatch("w2", 15, 5) is None
+    again = queue.dispatch("w2", 16, 5)
+    assert again is not None and again.task_id == 1
+    assert queue.now == 16
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda q: q.dispatch("w1", -1, 5), "now"),
+    (lambda q: q.dispatch("w1", 3, 0), "duration"),
+    (lambda q: q.dispatch("nobody", 3, 5), "nobody"),
+    (lambda q: q.dispatch("w1", 3.0, 5), "now"),
+    (lambda q: q.complete(2, "t", 3), "task_id"),
+    (lambda q: q.complete(1, True, 3), "token"),
+    (lambda q: q.complete(1, "", 3), "token"),
+    (lambda q: q.complete(1, ["t"], 3), "token"),
+    (lambda q: q.advance(1), "backwards"),
+    (lambda q: q.add_worker("w1", 1), "already exists"),
+    (lambda q: q.submit(retry_delay=0), "retry_delay"),
+])
+def test_an_invalid_argument_is_a_value_error_naming_it_and_changes_nothing(queue, call, argument) -> None:
+    queue.add_worker("w1", 1)
+    queue.submit()
+    queue.advance(2)
+    with pytest.raises(ValueError, match=argument):
+        call(queue)
+    assert queue.now == 2
+    lease = queue.dispatch("w1", 3, 5)  # the task is still there, untouched
+    assert lease is not None and lease.task_id == 1
+
+
+def test_moto_sees_the_logical_clock_through_the_two_names_the_adapter_patches() -> None:
+    require("sqs")
+    scheduler = make("sqs", "standard")
+    import datetime
+
+    import moto.sqs.models as sqs_models
+
+    try:
+        scheduler.advance(42)
+        assert sqs_models.unix_time() == EPOCH_SECONDS + 42
+        assert sqs_models.unix_time_millis() == (EPOCH_SECONDS + 42) * 1000
+        # A datetime moto converts is not the clock: it converts as before.
+        assert sqs_models.unix_time(datetime.datetime(1970, 1, 2)) == 86400
+    finally:
+        scheduler.close()
+
+
+def test_sqs_refuses_a_handle_received_for_another_task_without_calling_sqs() -> None:
+    scheduler = make("sqs", "standard")
+    try:
+        scheduler.add_worker("w1", 1)
+        scheduler.submit()
+        scheduler.submit()
+        one = scheduler.dispatch("w1", 0, 5)
+        outcome = scheduler.complete(3 - one.task_id, one.token, 1)
+        assert outcome.accepted is False
+        again = scheduler.complete(one.task_id, one.token, 1)  # the message was not deleted by the refusal
+        assert again.accepted is True
+    finally:
+        scheduler.close()
+
+
+def test_pgqueuer_timestamps_are_the_logical_clock() -> None:
+    scheduler = make("pgqueuer", "queue")
+    import psycopg
+
+    from fencepost.impl.peers import pgqueuer
+
+    try:
+        scheduler.advance(7)
+        scheduler.submit(due_at=10)
+        with psycopg.connect(pgqueuer.dsn()) as conn:
+            row = conn.execute(
+                f"SELECT extract(epoch FROM created)::bigint, extract(epoch FROM execute_after)::bigint "
+                f"FROM {pgqueuer.SCHEMA}.{pgqueuer.PREFIX}pgqueuer WHERE entrypoint = %s",
+                (scheduler.entrypoint,),
+            ).fetchone()
+        assert row == (EPOCH_SECONDS + 7, EPOCH_SECONDS + 10)
+    finally:
+        scheduler.clear()
+        scheduler.close()
