@@ -53,7 +53,7 @@ DEFAULT_SPEED = 2  # index into SPEEDS
 PROBLEM_NOTICE_SECONDS = 6
 
 #: Said when → shows a question's answer before it was answered.
-REVEALED_NOTICE = "answer revealed, not scored: press 1-9 before → to be scored"
+REVEALED_NOTICE = "answer revealed, not scored (press 1-9 before → to score)"
 #: Seconds the notices of → past a question and of m stay up.
 REVEALED_NOTICE_SECONDS = SIDE_NOTICE_SECONDS = 4
 
@@ -221,6 +221,7 @@ class FencepostApp(App[None]):
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
         self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
+        self._single_notice: Notification | None = None  # the last notice of → past a question or of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
 
     def watch_step(self, step: int) -> None:
@@ -694,7 +695,7 @@ class FencepostApp(App[None]):
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
             self.quiz.reveal(self.step)
             self.show_step()
-            self.notify(REVEALED_NOTICE, timeout=REVEALED_NOTICE_SECONDS, markup=False)
+            self.single_notice(REVEALED_NOTICE, REVEALED_NOTICE_SECONDS)
         elif self.step < self.timeline.last:
             self.step += 1
 
@@ -785,7 +786,15 @@ class FencepostApp(App[None]):
             words = "the model's expected state, in orange: it differs from the implementation's here (m: back)"
         else:
             words = "the model's expected state, in orange: the same as the implementation's here (m: back)"
-        self.notify(words, timeout=SIDE_NOTICE_SECONDS, markup=False)
+        self.single_notice(words, SIDE_NOTICE_SECONDS)
+
+    def single_notice(self, message: str, seconds: float) -> None:
+        """A notice that takes the place of the last one shown this way: keys pressed in a row
+        (→ through several questions, m and m again) leave one notice, not a stack over the panel."""
+        if self._single_notice is not None and self._single_notice in self._notifications:
+            self._unnotify(self._single_notice)
+        self._single_notice = Notification(message, timeout=seconds)
+        self.post_message(Notify(self._single_notice))
 
     def action_scroll_lanes(self, direction: int) -> None:
         """Move the lanes' time window by half its width, earlier (-1) or later (1)."""

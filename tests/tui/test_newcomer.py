@@ -179,6 +179,9 @@ async def test_right_past_a_question_says_the_answer_was_revealed_unscored():
         await pilot.press("right")
         assert any("not scored" in m for m in messages(app))
         assert "Revealed with → before an answer: not scored." in text_of(app.query_one(QuestionPanel))
+        second = next(n for n, step in enumerate(app.timeline.scenario.steps, 1) if step.question and n > asked)
+        await pilot.press(*["right"] * (second - asked + 1))
+        assert sum("not scored" in m for m in messages(app)) == 1  # one notice, not a stack
 
 
 #: Two workers: a renewal, an expiry, a late completion (the lanes' own test scenario).
