@@ -57,6 +57,16 @@ REVEALED_NOTICE = "answer revealed, not scored (press 1-9 before → to score)"
 #: Seconds the notices of → past a question and of m stay up.
 REVEALED_NOTICE_SECONDS = SIDE_NOTICE_SECONDS = 4
 
+#: What m says, by what it shows: the model's side (alike or not at this step), or the implementation's again.
+SIDE_NOTICES = {
+    "impl": "back to the implementation's state",
+    "differs": "the model's expected state, in orange: it differs from the implementation's here (m: back)",
+    "same": "the model's expected state, in orange: the same as the implementation's here (m: back)",
+}
+
+#: The notices shown one at a time (``FencepostApp.single_notice``).
+SINGLE_NOTICES = frozenset({REVEALED_NOTICE, *SIDE_NOTICES.values()})
+
 #: Up to this many steps the model is checked before the screen opens (a small
 #: scenario takes milliseconds); past it, in a thread once the screen is up.
 MODEL_UP_FRONT_STEPS = 2000
@@ -780,12 +790,13 @@ class FencepostApp(App[None]):
     def action_toggle_side(self) -> None:
         """Swap the implementation's board for the model's, and say what that shows."""
         self.side = "model" if self.side == "impl" else "impl"
+        check = self.timeline.check(self.step)
         if self.side == "impl":
-            words = "back to the implementation's state"
-        elif self.timeline.check(self.step) is not None and (self.timeline.check(self.step).divergence or self.timeline.differences(self.step)):
-            words = "the model's expected state, in orange: it differs from the implementation's here (m: back)"
+            words = SIDE_NOTICES["impl"]
+        elif check is not None and (check.divergence or self.timeline.differences(self.step)):
+            words = SIDE_NOTICES["differs"]
         else:
-            words = "the model's expected state, in orange: the same as the implementation's here (m: back)"
+            words = SIDE_NOTICES["same"]
         self.single_notice(words, SIDE_NOTICE_SECONDS)
 
     def single_notice(self, message: str, seconds: float) -> None:
@@ -795,6 +806,12 @@ class FencepostApp(App[None]):
             self._unnotify(self._single_notice)
         self._single_notice = Notification(message, timeout=seconds)
         self.post_message(Notify(self._single_notice))
+
+    def _on_notify(self, event: Notify) -> None:
+        # A single notice overtaken before its message arrived (keys faster than the screen) is never shown.
+        # (Textual calls App's own handler after this one unless the default is prevented.)
+        if event.notification.message in SINGLE_NOTICES and event.notification is not self._single_notice:
+            event.prevent_default()
 
     def action_scroll_lanes(self, direction: int) -> None:
         """Move the lanes' time window by half its width, earlier (-1) or later (1)."""

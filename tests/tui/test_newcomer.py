@@ -256,3 +256,14 @@ async def test_a_long_failing_history_fills_the_rows_under_the_lanes():
         assert detail.region.height >= 20 and used >= 20, (detail.region.height, used)
         assert app.query_one("#history-model").display and app.query_one("#history-lead-up").display
         assert not app.query_one("#history-order").display
+
+
+async def test_right_through_questions_faster_than_the_screen_leaves_one_notice():
+    app = app_for("onboarding")
+    asked = [n for n, step in enumerate(app.timeline.scenario.steps, 1) if step.question]
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(app.timeline.last + len(asked)):
+            app.action_next()  # no pause between: the notices' messages queue up
+        await pilot.pause()
+        assert app.step == app.timeline.last
+        assert sum("not scored" in m for m in messages(app)) == 1
