@@ -368,17 +368,23 @@ class Lanes(Widget):
         return self.get_component_rich_style(f"lanes--{name}", partial=True)
 
 
+CALL_KEYS = Binding.Group("Call", compact=True)
+LANE_KEYS = Binding.Group("Lane", compact=True)
+TIME_KEYS = Binding.Group("Earlier/later", compact=True)
+
+
 class HistoryApp(App[None]):
     """A concurrent history, lane by lane, with the order the linearizability checker chose."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
+    # Pairs share one label in the footer, so every key fits at 80 columns.
     BINDINGS = [
-        Binding("right,l", "next", "Next call", key_display="→"),
-        Binding("left,h", "previous", "Previous call", key_display="←"),
-        Binding("down,j", "lane(1)", "Lane below", key_display="↓"),
-        Binding("up,k", "lane(-1)", "Lane above", key_display="↑"),
-        Binding("pagedown,]", "scroll_page(1)", "Later", key_display="]"),
-        Binding("pageup,[", "scroll_page(-1)", "Earlier", key_display="["),
+        Binding("left,h", "previous", "Previous call", key_display="←", group=CALL_KEYS),
+        Binding("right,l", "next", "Next call", key_display="→", group=CALL_KEYS),
+        Binding("up,k", "lane(-1)", "Lane above", key_display="↑", group=LANE_KEYS),
+        Binding("down,j", "lane(1)", "Lane below", key_display="↓", group=LANE_KEYS),
+        Binding("pageup,[", "scroll_page(-1)", "Earlier", key_display="[", group=TIME_KEYS),
+        Binding("pagedown,]", "scroll_page(1)", "Later", key_display="]", group=TIME_KEYS),
         Binding("f", "failure", "Failing call"),
         Binding("q", "quit", "Quit"),
     ]
@@ -409,6 +415,9 @@ class HistoryApp(App[None]):
             yield Static(id="history-lead-up")
             yield Static(id="history-order")
         yield Footer()
+
+    def on_resize(self) -> None:
+        self.query_one(Footer).show_command_palette = self.size.width >= 100  # the keys need the room
 
     def on_mount(self) -> None:
         self.title = self.shown.history.source

@@ -267,3 +267,15 @@ async def test_right_through_questions_faster_than_the_screen_leaves_one_notice(
         await pilot.pause()
         assert app.step == app.timeline.last
         assert sum("not scored" in m for m in messages(app)) == 1
+
+
+async def test_the_history_views_footer_holds_every_key_at_80_columns():
+    from textual.widgets._footer import FooterKey
+
+    history = long_history(20)
+    app = HistoryApp(history, check_history(history))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        keys = list(app.query(FooterKey))
+        assert {key.action for key in keys} >= {"next", "previous", "lane(1)", "lane(-1)", "failure", "quit"}
+        assert all(key.region.right <= SMALL[0] and key.region.width > 0 for key in keys if key.action != "command_palette")
