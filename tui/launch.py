@@ -25,6 +25,7 @@ import os
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.arguments import DEFAULT_IMPL, EXIT_OK, UsageError, add_exec_arguments, exec_name, load_factory, open_exec
+from fencepost.shipped import open_for
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.walkthroughs import DEFAULT_WALKTHROUGH, builtin_names, builtin_summary, curriculum, resolve
@@ -64,7 +65,8 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
     """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
 
     Only the command line names code: ``impl`` (``--impl``) is imported, and
-    without it the default scheduler runs. What the scenario records
+    without it the shipped scheduler that offers what the scenario needs runs
+    (``fencepost.shipped``: the default scheduler unless it needs more). What the scenario records
     (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
     the notice as the option that would run it.
 
@@ -76,14 +78,13 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
         UsageError: ``impl`` was given and cannot be loaded, its factory fails,
             or what it returns lacks a protocol method.
     """
-    name = impl or DEFAULT_IMPL
-    factory = load_factory(name, "--impl")
+    opened = open_for(scenario, impl)
     if impl is not None:
         from fencepost.spec.checkers.check import probe_factory  # only for a factory the user named
 
-        probe_factory(factory, impl)
-    notice = "; ".join(suggestions(scenario.meta, {"impl": name})) or None
-    return factory, name, notice
+        probe_factory(opened.factory, impl)
+    notice = "; ".join(filter(None, [opened.reason, *suggestions(scenario.meta, {"impl": opened.name})])) or None
+    return opened.factory, opened.name, notice
 
 
 def builtin_name(args: argparse.Namespace) -> str | None:
@@ -112,7 +113,12 @@ def run(args: argparse.Namespace) -> int:
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
             return _show(args, scenario, program, exec_name(args.exec_command), None)
-    factory, impl_name, notice = choose_factory(scenario, args.impl)
+    try:
+        factory, impl_name, notice = choose_factory(scenario, args.impl)
+    except UsageError as exc:
+        if args.impl is not None:
+            raise
+        raise UsageError(f"{args.scenario or DEFAULT_WALKTHROUGH}: {exc}") from None
     return _show(args, scenario, factory, impl_name, notice)
 
 
@@ -123,8 +129,10 @@ def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_na
     # The process is the app's from here to its end: the timeline's rows are out of the
     # collector's sight for good, so no full collection walks them in the middle of a step.
     gc.freeze()
+    opener = None if args.exec_command is not None else (lambda later: choose_factory(later, args.impl))
     app = FencepostApp(
         timeline,
+        opener=opener,
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,

@@ -130,7 +130,7 @@ def test_the_step_number_counts_from_one() -> None:
         (HEADER + "steps = [1]\n", "walk.toml: step 1: expected a table, got 1"),
         (HEADER + 'description = 2\nsteps = []\n', "walk.toml: field 'description': expected a string, got 2"),
         (HEADER + "steps = []\nauthor = \"me\"\n",
-         "walk.toml: field 'author': unknown field (a scenario has title, description, meta, steps)"),
+         "walk.toml: field 'author': unknown field (a scenario has title, description, needs, meta, steps)"),
         (HEADER + "steps = []\nmeta = 1\n", "walk.toml: field 'meta': expected a table, got 1"),
         (HEADER + "steps = []\n[meta]\nseed = 1.5\n",
          "walk.toml: field 'meta.seed': expected a string, an int or a bool, got 1.5"),
