@@ -70,6 +70,7 @@ def readme_runs(tmp_path: Path) -> dict[str, list[tuple[list[str], list[tuple[st
         "crash": [(["crash", "impl.durable:DurableScheduler", "--kills", "2"], [], 0)],
         "bench": [(["bench", "--sizes", "nonsense"], [], 2)],
         "demo": [(["demo", "--workers", "1"], [], 2)],
+        "report": [(["report", "no-such-walkthrough"], [], 2)],
     }
 
 
