@@ -7,6 +7,7 @@ side is shown); ``tui.timeline`` computed everything it shows; the widgets in
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections.abc import Callable, Iterable
@@ -15,7 +16,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.notifications import Notification, Notify
 from textual.reactive import reactive
@@ -52,6 +53,21 @@ DEFAULT_SPEED = 2  # index into SPEEDS
 #: Seconds a notice about a problem step stays up (going to the step dismisses it sooner).
 PROBLEM_NOTICE_SECONDS = 6
 
+#: Said when → shows a question's answer before it was answered.
+REVEALED_NOTICE = "answer revealed, not scored (press 1-9 before → to score)"
+#: Seconds the notices of → past a question and of m stay up.
+REVEALED_NOTICE_SECONDS = SIDE_NOTICE_SECONDS = 4
+
+#: What m says, by what it shows: the model's side (alike or not at this step), or the implementation's again.
+SIDE_NOTICES = {
+    "impl": "back to the implementation's state",
+    "differs": "the model's expected state, in orange: it differs from the implementation's here (m: back)",
+    "same": "the model's expected state, in orange: the same as the implementation's here (m: back)",
+}
+
+#: The notices shown one at a time (``FencepostApp.single_notice``).
+SINGLE_NOTICES = frozenset({REVEALED_NOTICE, *SIDE_NOTICES.values()})
+
 #: Up to this many steps the model is checked before the screen opens (a small
 #: scenario takes milliseconds); past it, in a thread once the screen is up.
 MODEL_UP_FRONT_STEPS = 2000
@@ -75,11 +91,62 @@ STEP_KEYS = Binding.Group("Step", compact=True)
 SPEED_KEYS = Binding.Group("Speed", compact=True)
 NOTABLE_KEYS = Binding.Group("Expiry/rejection", compact=True)
 PROBLEM_KEYS = Binding.Group("Problem", compact=True)
+TIME_KEYS = Binding.Group("Scroll time", compact=True)
 
 #: The keys that answer a question: 1 to 9, one per choice (the footer shows the first as "1-9").
 ANSWER_BINDINGS = [
     Binding(str(n), f"answer({n})", "Answer", key_display="1-9", show=n == 1) for n in range(1, 10)
 ]
+
+
+#: The footer's keys by how much they matter, most first: a footer too narrow for all of them
+#: shows the first that fit (``FencepostApp.footer_actions``), and ``?`` lists every key.
+#: Stepping, help and quit always fit; then what the moment asks for (an answer, the next
+#: walkthrough, the command line, the lanes' scrolling), then the views and the jumps.
+FOOTER_PRIORITY = (
+    ("next", "previous", "help", "quit"),
+    ("answer",),
+    ("open_next",),
+    ("leave_command",),
+    ("write",),
+    ("scroll_lanes",),
+    ("faster", "slower"),
+    ("toggle_play",),
+    ("next_problem", "previous_problem"),
+    ("toggle_lanes",),
+    ("toggle_side",),
+    ("next_notable", "previous_notable"),
+    ("interact",),
+    ("jump_prompt",),
+)
+
+#: Columns the footer gives one key beyond its key and words: a space between, one each side.
+FOOTER_KEY_PADDING = 3
+
+#: Columns the command palette's key takes at the footer's right end, when it is shown.
+FOOTER_PALETTE_WIDTH = 12
+
+#: The narrowest screen whose footer shows the command palette's key (ctrl+p); the help page names it.
+PALETTE_MIN_WIDTH = 100
+
+
+class StepScreen(Screen):
+    """The app's main screen: its footer shows only the keys ``FencepostApp.footer_actions`` picks.
+
+    The other keys still work (Textual dispatches keys by its binding chain,
+    not by this map); they are only left out of the footer, and the help page
+    (``?``) lists them all.
+    """
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        bindings = super().active_bindings
+        shown = self.app.footer_actions(bindings.values())
+        return {
+            key: active if active.binding.action.partition("(")[0] in shown or not active.binding.show
+            else active._replace(binding=dataclasses.replace(active.binding, show=False))
+            for key, active in bindings.items()
+        }
 
 
 def open_timeline(scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> Timeline:
@@ -127,8 +194,9 @@ class FencepostApp(App[None]):
         Binding("D", "previous_problem", "Previous problem", group=PROBLEM_KEYS),
         Binding("m", "toggle_side", "Model"),
         Binding("o", "open_next", "Next walkthrough"),
-        # Not in the footer, which is full at 80 columns: the help page lists it.
-        Binding("t", "toggle_lanes", "Lanes", show=False),
+        Binding("t", "toggle_lanes", "Lanes"),
+        Binding("left_square_bracket", "scroll_lanes(-1)", "Earlier", key_display="[", group=TIME_KEYS),
+        Binding("right_square_bracket", "scroll_lanes(1)", "Later", key_display="]", group=TIME_KEYS),
         Binding("i", "interact", "Interact"),
         Binding("w", "write", "Write"),
         Binding("escape", "leave_command", "Leave line"),
@@ -184,6 +252,7 @@ class FencepostApp(App[None]):
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
         self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
+        self._single_notice: Notification | None = None  # the last notice of → past a question or of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
 
     def watch_step(self, step: int) -> None:
@@ -260,7 +329,7 @@ class FencepostApp(App[None]):
 
     def on_resize(self) -> None:
         # ctrl+p stays on the help page; on a narrow footer the keys need the room
-        self.query_one(Footer).show_command_palette = self.size.width >= 100
+        self.query_one(Footer).show_command_palette = self.size.width >= PALETTE_MIN_WIDTH
         self.show_step()
 
     @on(EventLog.Picked)
@@ -365,9 +434,43 @@ class FencepostApp(App[None]):
         if question is not None:
             panel.show(question, quiz.answers.get(index), self.score_text())
 
+    def get_default_screen(self) -> Screen:
+        return StepScreen(id="_default")
+
+    def footer_actions(self, active: Iterable[ActiveBinding]) -> set[str]:
+        """The actions the footer has room for, by ``FOOTER_PRIORITY``: of the keys
+        that apply now (``active``, as ``check_action`` left them), the most important
+        that fit the screen's width, each tier whole or not at all."""
+        shown: dict[str, list[Binding]] = {}
+        for item in active:
+            if item.binding.show:
+                shown.setdefault(item.binding.action.partition("(")[0], []).append(item.binding)
+        room = self.size.width - (FOOTER_PALETTE_WIDTH if self.size.width >= PALETTE_MIN_WIDTH else 0)
+        chosen: set[str] = set()
+        for tier in FOOTER_PRIORITY:
+            present = [action for action in tier if action in shown]
+            width = self._footer_width([binding for action in present for binding in shown[action]])
+            if present and width <= room:
+                chosen.update(present)
+                room -= width
+        return chosen
+
+    def _footer_width(self, bindings: list[Binding]) -> int:
+        """Columns the footer takes for ``bindings``: a compact group's keys share one label."""
+        items: dict[object, list[Binding]] = {}
+        for binding in bindings:
+            items.setdefault(binding.group or binding.action, []).append(binding)
+        width = 0
+        for key, members in items.items():
+            grouped = isinstance(key, Binding.Group) and len(members) > 1
+            keys = sum(len(self.get_key_display(binding)) for binding in members)
+            words = key.description if grouped else members[0].description
+            width += keys + len(words) + FOOTER_KEY_PADDING + (0 if grouped else (len(members) - 1) * FOOTER_KEY_PADDING)
+        return width
+
     def refresh_keys(self) -> None:
-        """Redraw the footer if any key's state (shown, greyed, hidden) changed."""
-        state = tuple(self.check_action(binding.action, ()) for binding in self.BINDINGS)
+        """Redraw the footer if any key's state (shown, greyed, hidden) or the room for it changed."""
+        state = (self.size.width, *(self.check_action(binding.action, ()) for binding in self.BINDINGS))
         if state != self._key_state:
             self._key_state = state
             self.refresh_bindings()
@@ -488,11 +591,15 @@ class FencepostApp(App[None]):
             outcome = timeline.append(step, record_expect=True)
             if isinstance(outcome, str):
                 outcome = f"{step.op} refused: {outcome}"
+        line = self.query_one("#command", Input)
         if isinstance(outcome, str):
             error.update(Text(outcome))  # not markup: "[priority]" in a usage is text
             error.set_class(True, "-shown")
+            # The refused call stays, selected: typing the next call replaces it (it is never
+            # appended to), and an arrow key or End keeps it to mend.
+            line.select_all()
             return
-        self.query_one("#command", Input).value = ""
+        line.value = ""
         self.step = timeline.last
 
     def session(self) -> Scenario:
@@ -541,6 +648,8 @@ class FencepostApp(App[None]):
             self.notify(line, severity="warning", timeout=8, markup=False)
 
     def replace_timeline(self, timeline: Timeline) -> None:
+        """Show ``timeline`` from its step 0, as if just opened: not playing, the implementation's
+        side, and out of interactive mode (a session typed into one scenario is not the next one's)."""
         self.workers.cancel_group(self, "model")
         self.dismiss_problem_notices()
         self.timeline = timeline
@@ -551,6 +660,7 @@ class FencepostApp(App[None]):
         if self.step == 0:
             self.show_step()
         self.step = 0
+        self.leave_interactive()  # after the step: the status line it redraws is the new timeline's
         if not timeline.model_done:
             self.check_against_model()
         self.announce_problems()
@@ -603,8 +713,10 @@ class FencepostApp(App[None]):
                 return False
             ahead = any(p > step for p in problems) if action == "next_problem" else any(p < step for p in problems)
             return ahead or None
-        if action == "toggle_side":
-            return bool(timeline.divergences) or self.side == "model"
+        if action == "toggle_side":  # greyed while the model has not reached this step
+            return self.side == "model" or timeline.check(step) is not None or None
+        if action == "scroll_lanes":  # only when the lanes show part of a longer run
+            return self.has_class("-lanes") and self.query_one(LanesView).can_pan()
         if action == "interact":  # also the way back to the command line after Esc
             return not (self.interactive and isinstance(self.focused, Input))
         if action == "open_next":
@@ -623,6 +735,7 @@ class FencepostApp(App[None]):
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
             self.quiz.reveal(self.step)
             self.show_step()
+            self.single_notice(REVEALED_NOTICE, REVEALED_NOTICE_SECONDS)
         elif self.step < self.timeline.last:
             self.step += 1
 
@@ -705,7 +818,34 @@ class FencepostApp(App[None]):
         self.query_one(SidePanel).scroll_relative(y=lines, animate=False)
 
     def action_toggle_side(self) -> None:
+        """Swap the implementation's board for the model's, and say what that shows."""
         self.side = "model" if self.side == "impl" else "impl"
+        check = self.timeline.check(self.step)
+        if self.side == "impl":
+            words = SIDE_NOTICES["impl"]
+        elif check is not None and (check.divergence or self.timeline.differences(self.step)):
+            words = SIDE_NOTICES["differs"]
+        else:
+            words = SIDE_NOTICES["same"]
+        self.single_notice(words, SIDE_NOTICE_SECONDS)
+
+    def single_notice(self, message: str, seconds: float) -> None:
+        """A notice that takes the place of the last one shown this way: keys pressed in a row
+        (→ through several questions, m and m again) leave one notice, not a stack over the panel."""
+        if self._single_notice is not None and self._single_notice in self._notifications:
+            self._unnotify(self._single_notice)
+        self._single_notice = Notification(message, timeout=seconds)
+        self.post_message(Notify(self._single_notice))
+
+    def _on_notify(self, event: Notify) -> None:
+        # A single notice overtaken before its message arrived (keys faster than the screen) is never shown.
+        # (Textual calls App's own handler after this one unless the default is prevented.)
+        if event.notification.message in SINGLE_NOTICES and event.notification is not self._single_notice:
+            event.prevent_default()
+
+    def action_scroll_lanes(self, direction: int) -> None:
+        """Move the lanes' time window by half its width, earlier (-1) or later (1)."""
+        self.query_one(LanesView).scroll_time(direction)
 
     def action_toggle_lanes(self) -> None:
         """Swap the board for the lanes view (one lane per worker slot over time) and back."""
@@ -717,6 +857,14 @@ class FencepostApp(App[None]):
         self.interactive = True
         self.step = self.timeline.last
         self.query_one("#command", Input).focus()
+
+    def leave_interactive(self) -> None:
+        """Close the command line: its text, its error and its focus go with it."""
+        self.query_one("#command", Input).value = ""
+        self.query_one("#command-error", Static).set_class(False, "-shown")
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+        self.interactive = False
 
     def action_leave_command(self) -> None:
         self.set_focus(None)

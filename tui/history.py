@@ -12,6 +12,14 @@ call to the event where its client gave up and then open (``├╌╌?``), and t
 point where the checker's order places a call is a ``●`` on its interval. For
 a history that is not linearizable, the stretch that cannot be ordered is
 shaded and the call whose result no order explains is marked.
+
+Under the lanes and the call selected, the rest of the screen holds what a
+reader needs to see why: for a history that is not linearizable, the
+checker's report (the stretch's calls, their arguments and results, what the
+model would have answered), then the model's state where the stretch begins
+(``model_lines``), then the calls before the stretch on the tasks it names
+(``lead_up_lines``); for one that is, the calls around the selected one in
+the order found (``order_lines``).
 """
 
 from __future__ import annotations
@@ -30,9 +38,13 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from textual.containers import VerticalScroll
+
+from fencepost.spec import model
 from fencepost.spec.checkers.linearize import Verdict
 from fencepost.spec.checkers.linearize_command import describe_call, describe_outcome, report
-from fencepost.spec.formats.history import INFO, History
+from fencepost.spec.formats.history import INFO, Call, History
+from fencepost.spec.protocol import FINAL_STATUSES, Status
 
 #: Columns the lane names may take; longer names are cut.
 MAX_LABEL = 10
@@ -42,6 +54,13 @@ SCALE = 3
 
 #: The axis names the history line of every this many events.
 AXIS_EVERY = 5
+
+#: Calls before a failing stretch shown as its lead-up: up to half of them the latest that name
+#: a task the stretch names, the rest the calls just before it.
+LEAD_UP_CALLS = 14
+
+#: Calls shown on each side of the selected one, in the order found (a linearizable history).
+ORDER_CONTEXT = 8
 
 #: Glyphs of an interval, each one cell wide.
 START, BODY, END, OPEN_BODY, OPEN_END, POINT = "├", "─", "┤", "╌", "?", "●"
@@ -121,6 +140,124 @@ def linearization_points(history: History, order: tuple[int, ...]) -> dict[int, 
             column = min(column, call.completed * SCALE - 1)
         points[index] = last = column
     return points
+
+
+def tasks_named(call: Call) -> set[int]:
+    """The task ids a call names: its ``task_id`` argument, the task a submit returned or a dispatch leased."""
+    named = set()
+    if isinstance(call.args.get("task_id"), int):
+        named.add(call.args["task_id"])
+    if call.op == "submit" and isinstance(call.result, int) and not isinstance(call.result, bool):
+        named.add(call.result)
+    task_id = getattr(call.result, "task_id", None)
+    if isinstance(task_id, int):
+        named.add(task_id)
+    return named
+
+
+def _line_of(history: History, call: Call) -> str:
+    events = history.events
+    end = events[call.ended].line if call.ended is not None else "open"
+    return f"lines {events[call.invoked].line}-{end}"
+
+
+def _call_rows(history: History, indices: list[int], marks: dict[int, str] | None = None) -> list[str]:
+    """One aligned line per call: number, client, lines, the call, its recorded result, and a mark."""
+    calls, marks = history.calls, marks or {}
+    rows = [(f"#{i + 1}", calls[i].process, _line_of(history, calls[i]), describe_call(calls[i]), describe_outcome(calls[i]))
+            for i in indices]
+    if not rows:
+        return []
+    widths = [max(len(row[k]) for row in rows) for k in range(4)]
+    return [
+        f"  {a:>{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d:<{widths[3]}} -> {e}{marks.get(i, '')}"
+        for i, (a, b, c, d, e) in zip(indices, rows)
+    ]
+
+
+def model_lines(history: History, verdict: Verdict) -> list[str]:
+    """The model's state where the failing stretch begins: the clock, the workers, the tasks the
+    stretch names one by one, and how many others are in each status. Empty unless the
+    verdict is a failure that kept its states. O(tasks)."""
+    failure = verdict.failure
+    if failure is None or not failure.starts:
+        return []
+    state, events = failure.starts[0], history.events
+    named = sorted(set().union(*(tasks_named(history.calls[i]) for i in failure.involved)))
+    where = f"line {events[failure.start].line}" if failure.start < len(events) else "the end"
+    more = len(failure.starts)
+    head = f"The model where the stretch begins ({where}), at t={state.now}"
+    if more > 1:
+        head += f": the calls before it leave the model in one of {more}{'+' if more == 3 else ''} states; the first"
+    lines = [head + ":"]
+    leased = {name: 0 for name, _ in state.workers}
+    counts: dict[str, int] = {}
+    for task in state.tasks:
+        if task is None:
+            continue
+        if task.status is Status.RUNNING and task.worker in leased:
+            leased[task.worker] += 1
+        kind = "final" if task.status in FINAL_STATUSES else task.status.value
+        counts[kind] = counts.get(kind, 0) + 1
+    workers = ", ".join(f"{name} {leased[name]}/{capacity} leased" for name, capacity in state.workers) or "none"
+    lines.append(f"  workers: {workers}")
+    held = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "none"
+    lines.append(f"  tasks: {held}")
+    for task_id in named:
+        task = state.tasks[task_id - 1] if 1 <= task_id <= len(state.tasks) else None
+        lines.append(f"  task {task_id}: {_task_words(task)}")
+    return lines
+
+
+def _task_words(task: model.Task | None) -> str:
+    """A task as the checker's model holds it (canonical: a final task's details are not kept)."""
+    if task is None:
+        return "not submitted yet"
+    if task.status in FINAL_STATUSES:
+        return "final (which final status, no later call can tell: the checker keeps no more)"
+    if task.status is Status.RUNNING:
+        words = f"running on {task.worker} under token {task.token}, lease until t={task.expires_at}, attempt {task.attempts}"
+        return words + (", cancel requested" if task.cancel_requested else "")
+    return f"{task.status.value}, priority {task.priority}, due t={task.due_at}, {task.attempts} attempts so far"
+
+
+def lead_up_lines(history: History, verdict: Verdict, limit: int = LEAD_UP_CALLS) -> list[str]:
+    """What led to the failing stretch, oldest first, at most ``limit`` calls: the last
+    ones before it that name a task the stretch names (marked), and the calls just before
+    it by any client to make up the rest. O(calls)."""
+    failure = verdict.failure
+    if failure is None:
+        return []
+    calls = history.calls
+    named = set().union(*(tasks_named(calls[i]) for i in failure.involved))
+    before = [call for call in calls if call.invoked < failure.start and call.index not in set(failure.involved)]
+    naming = [call.index for call in reversed(before) if tasks_named(call) & named][: limit // 2]
+    found = set(naming)
+    for call in reversed(before):
+        if len(found) >= limit:
+            break
+        found.add(call.index)
+    if not found:
+        return []
+    ids = ", ".join(str(t) for t in sorted(named))
+    marks = {index: f"   <-- task {', '.join(str(t) for t in sorted(tasks_named(calls[index]) & named))}" for index in naming}
+    head = f"Before the stretch: the last calls on task{'s' if len(named) > 1 else ''} {ids} (marked), and the calls just before it:"
+    return [head] + _call_rows(history, sorted(found), marks)
+
+
+def order_lines(history: History, verdict: Verdict, selected: int | None, context: int = ORDER_CONTEXT) -> list[str]:
+    """The calls around ``selected`` in the order found (a linearizable history), numbered by place."""
+    if not verdict.linearizable or selected is None:
+        return []
+    order = verdict.order
+    place = {index: n for n, index in enumerate(order)}
+    if selected not in place:
+        return []
+    at = place[selected]
+    window = list(order[max(0, at - context): at + context + 1])
+    marks = {selected: "   <-- selected"}
+    return [f"In the order found, places {max(0, at - context) + 1} to {min(len(order), at + context + 1)} of {len(order)}:"] \
+        + _call_rows(history, window, marks)
 
 
 class Lanes(Widget):
@@ -231,17 +368,23 @@ class Lanes(Widget):
         return self.get_component_rich_style(f"lanes--{name}", partial=True)
 
 
+CALL_KEYS = Binding.Group("Call", compact=True)
+LANE_KEYS = Binding.Group("Lane", compact=True)
+TIME_KEYS = Binding.Group("Earlier/later", compact=True)
+
+
 class HistoryApp(App[None]):
     """A concurrent history, lane by lane, with the order the linearizability checker chose."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
+    # Pairs share one label in the footer, so every key fits at 80 columns.
     BINDINGS = [
-        Binding("right,l", "next", "Next call", key_display="→"),
-        Binding("left,h", "previous", "Previous call", key_display="←"),
-        Binding("down,j", "lane(1)", "Lane below", key_display="↓"),
-        Binding("up,k", "lane(-1)", "Lane above", key_display="↑"),
-        Binding("pagedown,]", "scroll_page(1)", "Later", key_display="]"),
-        Binding("pageup,[", "scroll_page(-1)", "Earlier", key_display="["),
+        Binding("left,h", "previous", "Previous call", key_display="←", group=CALL_KEYS),
+        Binding("right,l", "next", "Next call", key_display="→", group=CALL_KEYS),
+        Binding("up,k", "lane(-1)", "Lane above", key_display="↑", group=LANE_KEYS),
+        Binding("down,j", "lane(1)", "Lane below", key_display="↓", group=LANE_KEYS),
+        Binding("pageup,[", "scroll_page(-1)", "Earlier", key_display="[", group=TIME_KEYS),
+        Binding("pagedown,]", "scroll_page(1)", "Later", key_display="]", group=TIME_KEYS),
         Binding("f", "failure", "Failing call"),
         Binding("q", "quit", "Quit"),
     ]
@@ -256,20 +399,36 @@ class HistoryApp(App[None]):
         lanes = self.query_one(Lanes)
         lanes.selected = index
         self.query_one("#history-call", Static).update(self._call_text(index))
+        lines = order_lines(self.shown.history, self.shown.verdict, index)
+        order = self.query_one("#history-order", Static)
+        order.display = bool(lines)
+        order.update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
         self._keep_in_view()
 
     def compose(self) -> ComposeResult:
         yield Static(id="history-title")
         yield Lanes(self.shown, id="lanes")
         yield Static(id="history-call")
-        yield Static(id="history-verdict")
+        with VerticalScroll(id="history-detail", can_focus=False):
+            yield Static(id="history-verdict")
+            yield Static(id="history-model")
+            yield Static(id="history-lead-up")
+            yield Static(id="history-order")
         yield Footer()
+
+    def on_resize(self) -> None:
+        self.query_one(Footer).show_command_palette = self.size.width >= 100  # the keys need the room
 
     def on_mount(self) -> None:
         self.title = self.shown.history.source
         tone = {True: "-ok", False: "-bad", None: "-unsure"}[self.shown.verdict.linearizable]
         self.query_one("#history-title", Static).set_class(True, tone).update(self._title())
         self.query_one("#history-verdict", Static).update(Text("\n".join(self._verdict_lines())))
+        history, verdict = self.shown.history, self.shown.verdict
+        for name, lines in (("model", model_lines(history, verdict)), ("lead-up", lead_up_lines(history, verdict))):
+            widget = self.query_one(f"#history-{name}", Static)
+            widget.display = bool(lines)
+            widget.update(Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
         calls = self.shown.history.calls
         if self.shown.failing is not None:
             self.selected = self.shown.failing

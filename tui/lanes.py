@@ -11,6 +11,12 @@ known by then, and the frame's time as a cursor. Only the bars inside the
 visible time window are visited (a bisect per lane), so a step costs the same
 at 10 or 10,000 tasks.
 
+The time axis is scaled to the run: a run whose leases fit the width is
+stretched to fill it (several columns a tick), a longer one is shown a
+window at a time (several ticks a column), which follows the cursor and
+which ``pan`` moves by half its width, earlier or later, never past the run's
+ends. Time labels are round numbers, and only whole ones are drawn.
+
 ``LanesView`` is the widget: a ``LineList`` (one widget, lines formatted on
 demand), styled by ``app.tcss`` through its component classes.
 
@@ -30,8 +36,10 @@ from dataclasses import dataclass, field
 from fencepost.tui.timeline import Timeline
 from fencepost.tui.widgets import Line, LineList
 
-#: Columns between two time labels on the axis.
+#: The fewest columns between two time labels on the axis.
 AXIS_EVERY = 10
+#: At most this many columns a tick when a short run is stretched to fill the lanes.
+MAX_COLUMNS_PER_TICK = 12
 #: When the run is wider than the lanes, the window shows about this many typical leases.
 LEASES_PER_WINDOW = 8
 #: Where the cursor sits in a window that scrolls with it, as a fraction of its width.
@@ -39,6 +47,28 @@ CURSOR_AT = 2 / 3
 
 #: The characters of the marks (see the module docstring).
 MARKS = {"complete": "✓", "fail": "✗", "expired": "×", "rejected": "!", "running": "›"}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The time the lanes show: column ``c`` covers the ticks from ``first + c * ticks / columns``,
+    ``ticks`` ticks for every ``columns`` columns (one of them is 1)."""
+
+    first: int
+    ticks: int = 1
+    columns: int = 1
+
+    def column(self, time: int) -> int:
+        """The column where tick ``time`` starts (negative before the window)."""
+        return (time - self.first) * self.columns // self.ticks
+
+    def column_after(self, time: int) -> int:
+        """The first column past everything before tick ``time``: a bar ending at ``time`` stops before it."""
+        return -(-(time - self.first) * self.columns // self.ticks)
+
+    def span(self, cells: int) -> int:
+        """Ticks shown in ``cells`` columns."""
+        return cells * self.ticks // self.columns
 
 
 @dataclass(slots=True)
@@ -133,52 +163,78 @@ class Lanes:
 
     # ------------------------------------------------------------ drawing
 
-    def scale(self, cells: int) -> int:
-        """Ticks per column: 1 if the whole run fits, else enough for ``LEASES_PER_WINDOW`` typical leases."""
-        if self.span < cells:
-            return 1
+    @property
+    def extent(self) -> int:
+        """Ticks from 0 to the end of the run: the last lease's expiry, or the clock's last time and its tick."""
+        return max(self.span, self.timeline.frames[-1].now + 1)
+
+    def scale(self, cells: int) -> tuple[int, int]:
+        """(ticks, columns): a run that fits ``cells`` is stretched to fill them (up to
+        ``MAX_COLUMNS_PER_TICK``); a longer one gets enough ticks a column for
+        ``LEASES_PER_WINDOW`` typical leases."""
+        if self.extent <= cells:
+            return 1, max(1, min(MAX_COLUMNS_PER_TICK, cells // self.extent))
         typical = sorted(self._durations)[len(self._durations) // 2] if self._durations else 1
-        return max(1, -(-typical * LEASES_PER_WINDOW // cells))
+        return max(1, -(-typical * LEASES_PER_WINDOW // max(1, cells))), 1
 
-    def window(self, now: int, cells: int) -> tuple[int, int]:
-        """(first tick shown, ticks per column) for a cursor at ``now``."""
-        scale = self.scale(cells)
-        if self.span < cells:
-            return 0, 1
-        first = max(0, now - int(cells * scale * CURSOR_AT))
-        return first - first % scale, scale
+    def window(self, now: int, cells: int, pan: int = 0) -> Window:
+        """The window for a cursor at ``now``: the cursor at ``CURSOR_AT`` of the width, moved
+        ``pan`` half-widths later (earlier if negative), kept within the run."""
+        ticks, columns = self.scale(cells)
+        if not self.can_pan(cells):
+            return Window(0, ticks, columns)
+        shown = cells * ticks
+        first = now - int(shown * CURSOR_AT) + pan * (shown // 2)
+        first = max(0, min(first, self.extent - shown + ticks))
+        return Window(first - first % ticks, ticks, 1)
 
-    def lines(self, index: int, width: int) -> list[Line]:
-        """The axis line and one line per lane, as at frame ``index``, ``width`` cells wide."""
-        name_width = max((len(lane.name) for lane in self.lanes), default=2) + 1
-        cells = max(0, width - name_width)
+    def can_pan(self, cells: int) -> bool:
+        """Whether the run is longer than ``cells`` columns show, so the window can move."""
+        return cells > 0 and self.extent > cells * self.scale(cells)[0]
+
+    def lines(self, index: int, width: int, pan: int = 0) -> list[Line]:
+        """The axis line and one line per lane, as at frame ``index``, ``width`` cells wide,
+        the window moved ``pan`` half-widths from where the cursor puts it."""
+        cells = self.cells(width)
         now = self.timeline.frames[index].now
-        first, scale = self.window(now, cells)
-        cursor = (now - first) // scale if cells else -1
-        lines = [self._axis(first, scale, cells, cursor, name_width)]
+        window = self.window(now, cells, pan)
+        cursor = window.column(now) if cells else -1
+        name_width = width - cells
+        lines = [self._axis(window, cells, cursor, name_width, self.extent)]
         for lane in self.lanes:
-            lines.append(self._lane_line(lane, index, now, first, scale, cells, cursor, name_width))
+            lines.append(self._lane_line(lane, index, now, window, cells, cursor, name_width))
         return lines
 
+    def cells(self, width: int) -> int:
+        """Columns of time in a line ``width`` wide: what the lane names leave."""
+        name_width = max((len(lane.name) for lane in self.lanes), default=2) + 1
+        return max(0, width - name_width)
+
     @staticmethod
-    def _axis(first: int, scale: int, cells: int, cursor: int, name_width: int) -> Line:
+    def _axis(window: Window, cells: int, cursor: int, name_width: int, extent: int) -> Line:
+        """Round time labels over the window, up to the run's ``extent``, and the cursor's ``▼``."""
         text = [" "] * cells
-        for column in range(0, cells, AXIS_EVERY):
-            label = f"{first + column * scale}"
-            for offset, char in enumerate(label):
-                if column + offset < cells:
-                    text[column + offset] = char
+        step = _round_step(-(-AXIS_EVERY * window.ticks // window.columns))  # ticks between labels
+        time = -(-window.first // step) * step
+        last = min(window.first + window.span(cells), extent + 1)
+        while time < last:
+            label, column = f"{time}", window.column(time)
+            # A label is drawn whole or not at all: not cut by the edge, nor by the cursor's mark.
+            if column + len(label) <= cells and not column <= cursor < column + len(label):
+                text[column:column + len(label)] = label
+            time += step
         classes: list[str | None] = ["axis"] * cells
         if 0 <= cursor < cells:
             text[cursor], classes[cursor] = "▼", "cursor-head"
         return ("axis", (("t".ljust(name_width), "lane-name"), *_runs(text, classes)))
 
     def _lane_line(
-        self, lane: Lane, index: int, now: int, first: int, scale: int, cells: int, cursor: int, name_width: int
+        self, lane: Lane, index: int, now: int, window: Window, cells: int, cursor: int, name_width: int
     ) -> Line:
         text = [" "] * cells
         classes: list[str | None] = [None] * cells
-        last = first + cells * scale
+        first, scale = window.first, window.ticks
+        last = first + window.span(cells)
         marks: list[tuple[int, str]] = []
         at = max(0, bisect.bisect_right(lane.starts, first) - 1)
         limit = bisect.bisect_right(lane.started_frames, index)  # bars started by frame ``index``
@@ -201,8 +257,8 @@ class Lanes:
                 end, kind = expires, "running"
             if max(end, bar.start + 1) <= first:
                 continue  # over before the window (a lease ended in its first tick still takes a cell)
-            start_cell = max(0, (bar.start - first) // scale)
-            end_cell = min(cells, max(start_cell + 1, -(-(end - first) // scale)))
+            start_cell = max(0, window.column(bar.start))
+            end_cell = min(cells, max(start_cell + 1, window.column_after(end)))
             style = "bar-running" if kind == "running" else "bar"
             label = f"#{bar.task_id}·{bar.token}"
             for column in range(start_cell, end_cell):
@@ -213,19 +269,29 @@ class Lanes:
                 marks.append((end_cell - 1, kind))  # the lease's last tick: a late call at expires_at keeps its own cell
             elif kind != "running":
                 marks.append((end_cell if end > bar.start else start_cell, kind))  # a lease ended in its first tick: the mark is the bar
-            elif -(-(end - first) // scale) > cells:
+            elif window.column_after(end) > cells:
                 marks.append((cells - 1, kind))  # it runs on past the window's edge
         for time, frame, kind in lane.marks:
             if frame > index:
                 break
             if first <= time < last:
-                marks.append(((time - first) // scale, kind))
+                marks.append((window.column(time), kind))
         for column, kind in marks:  # after every bar, so the next lease on the lane never hides a mark
             if 0 <= column < cells:
                 text[column], classes[column] = MARKS[kind], kind
         if 0 <= cursor < cells:
             classes[cursor] = f"{classes[cursor]}-at-cursor" if classes[cursor] else "cursor"
         return (None, ((lane.name.ljust(name_width), "lane-name"), *_runs(text, classes)))
+
+
+def _round_step(at_least: int) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50, ... that is at least ``at_least``: the axis's label spacing."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if step * factor >= at_least:
+                return step * factor
+        step *= 10
 
 
 def _runs(text: list[str], classes: list[str | None]) -> tuple[tuple[str, str | None], ...]:
@@ -258,19 +324,54 @@ class LanesView(LineList):
         self._lanes: Lanes | None = None
         self._lines: list[Line] = []
         self._shown: tuple[Timeline, int] | None = None  # what to draw again when the size changes
+        self.pan = 0  # half-widths the window is moved from where the cursor puts it; a step resets it
 
     def line(self, index: int) -> Line:
         return self._lines[index]
 
     def show(self, timeline: Timeline, index: int) -> None:
-        """Draw ``timeline`` at frame ``index`` (reading any frames appended since the last call)."""
+        """Draw ``timeline`` at frame ``index`` (reading any frames appended since the last call).
+        Another frame brings the window back to its cursor."""
+        if self._shown != (timeline, index):
+            self.pan = 0
         self._shown = (timeline, index)
         if self._lanes is None or self._lanes.timeline is not timeline:
             self._lanes = Lanes(timeline)
         self._lanes.update()
         width = self.scrollable_content_region.width
-        self._lines = self._lanes.lines(index, width) if self._lanes.lanes and width > 0 else []
+        self._lines = self._lanes.lines(index, width, self.pan) if self._lanes.lanes and width > 0 else []
         self.set_line_count(len(self._lines), width)
+        self._show_window()
+
+    def can_pan(self) -> bool:
+        """Whether there is more of the run than the window shows."""
+        return self._lanes is not None and self._lanes.can_pan(self._lanes.cells(self.scrollable_content_region.width))
+
+    def scroll_time(self, direction: int) -> None:
+        """Move the window half its width later (``direction`` 1) or earlier (-1), within the run."""
+        if self._shown is None or self._lanes is None or not self.can_pan():
+            return
+        timeline, index = self._shown
+        cells = self._lanes.cells(self.scrollable_content_region.width)
+        before = self._lanes.window(timeline.frames[index].now, cells, self.pan)
+        after = self._lanes.window(timeline.frames[index].now, cells, self.pan + direction)
+        if after != before:  # at an end of the run the window stays, and so does the pan
+            self.pan += direction
+            self.show(timeline, index)
+
+    def _show_window(self) -> None:
+        """The border's title names the ticks on screen, and whether the window can move."""
+        if self._shown is None or self._lanes is None or not self._lanes.lanes:
+            self.border_title = "Lanes"
+            return
+        timeline, index = self._shown
+        cells = self._lanes.cells(self.scrollable_content_region.width)
+        window = self._lanes.window(timeline.frames[index].now, cells, self.pan)
+        end = min(window.first + window.span(cells), self._lanes.extent)
+        title = f"Lanes t={window.first} to {end}"
+        if self.can_pan():
+            title += f" of {self._lanes.extent} ([ ] scroll)"
+        self.border_title = title
 
     def on_resize(self) -> None:
         # Shown the first time before it had a size (it was hidden): draw again at the real width.

@@ -83,10 +83,19 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
     (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
     the notice as the option that would run it.
 
+    A factory given by ``--impl`` is called once up front, as ``check`` and
+    ``explore`` do, so one whose scheduler lacks the protocol's methods is
+    refused in one line rather than opening a screen of errors.
+
     Raises:
-        UsageError: ``impl`` was given and cannot be loaded.
+        UsageError: ``impl`` was given and cannot be loaded, its factory fails,
+            or what it returns lacks a protocol method.
     """
     opened = open_for(scenario, impl)
+    if impl is not None:
+        from fencepost.spec.checkers.check import probe_factory  # only for a factory the user named
+
+        probe_factory(opened.factory, impl)
     notice = "; ".join(filter(None, [opened.reason, *suggestions(scenario.meta, {"impl": opened.name})])) or None
     return opened.factory, opened.name, notice
 

@@ -109,6 +109,9 @@ class Narrator:
         self._waiting = waiting
         # (task id, token) -> (start, end) of every lease that ended by expiry, for rejection texts
         self._expired: dict[tuple[int, int | None], tuple[int | None, int | None]] = {}
+        # task id -> every token a dispatch leased it under: a rejection of any other token
+        # is of a token this task never had, which is not the lesson of a stale one
+        self._issued: dict[int, set[int]] = {}
 
     def events(self, step: Step, result: StepResult, changes: tuple[Change, ...], now: int) -> list[Event]:
         if result.error is not None:
@@ -243,6 +246,7 @@ class Narrator:
                     f"(next: task {soonest.id} at t={soonest.due_at}); no token used",
                 )
             return Event("idle", f"no dispatch for {worker}: nothing is waiting; no token used")
+        self._issued.setdefault(lease.task_id, set()).add(lease.token)
         head = (
             f"task {lease.task_id} → {worker}, token {lease.token}, "
             f"lease {lease_text(lease.started_at, lease.expires_at)}"
@@ -306,6 +310,16 @@ class Narrator:
         reason = getattr(result.value, "reason", None)
         row = self._side.rows.get(task_id)
         status = row.status if row else "unknown"
+        if token is not None and token not in self._issued.get(task_id, ()):
+            # A shrunk counterexample may quote any number: say so, rather than call it stale.
+            had = sorted(self._issued.get(task_id, ()))
+            if not had:
+                where = f"task {task_id} was never leased"
+            elif row is not None and row.status == "running":
+                where = f"task {task_id} runs under token {row.token}" + _leases_had(had, row.token)
+            else:
+                where = f"task {task_id} is {status}" + _leases_had(had)
+            return f"token {token} is a token this task never had: {where} (the scheduler's reason: {reason or 'none given'})"
         if reason == "stale_token" and row is not None:
             if row.status != "running":
                 row = next((b for changed, b, _ in changes if changed == task_id and b is not None), row)
@@ -322,6 +336,14 @@ class Narrator:
         if reason == "cancel_requested":
             return f"a cancellation was requested for task {task_id}, so its lease can't be extended"
         return str(reason) if reason else "refused (no reason given)"
+
+
+def _leases_had(tokens: list[int], running: int | None = None) -> str:
+    """``tokens`` (every token a task was leased under) as a parenthesis, or nothing when it
+    would only repeat the one it runs under."""
+    if tokens == [running]:
+        return ""
+    return f" (its leases had token{'s' if len(tokens) > 1 else ''} {', '.join(map(str, tokens))})"
 
 
 def view_difference(ids: Iterable[int], impl_rows: dict[int, Row], model_rows: dict[int, Row]) -> str | None:

@@ -18,6 +18,8 @@ _USAGES = "\n".join(commands.usage(op) for op in commands.SIGNATURES)
 HELP = f"""\
 # fencepost: stepping through a lease scheduler
 
+**Esc, q or ? closes this page**; ↑ ↓ PgUp PgDn scroll it.
+
 The screen shows one moment of a scenario: **step K/N** is how many of its
 protocol calls have been applied, **t=T** is the scheduler's logical clock.
 Step 0 is before the first call. Stepping back is exact: every step is
@@ -36,6 +38,7 @@ run beside it.
 | `d` / `D` | next / previous step that breaks its `expect` or differs from the model |
 | `m` | show the model's expected state instead of the implementation's |
 | `t` | lanes: one lane per worker slot over time, each lease a bar (again: the columns) |
+| `[` / `]` | in the lanes: move the time window earlier / later (a step brings the cursor back) |
 | `i` | interactive mode: type protocol calls (below) |
 | `w` | write the session as a scenario file (interactive mode) |
 | `PgDn` / `PgUp` | scroll the step panel (also `shift+↓` / `shift+↑`, or `↓` / `↑` a line) |
@@ -161,7 +164,9 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
+        with VerticalScroll(id="help-box") as box:
+            box.border_title = "Help"
+            box.border_subtitle = "Esc, q or ? closes"  # on the border: in sight however far it is scrolled
             yield Static(RichMarkdown(HELP))  # drawn at once, unlike the Markdown widget
 
     def action_close(self) -> None:

@@ -574,10 +574,18 @@ class Differences(Static):
         s = self._style
         text = Text()
         text.append("Expected (the model) vs this implementation\n", s("heading"))
-        if check is not None and check.result != frame.result:
-            text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
-        for line in lines:
-            text.append(f"• {line}\n", s("line"))
+        refused = getattr(getattr(frame.outcome, "value", None), "accepted", None) is False
+        if check is not None and check.result != frame.result and refused and check.result.startswith("rejected") and lines:
+            # Both refused the call: the reasons differ because the state does, so the state comes first.
+            for line in lines:
+                text.append(f"• {line}\n", s("line"))
+            text.append(f"• so both rejected the call, for different reasons: {frame.result.removeprefix('rejected: ')} "
+                        f"here, {check.result.removeprefix('rejected: ')} in the model\n", s("line"))
+        else:
+            if check is not None and check.result != frame.result:
+                text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
+            for line in lines:
+                text.append(f"• {line}\n", s("line"))
         self.update(text)
 
     def _style(self, name: str) -> Style:
@@ -613,7 +621,7 @@ class QuestionPanel(Static):
             after = Text(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
         else:
             if picked == SKIPPED:
-                verdict = f"Skipped: the answer is {question.answer}."
+                verdict = f"Skipped: the answer is {question.answer}. Revealed with → before an answer: not scored."
             elif picked == question.answer:
                 verdict = "Right."
             else:

@@ -21,8 +21,9 @@ history (``ValueError``) rather than guess.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fencepost.spec import model
 from fencepost.spec.checkers.linearize_states import _State, canonical
@@ -38,6 +39,8 @@ DEFAULT_MAX_STATES = 2_000_000
 
 #: How many of the model's different answers to the failing call are shown.
 MAX_ANSWERS = 3
+#: At most this many of the model states before a failing stretch are kept in its Failure.
+MAX_STARTS = 3
 
 
 class Undecided(Exception):
@@ -66,6 +69,11 @@ class Failure:
     call: int  # the call that completion ends
     involved: tuple[int, ...]  # every call that could be ordered in the stretch
     answers: tuple[Answer, ...]  # what the model answered ``call`` instead
+    # The model states the history before the stretch can end in (up to MAX_STARTS, in the
+    # order met), for a reader to see what the model held; canonical (``canonical``): a final
+    # task's fields, ``started_at`` and ``expired_token`` are erased. Not compared: two
+    # failures are the same failure whatever states are kept for showing.
+    starts: tuple[model.State, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -403,7 +411,8 @@ def _locate(history: History, configs: dict[Config, None], window: tuple[int, in
             pass
     carried = sorted({i for _, pending in configs for i in pending})
     involved = tuple(carried + [c.index for c in _invoked_between(history, first, hi)])
-    return Failure(first, hi, failing, involved, tuple(answers))
+    starts = tuple(state.materialise() for state, _ in itertools.islice(configs, MAX_STARTS))
+    return Failure(first, hi, failing, involved, tuple(answers), starts)
 
 
 def describe(op: str, value: object) -> str:
