@@ -303,7 +303,7 @@ def _ops_of(events: tuple[Event, ...]) -> list[str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fencepost.spec.cli import UsageError, load_factory
+    from fencepost.cli import UsageError, load_factory
 
     parser = argparse.ArgumentParser(prog="python -m fencepost.impl.peers.record", description=__doc__.split("\n\n")[0])
     parser.add_argument("factory", metavar="FACTORY")
