@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from fencepost import walkthroughs
+from fencepost import shipped, walkthroughs
 from fencepost.spec.arguments import (  # noqa: F401 - re-exported: the command line's helpers, by one name
     DEFAULT_IMPL,
     EXIT_OK,
@@ -48,6 +48,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
     "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
     "linearize": ("fencepost.spec.checkers.linearize_command", "decide whether a concurrent history could come from the model"),
+    "report": ("fencepost.report.command", "write one self-contained HTML page of a scenario, counterexample or history"),
 }
 
 
@@ -94,7 +95,7 @@ def build_subparser(name: str) -> argparse.ArgumentParser:
     module = importlib.import_module(module_name)
     parser = _OneLineParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.set_defaults(default_impl=DEFAULT_IMPL, resolve_scenario=walkthroughs.resolve)
+    parser.set_defaults(default_impl=DEFAULT_IMPL, resolve_scenario=walkthroughs.resolve, choose_impl=shipped.choose_impl)
     module.add_arguments(parser)
     parser.set_defaults(run=module.run, command=name)
     return parser

@@ -40,6 +40,19 @@ def check_task_id(task_id: object, issued: int) -> int:
     return task_id
 
 
+def forgotten_task(task_id: int) -> ValueError:
+    """The error for an id that ``prune`` forgot (the word "forgotten" is the contract's)."""
+    return ValueError(f"task_id {task_id} was forgotten: it was final and pruned since (its id is never reused)")
+
+
+def check_prune(current: int, before: object, now: object) -> None:
+    """``prune``'s rules, in the model's order: ``before`` an int, ``now`` a valid time, ``0 <= before <= now``."""
+    check_int("before", before)
+    check_time(current, now)
+    if not 0 <= before <= now:
+        raise ValueError(f"before must be >= 0 and <= now: before={before!r}, now={now!r}")
+
+
 def check_worker_name(worker: object) -> str:
     if not isinstance(worker, str):
         raise ValueError(f"worker must be a str, not {type(worker).__name__}: {worker!r}")

@@ -377,8 +377,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
                         "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
     parser.add_argument("--runner", action="store_true",
-                        help="instead: 100,000 no-op tasks through Runner(workers=4) beside ThreadPoolExecutor(4)")
-    parser.add_argument("--tasks", type=int, default=None, help="with --runner: tasks per turn (default 100000)")
+                        help="instead: 100,000 no-op tasks through Runner beside ThreadPoolExecutor, 1 and 4 workers")
+    parser.add_argument("--soak", action="store_true",
+                        help="instead: 1,000,000 no-op tasks through a Runner with a retention window, on the "
+                        "default scheduler and on DurableScheduler, the heap (and file) printed at intervals")
+    parser.add_argument("--idle-postgres", type=float, default=None, metavar="SECONDS",
+                        help="with --soak: instead, a shared runner on $FENCEPOST_PG_DSN idle for SECONDS on the "
+                        "database clock, its heap and tables printed at intervals")
+    parser.add_argument("--tasks", type=int, default=None,
+                        help="with --runner: tasks per turn (default 100000); with --soak: tasks per scheduler")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -399,13 +406,21 @@ def run(args: argparse.Namespace) -> int:
         if args.tasks is not None:
             raise UsageError("--tasks goes with --runner")
         return run_durable(args)
+    if args.soak:
+        if args.runner or args.durable:
+            raise UsageError("--soak is a separate run: give it without --durable or --runner")
+        from fencepost.impl import bench_soak
+
+        return bench_soak.run(args)
+    if args.idle_postgres is not None:
+        raise UsageError("--idle-postgres goes with --soak")
     if args.runner:
         from fencepost.impl import bench_runner
 
         tasks = args.tasks or bench_runner.TASKS
         repeats = args.repeats or bench_runner.REPEATS
-        print(f"fencepost bench --runner: {tasks:,} tasks x {repeats} turns each", flush=True)
-        print(bench_runner.format_runner_bench(bench_runner.measure_runner(tasks, repeats)))
+        print(f"fencepost bench --runner: {tasks:,} tasks x {repeats} turns each, 1 and 4 workers", flush=True)
+        print(bench_runner.format_runner_benches(bench_runner.measure_all(tasks, repeats)))
         return 0
     if args.tasks is not None:
         raise UsageError("--tasks goes with --runner")

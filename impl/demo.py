@@ -109,7 +109,7 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
     rng = random.Random(seed)
     clock = ManualClock()
     script = _Scripted()
-    runner = Runner(workers=workers, clock=clock, lease=LEASE)
+    runner = Runner(workers=workers, clock=clock, lease=LEASE, trace=True)  # the demo saves its trace
     with runner:
         stalled = runner.submit(script.stalls, priority=9)
         cancelled = runner.submit(script.stops_when_cancelled, priority=8)

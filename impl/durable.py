@@ -75,8 +75,9 @@ from fencepost.impl import _validate as v
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
-#: The file layout's version, kept in ``PRAGMA user_version``; a file with another is refused.
-SCHEMA_VERSION = 1
+#: The file layout's version, kept in ``PRAGMA user_version``; a file with another is refused,
+#: except version 1 (before ``prune``), which opening upgrades in place (``_UPGRADE_FROM_1``).
+SCHEMA_VERSION = 2
 #: The ``synchronous`` settings offered: FULL survives power loss, NORMAL only a process crash.
 SYNCHRONOUS_SETTINGS = ("FULL", "NORMAL")
 #: How long opening waits for another scheduler to let go of the file before raising: a bound, not a sleep.
@@ -86,8 +87,10 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _SCHEMA = """
 CREATE TABLE scheduler (
-    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
-    now      INTEGER NOT NULL  -- logical time, never decreasing
+    only_row   INTEGER PRIMARY KEY CHECK (only_row = 1),
+    now        INTEGER NOT NULL,            -- logical time, never decreasing
+    last_id    INTEGER NOT NULL DEFAULT 0,  -- with last_token, written by prune before it deletes rows:
+    last_token INTEGER NOT NULL DEFAULT 0   --   the counters are max(this, the largest in the rows)
 );
 INSERT INTO scheduler (only_row, now) VALUES (1, 0);
 CREATE TABLE workers (
@@ -95,7 +98,7 @@ CREATE TABLE workers (
     capacity INTEGER NOT NULL CHECK (capacity >= 1)
 ) WITHOUT ROWID;
 CREATE TABLE tasks (
-    id               INTEGER PRIMARY KEY,  -- 1, 2, 3... in submit order (rows are never deleted)
+    id               INTEGER PRIMARY KEY,  -- 1, 2, 3... in submit order (never reused: see last_id)
     priority         INTEGER NOT NULL,     -- higher is dispatched first
     due_at           INTEGER NOT NULL,     -- eligible once due_at <= now
     max_attempts     INTEGER,              -- NULL for unlimited
@@ -108,28 +111,45 @@ CREATE TABLE tasks (
     started_at       INTEGER,
     expires_at       INTEGER,
     cancel_requested INTEGER NOT NULL DEFAULT 0,  -- only ever set while running
-    expired_token    INTEGER               -- the token whose lease expired last, for the rejection reason
+    expired_token    INTEGER,              -- the token whose lease expired last, for the rejection reason
+    ended_at         INTEGER               -- when the task became final, set exactly while final
 );
 CREATE INDEX tasks_waiting ON tasks (priority DESC, due_at, id) WHERE status IN ('pending', 'retry_wait');
+CREATE INDEX tasks_ended ON tasks (ended_at) WHERE status IN ('succeeded', 'failed', 'cancelled');
 CREATE TABLE keys (
-    key     TEXT PRIMARY KEY,  -- an idempotency key, remembered for the file's whole life
+    key     TEXT PRIMARY KEY,  -- an idempotency key, remembered until prune forgets its task
     task_id INTEGER NOT NULL REFERENCES tasks (id),
     due_at  INTEGER            -- submit's due_at as given (NULL for None)
 ) WITHOUT ROWID;
+CREATE INDEX keys_by_task ON keys (task_id);
+"""
+
+# A version 1 file (before prune) upgraded in place, in the opening transaction. Its
+# final tasks did not record when they ended: they count as ending at the upgrade.
+_UPGRADE_FROM_1 = """
+ALTER TABLE scheduler ADD COLUMN last_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scheduler ADD COLUMN last_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN ended_at INTEGER;
+UPDATE tasks SET ended_at = (SELECT now FROM scheduler) WHERE status IN ('succeeded', 'failed', 'cancelled');
+CREATE INDEX tasks_ended ON tasks (ended_at) WHERE status IN ('succeeded', 'failed', 'cancelled');
+CREATE INDEX keys_by_task ON keys (task_id);
 """
 
 _TASK_COLUMNS = "id, status, priority, due_at, attempts, worker, token, expires_at, cancel_requested"
 _RELEASE = "worker = NULL, started_at = NULL, expires_at = NULL, cancel_requested = 0"
-# Expiry (rule 3) of one lease: its task goes back to pending, or to cancelled
-# if a cancel was requested, or to failed if its budget is spent.
+# Expiry (rule 3) of one lease at time ?: its task goes back to pending, or to
+# cancelled if a cancel was requested, or to failed if its budget is spent (and
+# then records when it ended: every SET expression reads the row as it was).
 _EXPIRE = f"""
 UPDATE tasks SET
     status = CASE WHEN cancel_requested THEN 'cancelled'
                   WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
                   ELSE 'pending' END,
+    ended_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts) THEN ? END,
     expired_token = token, {_RELEASE}
 WHERE id = ? AND status = 'running'
 """
+_FINAL = "status IN ('succeeded', 'failed', 'cancelled')"  # the tasks_ended index's condition, word for word
 # Dispatch in one statement: the best waiting task that is due, by the index's order.
 _DISPATCH = """
 UPDATE tasks SET status = 'running', attempts = attempts + 1, token = ?, worker = ?,
@@ -191,7 +211,9 @@ class DurableScheduler:
         self._batch_depth = 0
         self._touched = False  # a cache changed inside the open call: reload it if the call rolls back
         try:
-            self._conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            # Any thread, one call at a time (a Runner makes its calls under its lock): the
+            # caller serialises, and SQLite itself is built serialized (sqlite3.threadsafety 3).
+            self._conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise ValueError(f"path {str(path)!r} cannot be opened as a SQLite file: {exc}") from None
         # After the connection, so that it is closed before what it keeps alive is released.
@@ -212,10 +234,10 @@ class DurableScheduler:
             with self._write():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version == 0 and conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0:
-                    # One statement at a time: executescript() would COMMIT the transaction.
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    _run_script(conn, _SCHEMA)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                elif version == 1:
+                    _run_script(conn, _UPGRADE_FROM_1)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 elif version != SCHEMA_VERSION:
                     raise ValueError(
@@ -236,8 +258,12 @@ class DurableScheduler:
         """Read the caches from the file: one pass over the tasks (the last token, the running leases)."""
         conn = self._conn
         self._now = conn.execute("SELECT now FROM scheduler").fetchone()[0]  # the clock
-        self._issued = conn.execute("SELECT coalesce(max(id), 0) FROM tasks").fetchone()[0]  # ids 1.._issued exist
-        self._last_token = conn.execute("SELECT coalesce(max(token), 0) FROM tasks").fetchone()[0]
+        # ids 1.._issued were issued (each has a row unless prune forgot it); prune saves both
+        # counters before it deletes, so the larger of the saved and the largest left is the count
+        self._issued, self._last_token = conn.execute(
+            "SELECT max(s.last_id, coalesce(max(t.id), 0)), max(s.last_token, coalesce(max(t.token), 0)) "
+            "FROM scheduler s LEFT JOIN tasks t ON true"
+        ).fetchone()
         self._capacity = dict(conn.execute("SELECT name, capacity FROM workers"))
         # token -> [task id, worker, expires_at] for every running lease, and each worker's count of them
         self._leases: dict[int, list] = {
@@ -312,9 +338,11 @@ class DurableScheduler:
         return self._now
 
     def task(self, task_id: int) -> TaskView:
-        """A detached view of one task; an unknown id raises. O(log T)."""
+        """A detached view of one task; an unknown or forgotten id raises. O(log T)."""
         self._check_id(task_id)
         row = self._conn.execute(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise v.forgotten_task(task_id)
         ident, status, priority, due_at, attempts, worker, token, expires_at, cancel_requested = row
         running = status == Status.RUNNING
         return TaskView(ident, Status(status), priority, due_at, attempts, worker,
@@ -348,10 +376,11 @@ class DurableScheduler:
                 known = self._known_key(conn, key, priority, due_at, max_attempts, retry_delay)
                 if known is not None:
                     return known
-            task_id = conn.execute(
-                "INSERT INTO tasks (priority, due_at, max_attempts, retry_delay) VALUES (?, ?, ?, ?)",
-                (priority, self._now if due_at is None else due_at, max_attempts, retry_delay),
-            ).lastrowid
+            task_id = self._issued + 1  # explicit: SQLite would reuse a pruned largest id
+            conn.execute(
+                "INSERT INTO tasks (id, priority, due_at, max_attempts, retry_delay) VALUES (?, ?, ?, ?, ?)",
+                (task_id, priority, self._now if due_at is None else due_at, max_attempts, retry_delay),
+            )
             if key is not None:
                 conn.execute("INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)", (key, task_id, due_at))
             self._touched = True
@@ -430,7 +459,8 @@ class DurableScheduler:
         bound = self._check_lease_call(task_id, token, now)
         with self._write() as conn:
             self._expire(conn, now)
-            changed = conn.execute(f"UPDATE tasks SET status = 'succeeded', {_RELEASE} WHERE {_FENCE}", (task_id, bound, now)).rowcount
+            changed = conn.execute(f"UPDATE tasks SET status = 'succeeded', ended_at = ?, {_RELEASE} WHERE {_FENCE}",
+                                   (now, task_id, bound, now)).rowcount
             if not changed:
                 return self._rejection(conn, task_id, token)
             if effect is not None:
@@ -441,10 +471,13 @@ class DurableScheduler:
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
         """Accept an explicit failure from the current lease: retry with backoff, or end."""
         bound = self._check_lease_call(task_id, token, now)
-        status, current, attempts, max_attempts, retry_delay, cancel_requested = self._conn.execute(
+        row = self._conn.execute(
             "SELECT status, token, attempts, max_attempts, retry_delay, cancel_requested FROM tasks WHERE id = ?",
             (task_id,),
         ).fetchone()
+        if row is None:
+            raise v.forgotten_task(task_id)
+        status, current, attempts, max_attempts, retry_delay, cancel_requested = row
         due_at = None
         if cancel_requested:
             ending = Status.CANCELLED
@@ -458,8 +491,8 @@ class DurableScheduler:
         with self._write() as conn:
             self._expire(conn, now)
             changed = conn.execute(
-                f"UPDATE tasks SET status = ?, due_at = coalesce(?, due_at), {_RELEASE} WHERE {_FENCE}",
-                (ending.value, due_at, task_id, bound, now),
+                f"UPDATE tasks SET status = ?, due_at = coalesce(?, due_at), ended_at = ?, {_RELEASE} WHERE {_FENCE}",
+                (ending.value, due_at, None if ending is Status.RETRY_WAIT else now, task_id, bound, now),
             ).rowcount
             if not changed:
                 return self._rejection(conn, task_id, token)
@@ -469,14 +502,20 @@ class DurableScheduler:
     def cancel(self, task_id: int, now: int) -> Outcome:
         """Cancel a waiting task; mark a running one ``cancel_requested``; refuse a final one."""
         self._check_id(task_id)
-        v.check_time(self._now, now)
-        _fits("now", now)
+        try:
+            v.check_time(self._now, now)
+            _fits("now", now)
+        except ValueError:
+            self._require_row(task_id)  # a forgotten id is the first error, as the model checks it first
+            raise
         with self._write() as conn:
             self._expire(conn, now)
             if conn.execute("UPDATE tasks SET cancel_requested = 1 WHERE id = ? AND status = 'running'", (task_id,)).rowcount:
                 return ACCEPTED
-            if conn.execute("UPDATE tasks SET status = 'cancelled' WHERE id = ? AND status IN ('pending', 'retry_wait')", (task_id,)).rowcount:
+            if conn.execute("UPDATE tasks SET status = 'cancelled', ended_at = ? WHERE id = ? AND status IN ('pending', 'retry_wait')",
+                            (now, task_id)).rowcount:
                 return ACCEPTED
+            self._require_row(task_id)  # raising rolls the expiry back: nothing changes
             return Outcome(False, Reason.ALREADY_FINAL)
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
@@ -496,10 +535,36 @@ class DurableScheduler:
             refused = self._rejection(conn, task_id, token)
             return refused if not refused.accepted else Outcome(False, Reason.CANCEL_REQUESTED)
 
+    def prune(self, before: int, now: int) -> int:
+        """Forget every final task that ended at a time ``< before``, with its key; return how many.
+
+        Timed: leases due at ``now`` expire first. ``before`` is an int with
+        ``0 <= before <= now``. The rows are deleted in the call's one
+        transaction, together with the counters of ids and tokens, so neither
+        is ever reused, after a reopen too. A forgotten key may be submitted
+        again and makes a new task. O(k log T) for the k rows deleted (the
+        ``tasks_ended`` index finds them), plus the expiry.
+        """
+        v.check_prune(self._now, before, now)
+        _fits("now", now)
+        with self._write() as conn:
+            self._expire(conn, now)
+            conn.execute(f"DELETE FROM keys WHERE task_id IN (SELECT id FROM tasks WHERE {_FINAL} AND ended_at < ?)",
+                         (before,))
+            forgotten = conn.execute(f"DELETE FROM tasks WHERE {_FINAL} AND ended_at < ?", (before,)).rowcount
+            if forgotten:
+                conn.execute("UPDATE scheduler SET last_id = ?, last_token = ?", (self._issued, self._last_token))
+            return forgotten
+
     # -------------------------------------------------------------- internals
 
     def _check_id(self, task_id: object) -> int:
         return v.check_task_id(task_id, self._issued)
+
+    def _require_row(self, task_id: int) -> None:
+        """Raise the forgotten-task error if ``task_id`` (issued) has no row: prune deleted it."""
+        if self._conn.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
+            raise v.forgotten_task(task_id)
 
     def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> int:
         """Validate a token-carrying call in the model's order; return the token as SQLite can bind it.
@@ -508,10 +573,14 @@ class DurableScheduler:
         matches no lease either (tokens start at 1).
         """
         self._check_id(task_id)
-        v.check_int("token", token)
-        v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
-        _fits("now", now)
+        try:
+            v.check_int("token", token)
+            v.check_time(self._now, now)
+            v.check_min("duration", duration, 1)
+            _fits("now", now)
+        except ValueError:
+            self._require_row(task_id)  # a forgotten id is the first error, as the model checks it first
+            raise
         return token if INT64_MIN <= token <= INT64_MAX else -1
 
     def _release(self, token: int) -> None:
@@ -530,7 +599,7 @@ class DurableScheduler:
         ended = [token for token, (_, _, expires_at) in self._leases.items() if expires_at <= now]
         for token in ended:
             task_id, worker, _ = self._leases.pop(token)
-            conn.execute(_EXPIRE, (task_id,))
+            conn.execute(_EXPIRE, (now, task_id))
             self._load_of[worker] -= 1
         conn.execute("UPDATE scheduler SET now = ?", (now,))
         self._now = now
@@ -542,9 +611,10 @@ class DurableScheduler:
         Returns ACCEPTED when the token is the task's current lease (the caller then knows the
         fence refused for another reason: a cancel request, for ``renew``).
         """
-        status, current, expired = conn.execute(
-            "SELECT status, token, expired_token FROM tasks WHERE id = ?", (task_id,)
-        ).fetchone()
+        row = conn.execute("SELECT status, token, expired_token FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise v.forgotten_task(task_id)  # inside the call's transaction: raising rolls it back
+        status, current, expired = row
         running = status == Status.RUNNING
         lease = _Lease(Status(status), current if running else None, expired)
         return SimpleScheduler._rejection(lease, token) or ACCEPTED
@@ -577,10 +647,22 @@ class DurableScheduler:
         assert running == distinct, "two running tasks hold the same token"
         orphans = conn.execute("SELECT key FROM keys WHERE task_id NOT IN (SELECT id FROM tasks)").fetchall()
         assert not orphans, f"keys {[r[0] for r in orphans]} name no task"
+        unended = conn.execute(f"SELECT id FROM tasks WHERE ({_FINAL}) != (ended_at IS NOT NULL)").fetchall()
+        assert not unended, f"tasks {[r[0] for r in unended]} have ended_at set while not final, or not while final"
+        saved = conn.execute("SELECT last_id, last_token FROM scheduler").fetchone()
+        assert saved[0] <= self._issued and saved[1] <= self._last_token, (
+            f"the saved counters {saved} are above the ids and tokens issued, {(self._issued, self._last_token)}")
         cached = (self._now, self._issued, self._last_token, self._capacity, self._leases, self._load_of)
         self._load()
         fresh = (self._now, self._issued, self._last_token, self._capacity, self._leases, self._load_of)
         assert cached == fresh, f"the in-memory caches differ from the file: {cached} != {fresh}"
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run ``script``'s statements in the open transaction (``executescript()`` would COMMIT it)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 class _Transaction:
@@ -610,7 +692,8 @@ class _Transaction:
                     raise
             self._roll_back(conn)
         finally:
-            scheduler._touched = False
+            if not self.nested:  # inside a batch, the block's own rollback must still reload the caches
+                scheduler._touched = False
 
     def _roll_back(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:

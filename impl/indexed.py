@@ -6,7 +6,12 @@ raises ``ValueError`` for exactly the same invalid calls, changing nothing
 then. What changes is the representation. Where ``SimpleScheduler`` scans
 every task, this one keeps
 
-* a registry: one record per task in a list indexed by ``id - 1``;
+* a registry: one record per task, a dict keyed by id (a ``prune`` deletes
+  the records it forgets, so the registry holds the live and the retained
+  tasks only; ``_last_id`` counts the ids issued, which are never reused);
+* a **final queue**: the ids of final tasks in the order they ended, which
+  is the order of their ``ended_at`` since time never goes backwards, so a
+  ``prune`` pops exactly the tasks it forgets off its head;
 * per-worker running counts, so capacity is one dictionary lookup;
 * a **ready heap** of ``(-priority, due_at, id)`` for waiting tasks (pending
   or retry_wait) whose ``due_at <= now``: its head is the dispatch choice;
@@ -36,8 +41,12 @@ entries. ``check_invariants()`` recounts all of this in O(n).
 Complexity, n the entries in the heap concerned: ``submit``, ``dispatch``,
 ``complete``, ``fail``, ``cancel`` and ``renew`` O(log n) amortized, plus
 O(k log n) for the k leases that expire or tasks that fall due at that call;
-``advance`` the same; ``add_worker`` and ``task`` O(1). A rebuild is O(n),
-paid for by the more than n / 2 stale entries it drops.
+``advance`` the same; ``add_worker`` and ``task`` O(1); ``prune`` O(k) for
+the k tasks it forgets, plus the expiry above. A rebuild is O(n), paid for
+by the more than n / 2 stale entries it drops. After a ``prune``, memory is
+what the remaining tasks need: their records, their keys, and heap entries
+bounded as above (a stale entry may name a forgotten task; it is dropped
+like any other).
 
 The hot paths (``submit``, ``dispatch``, ``complete``) test their arguments
 with exact-type comparisons first and fall back to ``impl._validate``'s checks,
@@ -47,6 +56,7 @@ the same ``ValueError`` with the same message.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
@@ -62,6 +72,7 @@ _RETRY_WAIT = Status.RETRY_WAIT
 _SUCCEEDED = Status.SUCCEEDED
 _FAILED = Status.FAILED
 _CANCELLED = Status.CANCELLED
+_FINAL = (_SUCCEEDED, _FAILED, _CANCELLED)
 
 _NOT_RUNNING = Outcome(False, Reason.NOT_RUNNING)
 _STALE_TOKEN = Outcome(False, Reason.STALE_TOKEN)
@@ -106,7 +117,7 @@ class _Task:
 
     __slots__ = (
         "priority", "due_at", "max_attempts", "retry_delay", "status", "attempts",
-        "worker", "token", "expires_at", "cancel_requested", "expired_token", "entry",
+        "worker", "token", "expires_at", "cancel_requested", "expired_token", "entry", "ended_at",
     )
 
     def __init__(self, priority: int, due_at: int, max_attempts: int | None, retry_delay: int,
@@ -125,6 +136,7 @@ class _Task:
         # The live heap entry for this task (ready or due while waiting,
         # expiration while running), None once final. Any other entry is stale.
         self.entry = entry
+        self.ended_at = None  # when it became final; set exactly while final
 
 
 class IndexedScheduler:
@@ -139,7 +151,10 @@ class IndexedScheduler:
 
     def __init__(self) -> None:
         self._now = 0  # logical time; never decreases
-        self._tasks: list[_Task | tuple] = []  # the registry, index id - 1: a _Task or a fresh entry
+        self._tasks: dict[int, _Task | tuple] = {}  # the registry, by id: a _Task or a fresh entry
+        self._last_id = 0  # ids issued so far: 1.._last_id, each in the registry unless forgotten
+        self._final: deque[int] = deque()  # ids of the final tasks in the registry, in the order they ended
+        self._key_of: dict[int, str] = {}  # task id -> its idempotency key, for the keyed tasks in the registry
         self._capacity: dict[str, int] = {}  # worker -> slots
         self._load: dict[str, int] = {}  # worker -> running tasks; equals a recount
         self._last_token = 0  # tokens issued so far
@@ -203,6 +218,7 @@ class IndexedScheduler:
                 return known
             task_id = self._submit_record(priority, self._now if due_at is None else due_at, max_attempts, retry_delay)
             self._keys[key] = (task_id, arguments)
+            self._key_of[task_id] = key
             return task_id
         tasks = self._tasks
         now = self._now
@@ -213,19 +229,19 @@ class IndexedScheduler:
                 or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
             return self._submit_record(priority, due_at, max_attempts, retry_delay)
         # The common case, plain ints due at once: the entry is the whole record.
-        task_id = len(tasks) + 1
+        self._last_id = task_id = self._last_id + 1
         fresh = (-priority, due_at, task_id, max_attempts, retry_delay)
         heappush(self._ready, fresh)
-        tasks.append(fresh)
+        tasks[task_id] = fresh
         return task_id
 
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task.
 
         Raises:
-            ValueError: ``task_id`` is not an id issued so far.
+            ValueError: ``task_id`` is not an id issued so far, or was forgotten.
         """
-        t = self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+        t = self._record(task_id)
         if type(t) is tuple:  # a fresh task
             return TaskView(task_id, _PENDING, -t[0], t[1], 0, None, None, None, False)
         return TaskView(task_id, t.status, t.priority, t.due_at, t.attempts,
@@ -278,11 +294,11 @@ class IndexedScheduler:
         tasks = self._tasks
         while ready:
             entry = heappop(ready)
-            t = tasks[entry[2] - 1]
+            t = tasks.get(entry[2])
             if t is entry:  # a fresh task: its record was this entry
-                t = tasks[entry[2] - 1] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
+                t = tasks[entry[2]] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
                 break
-            if t.entry is entry:
+            if t is not None and t.entry is entry:  # None: a stale entry of a forgotten task
                 break
             self._ready_stale -= 1
         else:
@@ -324,19 +340,20 @@ class IndexedScheduler:
         Complexity: O(log n) amortized.
         """
         tasks = self._tasks
-        if (type(task_id) is not int or not 0 < task_id <= len(tasks) or type(token) is not int
+        if (type(task_id) is not int or task_id not in tasks or type(token) is not int
                 or type(now) is not int or now < self._now):
             self._check_lease_call(task_id, token, now)
         if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
         else:
             self._now = now
-        t = tasks[task_id - 1]
+        t = tasks[task_id]
         if type(t) is not _Task:  # a fresh task: pending, never leased
             return _NOT_RUNNING
         if t.token != token:  # only a running task has a token
             return _rejection(t, token)
         self._end_lease(t, _SUCCEEDED)
+        self._ended(t, task_id, now)
         return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
@@ -355,8 +372,10 @@ class IndexedScheduler:
             return _rejection(t, token)
         if t.cancel_requested:
             self._end_lease(t, _CANCELLED)
+            self._ended(t, task_id, now)
         elif t.max_attempts is not None and t.attempts >= t.max_attempts:
             self._end_lease(t, _FAILED)
+            self._ended(t, task_id, now)
         else:
             self._end_lease(t, _RETRY_WAIT)
             t.due_at = due_at = now + t.retry_delay * 2 ** (t.attempts - 1)
@@ -390,6 +409,7 @@ class IndexedScheduler:
             return _ALREADY_FINAL
         t.status = _CANCELLED
         t.entry = None
+        self._ended(t, task_id, now)
         if t.due_at <= now:
             self._ready_stale += 1
             self._compact_ready()
@@ -430,6 +450,44 @@ class IndexedScheduler:
             self._compact_expiry()
         return ACCEPTED
 
+    def prune(self, before: int, now: int) -> int:
+        """Forget every final task that ended at a time ``< before``, with its key; return how many.
+
+        Timed: leases due at ``now`` expire first (a task that ends so, ends
+        at ``now >= before`` and is kept). Afterwards ``task`` and every call
+        naming a forgotten id raise ``ValueError`` saying it was forgotten;
+        ids and tokens are never reused; a forgotten key may be submitted
+        again and makes a new task.
+
+        Args:
+            before: an int, ``0 <= before <= now``.
+            now: the logical time, an int >= ``self.now``.
+
+        Raises:
+            ValueError: ``before`` not an int or out of range, or a bad time.
+
+        Complexity: O(k) for the k tasks forgotten, plus the expiry; the
+        registry is copied (O(live)) when it lost more than it keeps, so its
+        table shrinks to what is left.
+        """
+        v.check_prune(self._now, before, now)
+        self._advance_to(now)
+        tasks, final, key_of, keys = self._tasks, self._final, self._key_of, self._keys
+        forgotten = 0
+        while final and tasks[final[0]].ended_at < before:
+            task_id = final.popleft()
+            del tasks[task_id]
+            key = key_of.pop(task_id, None)
+            if key is not None:
+                del keys[key]
+            forgotten += 1
+        if forgotten > len(tasks):
+            # A dict never shrinks its table on deletion; a copy of one this sparse is compact.
+            self._tasks = dict(tasks)
+            self._keys = dict(keys)
+            self._key_of = dict(key_of)
+        return forgotten
+
     # -------------------------------------------------------------- invariants
 
     def check_invariants(self) -> None:
@@ -453,19 +511,23 @@ class IndexedScheduler:
                 _require(id(entry) not in where, f"entry {entry} is in the {name} heap twice or in two heaps")
                 where[id(entry)] = name
                 task_id = _entry_id(entry)
-                _require(type(task_id) is int and 1 <= task_id <= len(tasks), f"{name} entry {entry} names no task")
+                _require(type(task_id) is int and 1 <= task_id <= self._last_id, f"{name} entry {entry} names no task")
                 live += _is_live(entry, tasks)
             _require(stale == len(heap) - live,
                      f"{name} heap says {stale} stale entries, a recount finds {len(heap) - live} of {len(heap)}")
             _require(stale <= _COMPACT_MIN or stale * _COMPACT_RATIO <= len(heap),
                      f"{name} heap holds {stale} stale entries of {len(heap)}: past the compaction threshold")
         load = dict.fromkeys(self._capacity, 0)
-        for task_id, t in enumerate(tasks, 1):
+        ended = []  # (ended_at, id) of every final task in the registry
+        for task_id, t in tasks.items():
+            _require(type(task_id) is int and 1 <= task_id <= self._last_id, f"the registry holds task {task_id!r}, never issued")
             if type(t) is tuple:  # a fresh task: pending, due, its record is its ready entry
                 _require(len(t) == 5 and t[2] == task_id and t[1] <= now, f"task {task_id}'s fresh record is {t}")
                 _require(where.get(id(t)) == "ready", f"fresh task {task_id} is in the {where.get(id(t))} heap")
                 continue
             status, entry = t.status, t.entry
+            _require((t.ended_at is not None) == (status in _FINAL),
+                     f"task {task_id} is {status} with ended_at={t.ended_at}")
             _require((t.worker is None) == (t.token is None) == (t.expires_at is None) == (status is not _RUNNING),
                      f"task {task_id} is {status} with worker={t.worker!r} token={t.token} expires_at={t.expires_at}")
             _require(not t.cancel_requested or status is _RUNNING, f"task {task_id} is {status} with cancel_requested")
@@ -486,6 +548,7 @@ class IndexedScheduler:
                 expected, key = "expiration", (t.expires_at, t.token, task_id)
             else:
                 _require(entry is None, f"task {task_id} is final ({status}) but has a live entry {entry}")
+                ended.append((t.ended_at, task_id))
                 continue
             _require(where.get(id(entry)) == expected,
                      f"task {task_id} ({status}) has its live entry {entry} in the {where.get(id(entry))} heap, "
@@ -495,31 +558,49 @@ class IndexedScheduler:
         for worker, running in load.items():
             _require(running <= self._capacity[worker],
                      f"worker {worker!r} runs {running} tasks, above its capacity {self._capacity[worker]}")
-        tokens = [t.token for t in tasks if type(t) is _Task and t.status is _RUNNING]
+        tokens = [t.token for t in tasks.values() if type(t) is _Task and t.status is _RUNNING]
         _require(len(tokens) == len(set(tokens)), f"two running tasks share a token: {sorted(tokens)}")
+        queued = [(tasks[i].ended_at, i) if i in tasks else (None, i) for i in self._final]
+        _require(sorted(queued, key=lambda pair: pair[1]) == sorted(ended, key=lambda pair: pair[1]),
+                 f"the final queue holds {sorted(i for _, i in queued)}, the final tasks are {sorted(i for _, i in ended)}")
+        _require(all(queued[i][0] <= queued[i + 1][0] for i in range(len(queued) - 1)),
+                 f"the final queue is not in the order the tasks ended: {queued}")
+        _require({key: task_id for task_id, key in self._key_of.items()} == {key: r[0] for key, r in self._keys.items()},
+                 f"the keys {self._keys} and the keyed tasks {self._key_of} disagree")
+        _require(all(task_id in tasks for task_id in self._key_of), f"a key names a task not in the registry: {self._key_of}")
 
     # -------------------------------------------------------------- internals
 
+    def _record(self, task_id: object) -> _Task | tuple:
+        """The record of a valid ``task_id``; raise for an id never issued or forgotten."""
+        t = self._tasks.get(v.check_task_id(task_id, self._last_id))
+        if t is None:
+            raise v.forgotten_task(task_id)
+        return t
+
     def _get(self, task_id: object) -> _Task:
         """The record of a valid ``task_id``, as a ``_Task`` (a fresh task's tuple is replaced)."""
-        index = v.check_task_id(task_id, len(self._tasks)) - 1
-        t = self._tasks[index]
+        t = self._record(task_id)
         if type(t) is tuple:
-            t = self._tasks[index] = _Task(-t[0], t[1], t[3], t[4], t)
+            t = self._tasks[task_id] = _Task(-t[0], t[1], t[3], t[4], t)
         return t
+
+    def _ended(self, t: _Task, task_id: int, now: int) -> None:
+        """Record that ``t`` (now final) ended at ``now``: it joins the final queue's tail."""
+        t.ended_at = now
+        self._final.append(task_id)
 
     def _submit_record(self, priority: int, due_at: int, max_attempts: int | None, retry_delay: int) -> int:
         """``submit`` for all but the common case: check every argument, then keep a ``_Task``."""
         v.check_submit(priority, due_at, max_attempts, retry_delay)
-        tasks = self._tasks
-        task_id = len(tasks) + 1
+        self._last_id = task_id = self._last_id + 1
         if due_at <= self._now:
             entry = (-priority, due_at, task_id)
             heappush(self._ready, entry)
         else:
             entry = (due_at, task_id)
             heappush(self._due, entry)
-        tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))
+        self._tasks[task_id] = _Task(priority, due_at, max_attempts, retry_delay, entry)
         return task_id
 
     def _check_dispatch(self, worker: object, now: object, duration: object) -> int:
@@ -533,7 +614,7 @@ class IndexedScheduler:
 
     def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> None:
         """Check a token-carrying call's arguments in the contract's order."""
-        v.check_task_id(task_id, len(self._tasks))
+        self._record(task_id)
         v.check_int("token", token)
         v.check_time(self._now, now)
         v.check_min("duration", duration, 1)
@@ -549,15 +630,17 @@ class IndexedScheduler:
         tasks, expiry, due, ready = self._tasks, self._expiry, self._due, self._ready
         while expiry and expiry[0][0] <= now:
             entry = heappop(expiry)
-            t = tasks[entry[2] - 1]
-            if t.entry is not entry:
+            t = tasks.get(entry[2])
+            if t is None or t.entry is not entry:  # None: a forgotten task's stale entry
                 self._expiry_stale -= 1
                 continue
             token = t.token
             if t.cancel_requested:
                 self._end_lease(t, _CANCELLED, popped=True)
+                self._ended(t, entry[2], now)
             elif t.max_attempts is not None and t.attempts >= t.max_attempts:
                 self._end_lease(t, _FAILED, popped=True)
+                self._ended(t, entry[2], now)
             else:
                 self._end_lease(t, _PENDING, popped=True)
                 t.entry = back = (-t.priority, t.due_at, entry[2])  # due_at <= start < now: ready
@@ -565,8 +648,8 @@ class IndexedScheduler:
             t.expired_token = token
         while due and due[0][0] <= now:
             entry = heappop(due)
-            t = tasks[entry[1] - 1]
-            if t.entry is not entry:
+            t = tasks.get(entry[1])
+            if t is None or t.entry is not entry:
                 self._due_stale -= 1
                 continue
             t.entry = ready_entry = (-t.priority, entry[0], entry[1])
@@ -611,15 +694,15 @@ class IndexedScheduler:
             self._expiry_stale = 0
 
 
-def _rebuild(heap: list, tasks: list[_Task]) -> None:
+def _rebuild(heap: list, tasks: dict[int, _Task | tuple]) -> None:
     """Drop every stale entry of ``heap`` in place (callers hold references to it)."""
     heap[:] = [entry for entry in heap if _is_live(entry, tasks)]
     heapify(heap)
 
 
-def _is_live(entry: tuple, tasks: list) -> bool:
+def _is_live(entry: tuple, tasks: dict) -> bool:
     """Whether ``entry`` speaks for its task: it is the task's record or its record's entry."""
-    record = tasks[_entry_id(entry) - 1]
+    record = tasks.get(_entry_id(entry))
     return record is entry or (type(record) is _Task and record.entry is entry)
 
 

@@ -321,7 +321,7 @@ class PostgresScheduler:
         return self._conn.execute(self._q["now"]).fetchone()[1]
 
     def task(self, task_id: int) -> TaskView:
-        """A detached view of one task; an unknown id raises ValueError."""
+        """A detached view of one task; an unknown or forgotten id raises ValueError."""
         v.check_int("task_id", task_id)
         if task_id < 1:
             # ids start at 1: unknown without asking the server
@@ -332,6 +332,7 @@ class PostgresScheduler:
         issued, found = row[0], row[1]
         if found is None:
             v.check_task_id(task_id, issued)  # raises, naming what ids exist
+            raise v.forgotten_task(task_id)  # issued, and its row is gone: prune deleted it
         return TaskView(found, Status(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9])
 
     def snapshot(self) -> tuple[int, list[TaskView]]:
@@ -404,6 +405,20 @@ class PostgresScheduler:
         _fits("duration", v.check_min("duration", duration, 1))
         return self._outcome("renew", (*args, duration))
 
+    def prune(self, before: int, now: int) -> int:
+        """Forget every final task that ended at a time ``< before``, with its key; return how many.
+
+        Timed (leases due at ``now`` expire first); ``before`` an int with
+        ``0 <= before <= now``. One round trip: the rows are deleted in the
+        call's one transaction (``fp_prune``); ids and tokens are counters
+        apart from the rows, never reused. O(k log T) for the k rows deleted.
+        """
+        v.check_int("before", before)
+        self._time(now)
+        if not 0 <= before <= now:
+            raise ValueError(f"before must be >= 0 and <= now: before={before!r}, now={now!r}")
+        return self._call("prune", (before, now))[0]
+
     # -------------------------------------------------------------- internals
 
     @staticmethod
@@ -474,6 +489,7 @@ _QUERIES = {
     "cancel": "CALL {0}.fp_cancel(%s, %s, NULL, NULL)",
     "renew": "CALL {0}.fp_renew(%s, %s, %s, %s, NULL, NULL)",
     "advance": "CALL {0}.fp_advance(%s)",
+    "prune": "CALL {0}.fp_prune(%s, %s, NULL)",
 }
 
 

@@ -39,11 +39,11 @@ class StatusFencedScheduler(PostgresScheduler):
             self._conn.execute(sql.SQL("SELECT {}.fp_begin_task(%s, %s)").format(schema), (args[0], args[2]))
             done = self._conn.execute(
                 sql.SQL(
-                    "UPDATE {}.tasks SET status = 'succeeded', worker = NULL, token = NULL, started_at = NULL,"
-                    " expires_at = NULL, cancel_requested = false"
+                    "UPDATE {}.tasks SET status = 'succeeded', ended_at = %s, worker = NULL, token = NULL,"
+                    " started_at = NULL, expires_at = NULL, cancel_requested = false"
                     " WHERE id = %s AND status = 'running'"  # <-- the bug: no "AND token = %s AND expires_at > %s"
                 ).format(schema),
-                (args[0],),
+                (args[2], args[0]),
             ).rowcount
         return Outcome(True) if done else Outcome(False, "not_running")
 

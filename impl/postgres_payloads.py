@@ -24,7 +24,8 @@ run code of their own.
 Every method is one statement in its own transaction (autocommit), on this
 object's own connection; one object may be used from several threads (a lock
 serialises them). ``for_task`` uses an index this module adds on
-``keys(task_id)``, ``stamp`` the tasks' primary key: each costs O(log T) for T tasks.
+``keys(task_id)``: O(log T) for T tasks; ``stamp`` reads the ``meta`` row. A payload goes
+with its key when the scheduler forgets the key (``prune``), by a trigger on ``keys``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ CREATE TABLE IF NOT EXISTS {0}.payloads (
     args jsonb NOT NULL
 );
 CREATE INDEX IF NOT EXISTS payloads_keys_task_id ON {0}.keys (task_id);
+-- A key the scheduler forgets (prune forgets a final task with its key) takes its payload with
+-- it, in the same transaction: nothing will run it again, and a shared runner's table stays bounded.
+CREATE OR REPLACE FUNCTION {0}.fp_forget_payloads() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {0}.payloads p USING gone g WHERE p.key = g.key;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER keys_forget_payloads AFTER DELETE ON {0}.keys
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION {0}.fp_forget_payloads();
 """
 
 #: One statement per operation; ``{0}`` is the quoted schema.
@@ -58,7 +68,8 @@ _QUERIES = {
     # the task's current attempt count comes along, so the runner numbers attempts across processes
     "for_task": "SELECT p.function, p.args, t.attempts FROM {0}.keys k JOIN {0}.payloads p ON p.key = k.key"
                 " LEFT JOIN {0}.tasks t ON t.id = k.task_id WHERE k.task_id = %s",
-    "stamp": "SELECT (SELECT now FROM {0}.meta), (SELECT coalesce(max(id), 0) FROM {0}.tasks)",
+    # the id counter, not max(id): prune deletes rows, the counter never goes back
+    "stamp": "SELECT now, last_task FROM {0}.meta",
     "orphans": "SELECT count(*) FROM {0}.payloads p WHERE NOT EXISTS (SELECT 1 FROM {0}.keys k WHERE k.key = p.key)",
 }
 
@@ -133,7 +144,7 @@ class PostgresPayloads:
 
         Time moving (any client's timed call) expires leases and brings due
         tasks and retries in; a new id is a new task. Nothing else a client
-        does makes a task eligible. One statement, O(log T) (the tasks' primary key).
+        does makes a task eligible. One statement, O(1) (the ``meta`` row's counter).
         """
         with self._lock:
             now, last = self._conn.execute(self._q["stamp"]).fetchone()

@@ -43,7 +43,7 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
@@ -53,7 +53,7 @@ _TABLES = """
 CREATE TABLE IF NOT EXISTS {s}.meta (
     singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),  -- exactly one row
     now         bigint NOT NULL DEFAULT 0,     -- the scheduler's clock; never decreases
-    last_task   bigint NOT NULL DEFAULT 0,     -- ids issued so far (ids are 1..last_task, no gaps)
+    last_task   bigint NOT NULL DEFAULT 0,     -- ids issued so far (1..last_task; prune deletes, never reuses)
     epoch       timestamptz NOT NULL DEFAULT clock_timestamp(),  -- origin of DatabaseClock's ticks
     version     integer NOT NULL
 );
@@ -78,8 +78,10 @@ CREATE TABLE IF NOT EXISTS {s}.tasks (
     expires_at      bigint,
     cancel_requested boolean NOT NULL DEFAULT false,  -- only ever true while running
     expired_token   bigint,                    -- the token whose lease expired last (lease_expired)
+    ended_at        bigint,                    -- when it became final (prune forgets by it)
     CHECK ((status = 'running') = (token IS NOT NULL)),
-    CHECK ((status = 'running') = (expires_at IS NOT NULL))
+    CHECK ((status = 'running') = (expires_at IS NOT NULL)),
+    CHECK ((status IN ('succeeded', 'failed', 'cancelled')) = (ended_at IS NOT NULL))
 );
 -- dispatch order among waiting tasks
 CREATE INDEX IF NOT EXISTS tasks_ready ON {s}.tasks (priority DESC, due_at, id)
@@ -87,14 +89,18 @@ CREATE INDEX IF NOT EXISTS tasks_ready ON {s}.tasks (priority DESC, due_at, id)
 -- the expiry sweep and each worker's load
 CREATE INDEX IF NOT EXISTS tasks_running ON {s}.tasks (expires_at) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS tasks_by_worker ON {s}.tasks (worker) WHERE status = 'running';
+-- what prune forgets: final tasks by the time they ended
+CREATE INDEX IF NOT EXISTS tasks_ended ON {s}.tasks (ended_at) WHERE status IN ('succeeded', 'failed', 'cancelled');
 CREATE TABLE IF NOT EXISTS {s}.keys (
-    key             text PRIMARY KEY,          -- remembered for the scheduler's whole life
+    key             text PRIMARY KEY,          -- remembered until prune forgets its task
     task_id         bigint NOT NULL,
     priority        bigint NOT NULL,           -- the other arguments exactly as given:
     due_at          bigint,                    --   NULL when due_at was not given
     max_attempts    bigint,
     retry_delay     bigint NOT NULL
 );
+-- prune deletes a forgotten task's key by its task
+CREATE INDEX IF NOT EXISTS keys_by_task ON {s}.keys (task_id);
 INSERT INTO {s}.meta (version) VALUES ({version}) ON CONFLICT DO NOTHING;
 """
 
@@ -122,6 +128,8 @@ _BEGIN = """
             status = CASE WHEN cancel_requested THEN 'cancelled'
                           WHEN max_attempts IS NOT NULL AND attempts >= max_attempts THEN 'failed'
                           ELSE 'pending' END,
+            ended_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts)
+                            THEN p_now END,
             expired_token = token,
             worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
         WHERE status = 'running' AND expires_at <= p_now;
@@ -147,6 +155,11 @@ _CHECK_TASK = _CHECK_TIME + """
                 RAISE EXCEPTION 'task_id % is unknown: no task has been submitted yet', p_id USING ERRCODE = '{err}';
             END IF;
             RAISE EXCEPTION 'task_id % is unknown: ids issued so far are 1..%', p_id, v_last USING ERRCODE = '{err}';
+        END IF;
+        PERFORM 1 FROM {s}.tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'task_id % was forgotten: it was final and pruned since (its id is never reused)', p_id
+                USING ERRCODE = '{err}';
         END IF;
 """
 
@@ -294,7 +307,7 @@ LANGUAGE plpgsql AS $$
 DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean;
 BEGIN
 {begin}
-    UPDATE {s}.tasks SET status = 'succeeded',
+    UPDATE {s}.tasks SET status = 'succeeded', ended_at = p_now,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
 {fenced_outcome}
@@ -313,6 +326,7 @@ BEGIN
                       ELSE 'retry_wait' END,
         due_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts) THEN due_at
                       ELSE (p_now + retry_delay * power(2::numeric, attempts - 1))::bigint END,
+        ended_at = CASE WHEN cancel_requested OR (max_attempts IS NOT NULL AND attempts >= max_attempts) THEN p_now END,
         worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false
     WHERE id = p_id AND status = 'running' AND token = p_token AND expires_at > p_now AND {in_time};
 {fenced_outcome}
@@ -345,7 +359,8 @@ BEGIN
 {begin}
     UPDATE {s}.tasks SET
         cancel_requested = (status = 'running'),
-        status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END
+        status = CASE WHEN status = 'running' THEN 'running' ELSE 'cancelled' END,
+        ended_at = CASE WHEN status = 'running' THEN NULL ELSE p_now END
     WHERE id = p_id AND status NOT IN ('succeeded', 'failed', 'cancelled') AND {in_time};
     accepted := FOUND;
     IF NOT accepted THEN
@@ -364,6 +379,25 @@ BEGIN
     IF NOT v_hold THEN
 {check_time}
     END IF;
+{end}
+END $$;
+
+-- prune: under the clock lock (shared: every call at this time ends its tasks at p_now >= p_before,
+-- so none of them is among the rows deleted), delete the final tasks that ended before p_before
+-- and their keys. Ids (meta.last_task) and tokens (the sequence) are counters apart: never reused.
+CREATE OR REPLACE PROCEDURE {s}.fp_prune(p_before bigint, p_now bigint, OUT o_count bigint)
+LANGUAGE plpgsql AS $$
+DECLARE v_clock bigint; v_last bigint; v_locked text; v_hold boolean := false; v_wrote boolean := false;
+BEGIN
+{begin}
+    IF NOT v_hold THEN
+{check_time}
+    END IF;
+    DELETE FROM {s}.keys WHERE task_id IN (
+        SELECT id FROM {s}.tasks WHERE status IN ('succeeded', 'failed', 'cancelled') AND ended_at < p_before);
+    DELETE FROM {s}.tasks WHERE status IN ('succeeded', 'failed', 'cancelled') AND ended_at < p_before;
+    GET DIAGNOSTICS o_count = ROW_COUNT;
+    v_wrote := o_count > 0;
 {end}
 END $$;
 

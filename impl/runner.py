@@ -59,20 +59,35 @@ exceptions stay in the process that ran the task; the scheduler's view is
 everyone's. The README's "Many runners on many machines, one schema" has the
 details.
 
+**Memory is bounded by the live tasks plus a retention window.** A task's
+record (its function, and its result or error) is kept while the task is
+live and, once final, for ``retention`` ticks after the call that made it
+final, whether it was read or not: ``result``, ``error`` and ``task`` may be
+called any number of times in that window, and raise ``ValueError`` saying
+the task was forgotten after it. Choose the window as the longest time a
+caller may take to come back for an answer (say, a request's timeout);
+``retention=None`` keeps every record for the runner's life (memory then
+grows with every task). The runner prunes its scheduler on the same window
+when the scheduler offers ``prune``, so the scheduler forgets the same tasks.
+Both forget lazily, at the runner's next timed call at or past the window's
+end; an idle runner makes no calls and holds still.
+
 ``save_trace(path)`` writes every protocol call the runner made, in the order
 the scheduler saw them, with each actual result as ``expect``: a scenario
 that ``fencepost replay`` checks against any scheduler (it must start fresh)
-and ``fencepost tui`` shows.
+and ``fencepost tui`` shows. The trace is recorded only when asked for
+(``Runner(trace=True)``), and then in full: it grows with every call.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from fencepost.impl.attempts import Attempt, Cancelled, TaskContext, TaskRecord
+from fencepost.impl.attempts import FINAL, Attempt, Cancelled, TaskContext, TaskRecord
 from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.isolation import MODES
 from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's constants stay importable from here)
@@ -91,6 +106,9 @@ ISOLATIONS = tuple(MODES)
 
 #: Real seconds ``stop()`` waits for running user functions before it gives up with ``TimeoutError``.
 STOP_TIMEOUT = 60.0
+
+#: Ticks a final task's record is kept by default: ten minutes of ``MonotonicClock``'s milliseconds.
+DEFAULT_RETENTION = 600_000
 
 #: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers), or
 #: ``NAME-w1`` .. ``NAME-wN`` for a runner given a ``name`` (unique among runners sharing a scheduler).
@@ -124,6 +142,12 @@ class Runner:
             this runner runs any task of the scheduler, whoever submitted it.
         poll: shared runners only: real seconds between looks for what other
             processes did (default ``SHARED_POLL_SECONDS``).
+        retention: ticks a final task's record (result, error) is kept after
+            it became final, an int >= 0 (default ``DEFAULT_RETENTION``), or
+            None to keep every record; the scheduler is pruned on the same
+            window when it offers ``prune`` (see the module docstring).
+        trace: record every protocol call for ``save_trace`` (default False:
+            a trace grows with every call, so it is kept only when asked for).
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
@@ -142,6 +166,8 @@ class Runner:
         functions: Mapping[str, Callable[..., object]] | None = None,
         payloads: object = None,
         poll: float | None = None,
+        retention: int | None = DEFAULT_RETENTION,
+        trace: bool = False,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -153,6 +179,10 @@ class Runner:
             raise ValueError(
                 f"name must be None or a non-empty str without surrounding spaces (its slots are NAME-w1..), got {name!r}"
             )
+        if retention is not None and (isinstance(retention, bool) or not isinstance(retention, int) or retention < 0):
+            raise ValueError(f"retention must be None or an int >= 0 (clock ticks), got {retention!r}")
+        if not isinstance(trace, bool):
+            raise ValueError(f"trace must be a bool, got {trace!r}")
         mode = mode_for(functions, payloads, poll)
         if clock is None:
             clock = MonotonicClock()
@@ -172,13 +202,22 @@ class Runner:
         self._mode = mode  # whose tasks: this runner's own (alone), or any of a shared scheduler's
         self._lock = threading.Lock()  # guards everything below and every call on the scheduler
         self._changed = threading.Condition(self._lock)  # notified on every state change
+        # The expiry thread waits apart, woken only when a lease may end sooner than it planned
+        # for, so the state changes of every task do not wake it (each wake costs a lock handoff).
+        self._expiry_changed = threading.Condition(self._lock)
+        self._expiry_wakes_at: float = float("inf")  # the earliest lease end the expiry thread waits for
         self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, TaskRecord] = {}
         self._running: dict[str, Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
-        # Every protocol call, in the scheduler's order, as (op, argument values in protocol
-        # order, value, error message): tuples, not dicts, so a long run's trace stays small.
-        self._trace: list[tuple[str, tuple, object, str | None]] = []
+        # With trace=True, every protocol call, in the scheduler's order, as (op, argument values
+        # in protocol order, value, error message): tuples, not dicts, so a long trace stays small.
+        self._trace: list[tuple[str, tuple, object, str | None]] | None = [] if trace else None
+        self._retention = retention
+        self._ended: deque[tuple[int, int]] = deque()  # (time it became final, task id), in that order
+        self._last_id = 0  # the largest task id this runner has held a record of
+        self._prunes = callable(getattr(scheduler, "prune", None))
+        self._now_seen = 0  # the time of the runner's latest timed call: when an untimed read notices an end
         self._version = 0  # bumped whenever work may have become eligible (submit, expiry)
         self._idle_proof: tuple[int, int] | None = None  # (version, time) at which a free slot's dispatch found nothing
         self._due_hints: list[int] = []  # heap of due times, so a real clock's idle slots wake when work falls due
@@ -191,7 +230,7 @@ class Runner:
         with self._lock:
             for slot in self._slots:
                 try:
-                    self._call("add_worker", worker=slot, capacity=1)
+                    self._call("add_worker", {"worker": slot, "capacity": 1})
                 except ValueError as exc:
                     if name is None or "already exists" not in str(exc):
                         raise
@@ -238,7 +277,7 @@ class Runner:
                 self._stopping = True
                 for attempt in self._running.values():
                     attempt.wake_up()
-                self._changed.notify_all()
+                self._wake_all()
 
     def _check_broken(self) -> None:
         """Raise ``RuntimeError`` (from the thread's exception) if a pool thread stopped the runner."""
@@ -262,7 +301,7 @@ class Runner:
             self._stopping = True
             for attempt in self._running.values():
                 attempt.wake_up()
-            self._changed.notify_all()
+            self._wake_all()
         self._clock.unsubscribe(self._on_clock)
         for thread in self._threads:
             thread.join(timeout)
@@ -313,11 +352,12 @@ class Runner:
                 unstore()
                 self._check_broken()
                 raise RuntimeError("cannot submit: the runner is stopped")
-            options = {"key": key} if key is not None else {}
+            # key is passed on only when given: a scheduler without keys never sees it
+            args = {"priority": priority, "due_at": due_at, "max_attempts": max_attempts, "retry_delay": retry_delay}
+            if key is not None:
+                args["key"] = key
             try:
-                task_id = self._call(
-                    "submit", priority=priority, due_at=due_at, max_attempts=max_attempts, retry_delay=retry_delay, **options
-                )
+                task_id = self._call("submit", args)
             except ValueError:
                 unstore()  # the scheduler refused the submit: leave nothing behind
                 raise
@@ -329,6 +369,8 @@ class Runner:
                 known.fn = fn  # shared: looked at (task, cancel) before this submit returned
             else:
                 self._tasks[task_id] = TaskRecord(fn)
+                if task_id > self._last_id:
+                    self._last_id = task_id
             heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
             self._version += 1
             self._changed.notify_all()
@@ -347,9 +389,9 @@ class Runner:
         self._runs.check_force(force)
         with self._lock:
             self._known(task_id)
-            outcome, _ = self._timed_call("cancel", lambda now: dict(task_id=task_id, now=now))
+            outcome, now = self._timed_call("cancel", lambda now: {"task_id": task_id, "now": now})
             if outcome.accepted:
-                view = self._refresh(task_id)
+                view = self._refresh(task_id, now)
                 for attempt in self._running.values():
                     if attempt.task_id == task_id and attempt.token == view.token:
                         attempt.cancel_requested = True
@@ -452,6 +494,8 @@ class Runner:
         shows the run. ``title`` and ``description`` (Markdown) replace the
         plain ones. O(calls) time and memory.
         """
+        if self._trace is None:
+            raise RuntimeError("save_trace needs a trace: make the runner with Runner(trace=True), which records every call")
         with self._lock:
             calls = list(self._trace)
         steps = []
@@ -488,20 +532,32 @@ class Runner:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
         if self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
-        lease, now = self._timed_call("dispatch", lambda now: dict(worker=slot, now=now, duration=self._lease))
+        lease, now = self._timed_call("dispatch", lambda now: {"worker": slot, "now": now, "duration": self._lease})
         if lease is None:
             self._idle_proof = (self._version, now)
             self._changed.notify_all()
             return None
+        # Every due time up to now is behind every later dispatch, so no later idle proof needs
+        # it; dropping them here keeps the heap to the tasks not yet due while the pool is busy.
+        # The proof in hand, if any, was made before them: it no longer stands.
+        hints = self._due_hints
+        if hints and hints[0] <= now:
+            self._idle_proof = None
+            while hints and hints[0] <= now:
+                heapq.heappop(hints)
         task = self._tasks.get(lease.task_id)
         new = task is None
         if new:
             task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
+            if lease.task_id > self._last_id:
+                self._last_id = lease.task_id
         task.status = Status.RUNNING.value
         task.attempts += 1
         self._mode.claim(lease.task_id, task, new)
         attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
         self._running[slot] = attempt
+        if lease.expires_at < self._expiry_wakes_at:
+            self._expiry_changed.notify()  # it sleeps past this lease's end: it must plan again
         return attempt
 
     def _run_attempt(self, attempt: Attempt) -> tuple[str, object]:
@@ -526,17 +582,18 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            answer, _ = self._timed_call(op, lambda now: dict(task_id=attempt.task_id, token=attempt.token, now=now))
+            answer, now = self._timed_call(op, lambda now: {"task_id": attempt.task_id, "token": attempt.token, "now": now})
             if answer.accepted:
                 task = self._tasks[attempt.task_id]
                 if kind == "ok":
                     task.result = value
                     task.completed_here = True
-                    task.status = Status.SUCCEEDED.value  # what an accepted completion always does
+                    task.status = _SUCCEEDED  # what an accepted completion always does
+                    self._ended_at(now, attempt.task_id)
                 else:
                     if kind == "error":
                         task.error = value
-                    view = self._refresh(attempt.task_id)
+                    view = self._refresh(attempt.task_id, now)
                     if view.status == Status.RETRY_WAIT:
                         heapq.heappush(self._due_hints, view.due_at)
         finally:
@@ -560,8 +617,9 @@ class Runner:
                     self._changed.notify_all()
                     continue
                 live = [a.expires_at for a in self._running.values() if not a.expired]
-                wait = self._clock.seconds_until(min(live)) if live else None
-                self._changed.wait(self._mode.bound_wait(wait))
+                self._expiry_wakes_at = min(live) if live else float("inf")
+                wait = self._clock.seconds_until(self._expiry_wakes_at) if live else None
+                self._expiry_changed.wait(self._mode.bound_wait(wait))
 
     def _expire_due_leases(self) -> bool:
         """Under the lock: if a running lease's time is up, make a timed call (``advance``) so the
@@ -571,7 +629,7 @@ class Runner:
         now = self._clock.now
         if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
             return False
-        self._timed_call("advance", lambda now: dict(now=now))
+        self._timed_call("advance", lambda now: {"now": now})
         return True
 
     def _after_timed_call(self, now: int) -> None:
@@ -579,18 +637,21 @@ class Runner:
         for attempt in self._running.values():
             if not attempt.expired and attempt.expires_at <= now:
                 attempt.expired = True
-                self._refresh(attempt.task_id)
+                self._refresh(attempt.task_id, now)
                 self._version += 1  # the task is eligible again
                 self._runs.lease_lost(attempt)  # process isolation: terminate its child
+        ended = self._ended
+        if ended and self._retention is not None and ended[0][0] < now - self._retention:
+            self._forget_before(now - self._retention, now)
 
     def _heartbeat(self, attempt: Attempt, duration: int | None) -> bool:
         if attempt.renew_refused:
             return False
         with self._lock:
-            answer, now = self._timed_call("renew", lambda now: dict(
-                task_id=attempt.task_id, token=attempt.token, now=now,
-                duration=self._lease if duration is None else duration,
-            ))
+            answer, now = self._timed_call("renew", lambda now: {
+                "task_id": attempt.task_id, "token": attempt.token, "now": now,
+                "duration": self._lease if duration is None else duration,
+            })
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
             else:
@@ -600,18 +661,22 @@ class Runner:
 
     # ------------------------------------------------------------ helpers (all under the lock)
 
-    def _call(self, op: str, **args: object) -> object:
-        """Make one protocol call and record it in the trace (a ``ValueError`` is recorded, then raised).
+    def _call(self, op: str, args: dict) -> object:
+        """Make one protocol call, by keyword, and record it in the trace if there is one.
 
         ``args`` are every argument of ``op`` in protocol order, but for trailing optional
-        ones left out (``key``): ``save_trace`` names the values by position.
+        ones left out (``key``): ``save_trace`` names the values by position. A ``ValueError``
+        is recorded, then raised.
         """
+        trace = self._trace
+        if trace is None:
+            return getattr(self._scheduler, op)(**args)
         try:
             value = getattr(self._scheduler, op)(**args)
         except ValueError as exc:
-            self._trace.append((op, tuple(args.values()), None, str(exc)))
+            trace.append((op, tuple(args.values()), None, str(exc)))
             raise
-        self._trace.append((op, tuple(args.values()), value, None))
+        trace.append((op, tuple(args.values()), value, None))
         return value
 
     def _timed_call(self, op: str, args_at: Callable[[int], dict]) -> tuple[object, int]:
@@ -628,27 +693,63 @@ class Runner:
         now = self._clock.now
         for _ in range(TIME_RETRIES):
             try:
-                value = self._call(op, **args_at(now))
+                value = self._call(op, args_at(now))
             except ValueError as exc:
                 fresh = self._clock.now
                 if BACKWARDS not in str(exc) or fresh <= now:
                     raise
                 now = fresh
                 continue
+            self._now_seen = now
             self._after_timed_call(now)
             return value, now
         raise ValueError(f"{op}: the scheduler refused {TIME_RETRIES} times in a row a time the clock had just given")
 
-    def _refresh(self, task_id: int) -> TaskView:
+    def _refresh(self, task_id: int, now: int | None = None) -> TaskView:
+        """Read the task's view and keep its status; a task found final starts its retention
+        window at ``now``, the timed call's time (None: an untimed read, at the latest call's)."""
         view = self._scheduler.task(task_id)
-        self._tasks[task_id].status = getattr(view.status, "value", view.status)
+        task = self._tasks[task_id]
+        status = getattr(view.status, "value", view.status)
+        if status in FINAL and task.status not in FINAL:
+            self._ended_at(self._now_seen if now is None else now, task_id)
+        task.status = status
         return view
+
+    def _ended_at(self, now: int, task_id: int) -> None:
+        """The task became final at ``now``: its record is kept for the retention window from then."""
+        if self._retention is not None:
+            self._ended.append((now, task_id))
+
+    def _forget_before(self, before: int, now: int) -> None:
+        """Drop the records of tasks that became final before ``before``, and prune the scheduler so.
+
+        O(k) for the k records dropped (they are in the order they ended). A
+        shared scheduler's prune may be refused as behind its clock (another
+        client moved it on): nothing is lost, the next timed call prunes.
+        """
+        ended, tasks = self._ended, self._tasks
+        while ended and ended[0][0] < before:
+            _, task_id = ended.popleft()
+            tasks.pop(task_id, None)
+        if self._prunes:
+            try:
+                self._call("prune", {"before": before, "now": now})
+            except ValueError:
+                pass  # behind a shared clock: the next window's prune forgets these too
+
+    def _wake_all(self) -> None:
+        """Wake every waiting thread: the pool, the expiry thread, callers of wait and wait_idle."""
+        self._changed.notify_all()
+        self._expiry_changed.notify_all()
 
     def _known(self, task_id: int) -> TaskRecord:
         an_id = isinstance(task_id, int) and not isinstance(task_id, bool)
         task = self._tasks.get(task_id) if an_id else None
         if task is None and an_id:
             task = self._mode.unknown(self, task_id)  # shared: any task of the scheduler
+        if task is None and an_id and 1 <= task_id <= self._last_id:
+            raise ValueError(f"task {task_id} was forgotten: it ended more than retention={self._retention} ticks ago")
         if task is None:
             raise ValueError(f"task_id must be the id of a task this runner submitted, got {task_id!r}")
         return task
@@ -689,8 +790,10 @@ class Runner:
             if not self._stopping:
                 self._expire_due_leases()
             self._mode.others_may_have_worked(self)  # shared: retries and due tasks others submitted may be eligible
-            self._changed.notify_all()
+            self._wake_all()
 
+
+_SUCCEEDED = Status.SUCCEEDED.value
 
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
 _ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}

@@ -40,12 +40,16 @@ class _Task:
     expires_at: int | None = None
     cancel_requested: bool = False
     expired_token: int | None = None  # for the lease_expired rejection reason
+    ended_at: int | None = None  # when it became final; set exactly while final
+    key: str | None = None  # its idempotency key, forgotten with it
 
-    def release(self, status: Status) -> None:
-        """End the assignment: clear every lease field and move to ``status``."""
+    def release(self, status: Status, now: int) -> None:
+        """End the assignment at ``now``: clear every lease field and move to ``status``."""
         self.status = status
         self.worker = self.token = self.started_at = self.expires_at = None
         self.cancel_requested = False
+        if status in FINAL_STATUSES:
+            self.ended_at = now
 
     def budget_spent(self) -> bool:
         return self.max_attempts is not None and self.attempts >= self.max_attempts
@@ -62,12 +66,14 @@ class SimpleScheduler:
 
     Every method raises ``ValueError`` for an invalid argument and then changes
     nothing. Complexity: ``submit``, ``add_worker`` and ``task`` O(1); every
-    timed operation O(T), T the number of tasks ever submitted.
+    timed operation O(T), T the number of tasks ever submitted. A task
+    forgotten by ``prune`` leaves one empty slot (``None``) in the registry,
+    so ids stay positions and are never reused.
     """
 
     def __init__(self) -> None:
         self._now = 0
-        self._tasks: list[_Task] = []  # index id - 1
+        self._tasks: list[_Task | None] = []  # index id - 1; None once forgotten by prune
         self._capacity: dict[str, int] = {}
         self._last_token = 0
         self._keys: dict[str, tuple[int, tuple]] = {}  # idempotency key -> (task id, submit arguments as passed)
@@ -99,13 +105,13 @@ class SimpleScheduler:
             return known
         task_id = len(self._tasks) + 1
         due = self._now if due_at is None else due_at
-        self._tasks.append(_Task(task_id, priority, due, max_attempts, retry_delay))
+        self._tasks.append(_Task(task_id, priority, due, max_attempts, retry_delay, key=key))
         if key is not None:
             self._keys[key] = (task_id, arguments)
         return task_id
 
     def task(self, task_id: int) -> TaskView:
-        """A detached view of one task; an unknown id raises."""
+        """A detached view of one task; an unknown or forgotten id raises."""
         return self._get(task_id).view()
 
     # -------------------------------------------------------------- timed
@@ -126,12 +132,12 @@ class SimpleScheduler:
         v.check_time(self._now, now)
         v.check_min("duration", duration, 1)
         self._expire(now)
-        load = sum(1 for t in self._tasks if t.status is Status.RUNNING and t.worker == worker)
+        load = sum(1 for t in self._tasks if t is not None and t.status is Status.RUNNING and t.worker == worker)
         if load >= self._capacity[worker]:
             return None
         best: _Task | None = None
         for t in self._tasks:
-            if t.status in DISPATCHABLE_STATUSES and t.due_at <= now:
+            if t is not None and t.status in DISPATCHABLE_STATUSES and t.due_at <= now:
                 if best is None or (-t.priority, t.due_at, t.id) < (-best.priority, best.due_at, best.id):
                     best = t
         if best is None:
@@ -150,7 +156,7 @@ class SimpleScheduler:
         refused = self._rejection(t, token)
         if refused:
             return refused
-        t.release(Status.SUCCEEDED)
+        t.release(Status.SUCCEEDED, now)
         return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
@@ -160,12 +166,12 @@ class SimpleScheduler:
         if refused:
             return refused
         if t.cancel_requested:
-            t.release(Status.CANCELLED)
+            t.release(Status.CANCELLED, now)
         elif t.budget_spent():
-            t.release(Status.FAILED)
+            t.release(Status.FAILED, now)
         else:
             backoff = t.retry_delay * 2 ** (t.attempts - 1)
-            t.release(Status.RETRY_WAIT)
+            t.release(Status.RETRY_WAIT, now)
             t.due_at = now + backoff
         return ACCEPTED
 
@@ -179,7 +185,7 @@ class SimpleScheduler:
         if t.status is Status.RUNNING:
             t.cancel_requested = True
         else:
-            t.release(Status.CANCELLED)
+            t.release(Status.CANCELLED, now)
         return ACCEPTED
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
@@ -193,10 +199,33 @@ class SimpleScheduler:
         t.expires_at = now + duration
         return ACCEPTED
 
+    def prune(self, before: int, now: int) -> int:
+        """Forget every final task that ended at a time ``< before``, with its key; return how many.
+
+        Timed: leases due at ``now`` expire first (a task they end, ends at
+        ``now >= before`` and is kept). ``before`` is an int with ``0 <=
+        before <= now``. A forgotten id is never reused; ``task`` and every
+        call naming it raise ``ValueError`` saying it was forgotten. O(T + K),
+        K the keys.
+        """
+        v.check_prune(self._now, before, now)
+        self._expire(now)
+        forgotten = 0
+        for index, t in enumerate(self._tasks):
+            if t is not None and t.ended_at is not None and t.ended_at < before:
+                self._tasks[index] = None
+                if t.key is not None:
+                    del self._keys[t.key]
+                forgotten += 1
+        return forgotten
+
     # -------------------------------------------------------------- internals
 
     def _get(self, task_id: object) -> _Task:
-        return self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+        t = self._tasks[v.check_task_id(task_id, len(self._tasks)) - 1]
+        if t is None:
+            raise v.forgotten_task(task_id)
+        return t
 
     def _timed_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> _Task:
         """Validate a token-carrying call (in the model's order), then expire; return the task."""
@@ -209,14 +238,14 @@ class SimpleScheduler:
 
     def _expire(self, now: int) -> None:
         for t in self._tasks:
-            if t.status is Status.RUNNING and t.expires_at <= now:
+            if t is not None and t.status is Status.RUNNING and t.expires_at <= now:
                 token = t.token
                 if t.cancel_requested:
-                    t.release(Status.CANCELLED)
+                    t.release(Status.CANCELLED, now)
                 elif t.budget_spent():
-                    t.release(Status.FAILED)
+                    t.release(Status.FAILED, now)
                 else:
-                    t.release(Status.PENDING)
+                    t.release(Status.PENDING, now)
                 t.expired_token = token
         self._now = now
 

@@ -158,3 +158,17 @@ class SchedulerProtocol(Protocol):
     def advance(self, now: int) -> None: ...
 
     def task(self, task_id: int) -> TaskView: ...
+
+
+class PruneProtocol(Protocol):
+    """The optional retention operation (not part of ``SchedulerProtocol``: a scheduler may lack it).
+
+    ``prune(before, now)`` is timed (leases due at ``now`` expire first);
+    ``before`` is an int with ``0 <= before <= now``. It forgets every final
+    task that became final at a time ``< before``, with its idempotency key,
+    and returns how many it forgot. Afterwards ``task`` and every call naming
+    a forgotten id raise ``ValueError`` saying the task was forgotten; ids and
+    tokens are never reused; a forgotten key may be submitted again.
+    """
+
+    def prune(self, before: int, now: int) -> int: ...

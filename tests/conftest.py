@@ -4,7 +4,7 @@
 (Hypothesis's own pytest plugin reads the option after this file registers it).
 
 It also refuses, for the whole suite, any import of the short top-level names
-``spec``, ``impl`` and ``tui``: installed, fencepost's code lives under
+``spec``, ``impl``, ``tui`` and ``report``: installed, fencepost's code lives under
 ``fencepost.*`` only, and ``python -m pytest`` puts the repository root on
 ``sys.path``, where such an import would quietly work here and fail for users.
 """
@@ -20,7 +20,7 @@ import fencepost.spec.profiles  # noqa: F401  (registers the profiles)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 #: Top-level names that are folders of this repository but not import names of fencepost.
-SHORT_NAMES = frozenset({"spec", "impl", "tui"})
+SHORT_NAMES = frozenset({"spec", "impl", "tui", "report"})
 
 
 class _RefuseShortNames(importlib.abc.MetaPathFinder):

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
 
-from fencepost.spec.arguments import DEFAULT_IMPL
+from fencepost.spec.arguments import DEFAULT_IMPL, UsageError
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from fencepost.spec.variants import DEFAULT, Variants
@@ -160,15 +160,19 @@ class FencepostApp(App[None]):
         save_path: str | None = None,
         walkthrough: str | None = None,
         freeze_collector: bool = False,
+        opener: Callable[[Scenario], tuple[Callable[[], object], str, str | None]] | None = None,
     ) -> None:
         """``walkthrough``: the built-in's name when the scenario is one, so its last step
         can point to the next in the curriculum. ``freeze_collector``: the process is this
         app's alone (``fencepost tui``), so what stays alive is moved out of the garbage
         collector's sight (``gc.freeze``) once the screen is up and as the model runs;
-        a library caller's heap is left as it is."""
+        a library caller's heap is left as it is. ``opener``: how a scenario loaded later
+        (``o``, the load prompt) gets its scheduler, as ``(factory, name, notice)``
+        (``tui.launch.choose_factory``); without one it runs on this timeline's factory."""
         super().__init__()
         self.freeze_collector = freeze_collector
         self.walkthrough = walkthrough
+        self.opener = opener
         self.timeline = timeline
         self.impl_name = impl_name
         self.notice = notice
@@ -498,7 +502,7 @@ class FencepostApp(App[None]):
         meta.pop("impl", None)  # the results below came from what ran, not from what the file recorded
         if self.impl_name:
             meta["impl"] = self.impl_name
-        return Scenario(scenario.title, self.timeline.steps, scenario.description, meta)
+        return Scenario(scenario.title, self.timeline.steps, scenario.description, meta, scenario.needs)
 
     def write_session(self, path: str | None) -> None:
         if not path:
@@ -521,10 +525,19 @@ class FencepostApp(App[None]):
         except ScenarioError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
+        factory, notices = self.timeline.factory, None
+        if self.opener is not None:  # the scenario's needs may choose another shipped scheduler
+            try:
+                factory, name, notice = self.opener(scenario)
+            except UsageError as exc:
+                self.notify(str(exc), severity="error", markup=False)
+                return
+            self.impl_name, notices = (None if name == DEFAULT_IMPL else name), [notice] if notice else []
         self.walkthrough = str(name_or_path) if str(name_or_path) in builtin_names() else None
-        self.replace_timeline(open_timeline(scenario, self.timeline.factory, self.timeline.variants))
-        running = {"impl": self.impl_name or DEFAULT_IMPL}
-        for line in suggestions(scenario.meta, running):  # shown, never run: files are data
+        self.replace_timeline(open_timeline(scenario, factory, self.timeline.variants))
+        if notices is None:
+            notices = suggestions(scenario.meta, {"impl": self.impl_name or DEFAULT_IMPL})
+        for line in notices:  # shown, never run: files are data
             self.notify(line, severity="warning", timeout=8, markup=False)
 
     def replace_timeline(self, timeline: Timeline) -> None:

@@ -50,6 +50,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("submit", r"submit|submits|submitted|submitting", "Adds a task, `pending`. Takes no time and expires nothing."),
     Term("priority", r"priority|priorities", "Any int; higher is dispatched first."),
     Term("pending", r"pending", "Waiting for a dispatch: never started, or taken back after its lease expired."),
+    Term("waiting", r"waiting", "Neither running nor final: `pending`, or `retry_wait` after a `fail`. A waiting "
+         "task is handed out once it is due and a worker with room asks."),
     Term("dispatch", r"dispatch|dispatches|dispatched", "A worker asks for work at `now` for a `duration`: the "
          "scheduler leases it the first task in dispatch order, or answers `none` (the worker is full, or nothing "
          "is eligible) and then assigns nothing and uses no token."),
@@ -75,8 +77,9 @@ GLOSSARY: tuple[Term, ...] = (
          "quoting its token. Accepted only if the task runs under that token and `now < expires_at`."),
     Term("accepted", r"accepted|accepts?", "A report the scheduler acted on: `Outcome(accepted=True)`."),
     Term("rejected", r"rejected|rejects?|rejection|rejections|refused|refuses?", "A report the scheduler did "
-         "not act on: `accepted=False` with a reason, and nothing changes. A rejection is an answer, not an "
-         "error."),
+         "not act on: `accepted=False` with a reason (advice: only `accepted` is the contract). No task changes "
+         "because of it, but it is a valid timed call, so the clock moves and due leases expire. A rejection is "
+         "an answer, not an error."),
     Term("succeeded", r"succeeded", "Final: a completion was accepted."),
     Term("final", r"final", "`succeeded`, `failed` and `cancelled`: a task in one never changes again and "
          "never starts again."),
@@ -90,8 +93,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
          "expired; nobody holds the task now. Once the task is leased again, the same token gets "
          "`stale_token` instead."),
-    Term("already_final", r"already_final", "Rejection reason: the task is final. For a duplicate of an accepted "
-         "report it means \"an outcome is recorded, stop\", not \"your work failed\"."),
+    Term("already_final", r"already_final", "Rejection reason: the task is final, and no more: a duplicate of the "
+         "accepted report and a late report from an older lease get it alike. It means \"an outcome is recorded, "
+         "stop\", not \"your work failed\" nor \"yours was the one that counted\"."),
     Term("not_running", r"not_running", "Rejection reason: the task is not running and the token names no lease "
          "that expired, e.g. a report for a task never dispatched, or a second `fail` with a token whose lease "
          "already ended."),
@@ -115,6 +119,26 @@ GLOSSARY: tuple[Term, ...] = (
     Term("error", r"errors?|invalid|ValueError", "An invalid call (a bad value, time going backwards, an unknown "
          "worker or task id) raises `ValueError` naming the argument, the value and the rule, and changes nothing: "
          "no expiry, no time change, no id or token used."),
+    Term("reason", r"reasons?", "Why a report was rejected (`stale_token`, `lease_expired`, `already_final`, "
+         "`not_running`, `cancel_requested`): advice for the worker. Only `accepted` is the contract; "
+         "`fencepost check` compares nothing else, so another scheduler may word reasons its own way."),
+    Term("argument rules", r"argument rules?", "What every argument must be, checked before anything happens: an "
+         "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` at least "
+         "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once). Breaking one is an error."),
+    Term("key conflict", r"key conflicts?", "A known idempotency key submitted with other arguments, compared as "
+         "passed (a left-out `due_at` is not the time it stood for): an error naming the key, the task and what "
+         "differs; nothing changes."),
+    Term("expired attempt", r"expired attempts?", "An attempt whose lease expired: it counts against "
+         "`max_attempts` like a failed one, but has no backoff: the task is pending and eligible at once (or "
+         "`failed`, with the budget spent)."),
+    Term("task view", r"task views?|views?", "What `task(id)` returns: a detached snapshot of nine fields. "
+         "`worker`, `token` and `expires_at` are set only while running, `cancel_requested` only while a request "
+         "stands: every way a lease ends clears them. Keys are not in it."),
+    Term("same instant", r"same instant", "Two things at one logical time: a lease ending at t and a call at t. "
+         "The expiry comes first, so at exactly `expires_at` a `complete`, `renew` or `cancel` finds the lease over."),
+    Term("liveness", r"liveness", "That something good eventually happens (a task eventually runs). fencepost "
+         "specifies safety only: what may happen when someone calls. Nothing expires or starts unless someone "
+         "makes a timed call."),
     Term("fail", r"fail|fails", "A worker reports that its task went wrong, quoting its token. The task waits in "
          "`retry_wait`, or ends `failed` when its attempts are spent, or `cancelled` if a cancel was requested."),
     Term("attempt", r"attempts?|max_attempts|tries|budget", "Every dispatch of a task is one attempt. `max_attempts` "
@@ -128,8 +152,8 @@ GLOSSARY: tuple[Term, ...] = (
          "A waiting task (`pending`, `retry_wait`) is `cancelled` at once; a running one only gets a request "
          "(cooperative)."),
     Term("cancel requested", r"cancel requested|cancel_requested|cancel req|cancel request|cancel requests",
-         "A running task someone cancelled: it keeps its lease; renew is refused (reason `cancel_requested`); "
-         "`complete` still succeeds; `fail` or expiry ends it `cancelled`."),
+         "A running task someone cancelled: it keeps its lease and its slot; renew is refused (reason "
+         "`cancel_requested`); `complete` still succeeds; `fail` or expiry ends it `cancelled`."),
     Term("cancelled", r"cancelled", "Final: cancelled while waiting, or its lease ended by `fail` or expiry after "
          "a cancel request. After an expiry it says nothing about whether the work ran."),
     Term("cooperative", r"cooperative|cooperatively", "Cancellation that relies on the worker to notice (a refused "
@@ -147,10 +171,12 @@ GLOSSARY: tuple[Term, ...] = (
          "first task's id and creates nothing; with other arguments it is an error. Kept for the scheduler's "
          "whole life, restarts included."),
     Term("exactly-once", r"exactly-once|exactly once", "What no scheduler can promise for effects outside it: a "
-         "retry may repeat work. A destination that checks a key and a token (an effect ledger) makes an effect "
-         "happen once."),
+         "retry may repeat work. A destination that checks a key and a token in the same transaction as the "
+         "write (an effect ledger) makes that write happen once; an outside call (a card charge) is covered only "
+         "if its own destination checks a key."),
     Term("stale entry", r"stale (heap )?entry|stale (heap )?entries|lazy deletion|compaction|compacted", "A heap entry for a task "
-         "that has since changed (cancelled, leased, renewed). It is not removed at once (lazy deletion) but "
+         "that has since changed (cancelled while waiting, finished while running, renewed; a dispatch pops "
+         "the entry it uses). It is not removed at once (lazy deletion) but "
          "skipped when it reaches the top, after checking the task's current state; the heap is rebuilt "
          "(compaction) once stale entries are more than half of it and more than 64."),
     Term("runner", r"runners?", "fencepost's executing pool (`fencepost.impl.runner.Runner`): each pool slot is a "
@@ -159,6 +185,11 @@ GLOSSARY: tuple[Term, ...] = (
     Term("user work", r"user work|user functions?", "The function a task runs, called as `fn(ctx)`. The runner "
          "never holds the scheduler's lock while it runs, so it may submit tasks and other threads may cancel "
          "meanwhile; `ctx.heartbeat()` renews its lease."),
+    Term("lock", r"locks?|locked", "What makes a scheduler shared by threads take one call at a time: each call "
+         "holds it for its own bookkeeping only. The runner never holds it while user work runs."),
+    Term("mutant", r"mutants?", "A copy of a scheduler with one deliberate bug (`spec/mutants/`). The spec must "
+         "reject every one; a walkthrough opened on one (`--impl spec.mutants.NAME:Scheduler`) shows where it "
+         "goes wrong."),
     Term("zombie", r"zombies?", "Work still running after its lease expired: the task is handed out again and the "
          "zombie's late report is rejected, but the work ran twice and its outside effects stay (fence them)."),
 )

@@ -36,6 +36,7 @@ from fencepost.spec.arguments import (
     open_exec,
     variants_in_force,
 )
+from fencepost.shipped import open_for
 from fencepost.spec.formats.limits import parse_json
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.walkthroughs import DEFAULT_WALKTHROUGH, builtin_names, builtin_summary, curriculum, resolve
@@ -77,17 +78,17 @@ def choose_factory(scenario: Scenario, impl: str | None) -> tuple[object, str, s
     """The factory to run ``scenario`` on, its MODULE:NAME, and a notice for the screen (or None).
 
     Only the command line names code: ``impl`` (``--impl``) is imported, and
-    without it the default scheduler runs. What the scenario records
+    without it the shipped scheduler that offers what the scenario needs runs
+    (``fencepost.shipped``: the default scheduler unless it needs more). What the scenario records
     (``meta.impl``, ``meta.exec``) is never imported or run, only offered in
     the notice as the option that would run it.
 
     Raises:
         UsageError: ``impl`` was given and cannot be loaded.
     """
-    name = impl or DEFAULT_IMPL
-    factory = load_factory(name, "--impl")
-    notice = "; ".join(suggestions(scenario.meta, {"impl": name})) or None
-    return factory, name, notice
+    opened = open_for(scenario, impl)
+    notice = "; ".join(filter(None, [opened.reason, *suggestions(scenario.meta, {"impl": opened.name})])) or None
+    return opened.factory, opened.name, notice
 
 
 def builtin_name(args: argparse.Namespace) -> str | None:
@@ -120,7 +121,12 @@ def run(args: argparse.Namespace) -> int:
             variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
             program.opaque_tokens = variants.tokens == "opaque"
             return _show(args, scenario, program, exec_name(args.exec_command), None, variants)
-    factory, impl_name, notice = choose_factory(scenario, args.impl)
+    try:
+        factory, impl_name, notice = choose_factory(scenario, args.impl)
+    except UsageError as exc:
+        if args.impl is not None:
+            raise
+        raise UsageError(f"{args.scenario or DEFAULT_WALKTHROUGH}: {exc}") from None
     variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl_name}'s fencepost_variants"))
     return _show(args, scenario, factory, impl_name, notice, variants)
 
@@ -133,8 +139,10 @@ def _show(args: argparse.Namespace, scenario: Scenario, factory: object, impl_na
     # The process is the app's from here to its end: the timeline's rows are out of the
     # collector's sight for good, so no full collection walks them in the middle of a step.
     gc.freeze()
+    opener = None if args.exec_command is not None else (lambda later: choose_factory(later, args.impl))
     app = FencepostApp(
         timeline,
+        opener=opener,
         interactive=args.new,
         impl_name=impl_name if impl_name != DEFAULT_IMPL else None,
         notice=notice,

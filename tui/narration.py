@@ -35,6 +35,7 @@ EVENT_KINDS = (
     "renew",  # a lease extended
     "time",  # time moved and nothing else happened
     "restart",  # the scheduler was reopened from its storage, with what it recovered
+    "prune",  # final tasks were forgotten: they leave the Done column, and why
     "error",  # the call was invalid and raised
     "mismatch",  # the step's expect did not hold
 )
@@ -126,9 +127,23 @@ class Narrator:
             events.append(self._cancel_event(step, result))
         elif op == "advance" and not events:
             events.append(Event("time", f"time advances to t={now}; no lease ends"))
+        elif op == "prune":
+            events.append(self._prune_event(step, result, changes))
         elif op == RESTART:
             events.append(self._restart_event(changes, now))
         return events
+
+    @staticmethod
+    def _prune_event(step: Step, result: StepResult, changes: tuple[Change, ...]) -> Event:
+        """Which final tasks were forgotten (their rows leave Done), and the rule that chose them."""
+        before = step.args.get("before")
+        gone = sorted(task_id for task_id, previous, after in changes if after is None and previous is not None)
+        if not gone:
+            return Event("prune", f"prune forgets nothing: no final task ended before t={before}")
+        names = ", ".join(map(str, gone))
+        return Event("prune", f"prune forgets {len(gone)} final task{'s' if len(gone) != 1 else ''} ({names}): "
+                              f"each ended before t={before}, so it leaves Done; task() of it now says it was "
+                              f"forgotten, and its id is never given again", gone[0])
 
     def _restart_event(self, changes: tuple[Change, ...], now: int) -> Event:
         """What the reopened scheduler recovered, by status; and what it shows differently, if anything."""
@@ -279,8 +294,8 @@ def view_difference(ids: Iterable[int], impl_rows: dict[int, Row], model_rows: d
     """The first task whose implementation view differs from the model's, in words."""
     for task_id in ids:
         mine, theirs = impl_rows.get(task_id), model_rows.get(task_id)
-        if mine is not None and theirs is not None and mine.view == theirs.view:
-            continue
+        if (mine is None and theirs is None) or (mine is not None and theirs is not None and mine.view == theirs.view):
+            continue  # both forgot it (prune), or both show it alike
         if mine is None or theirs is None:
             where = "the model" if mine is None else "the implementation"
             return f"task {task_id} exists in {where} only"

@@ -36,8 +36,9 @@ class Row(NamedTuple):
         return self[:9]
 
 
-#: One task's row at a frame: (task id, the row before, or None for a new task, the row after).
-Change = tuple[int, "Row | None", Row]
+#: One task's row at a frame: (task id, the row before, or None for a new task, the row after,
+#: or None for a task ``prune`` forgot: its row leaves the board).
+Change = tuple[int, "Row | None", "Row | None"]
 
 
 def same_lease(before: Row, after: Row) -> bool:

@@ -82,6 +82,9 @@ UNTIMED = frozenset({"add_worker", "submit"})
 
 WAITING = frozenset({"pending", "retry_wait"})
 
+#: What a side's read returns for a task that ``prune`` forgot (its row leaves the board).
+FORGOTTEN = object()
+
 
 # The columns' orders. Every key ends in the task id, so no two rows tie.
 _RANK = operator.attrgetter("rank")  # due pending tasks: the dispatch order
@@ -204,7 +207,10 @@ class _Cursor:
         while self._at < index:
             self._at += 1
             for task_id, _before, after in track.diffs[self._at]:
-                rows[task_id] = after
+                if after is None:  # forgotten by prune: the row is gone
+                    del rows[task_id]
+                else:
+                    rows[task_id] = after
         while self._at > index:
             for task_id, before, _after in track.diffs[self._at]:
                 if before is None:
@@ -307,10 +313,12 @@ class _Columns:
             for _, before, after in diffs[self._at]:
                 if before is not None:
                     self._remove(before)
-                self._add(after)
+                if after is not None:  # None: forgotten by prune, it leaves every column
+                    self._add(after)
         while self._at > index:
             for _, before, after in diffs[self._at]:
-                self._remove(after)
+                if after is not None:
+                    self._remove(after)
                 if before is not None:
                     self._add(before)
             self._at -= 1
@@ -401,6 +409,8 @@ class _Side:
         if isinstance(task_id, int) and not isinstance(task_id, bool):
             ids.add(task_id)
         value = result.value
+        if step.op == "prune":  # any final task may be forgotten
+            ids.update(task_id for task_id, row in self.rows.items() if row.status not in WAITING and row.status != "running")
         if step.op == "submit" and isinstance(value, int):
             ids.add(value)
         elif step.op == "dispatch" and isinstance(getattr(value, "task_id", None), int):
@@ -419,6 +429,11 @@ class _Side:
         changes = []
         for task_id in ids:
             view = read(task_id)
+            if view is FORGOTTEN:  # prune forgot it: its row goes (a change to None)
+                previous = self.rows.pop(task_id, None)
+                if previous is not None:
+                    changes.append((task_id, previous, None))
+                continue
             if view is None:
                 continue
             previous = self.rows.get(task_id)
@@ -610,8 +625,11 @@ class Timeline:
             return f"reading the state raised {type(exc).__name__}: {exc}"
 
     def _read_impl(self, task_id: int) -> object | None:
+        """The view, ``FORGOTTEN`` when ``task()`` says prune forgot the task, or None if it cannot be read."""
         try:
             return self._scheduler.task(task_id)
+        except ValueError as exc:
+            return FORGOTTEN if "forgot" in str(exc).lower() else None
         except Exception:
             return None
 
@@ -656,7 +674,7 @@ class Timeline:
     def _loads_may_change(step: Step, changes: tuple[Change, ...]) -> bool:
         """Worker loads change only with a worker added or a lease begun or ended."""
         return step.op == "add_worker" or any(
-            after.status == "running" or (before is not None and before.status == "running")
+            (after is not None and after.status == "running") or (before is not None and before.status == "running")
             for _, before, after in changes
         )
 
@@ -684,7 +702,8 @@ class Timeline:
 
     def _read_model(self, task_id: int) -> object | None:
         if 1 <= task_id <= len(self._state.tasks):
-            return model.view(self._state.tasks[task_id - 1])
+            task = self._state.tasks[task_id - 1]
+            return FORGOTTEN if task.forgotten else model.view(task)
         return None
 
     def _run_model(self, index: int) -> None:
@@ -703,7 +722,7 @@ class Timeline:
         compared = sorted({c[0] for c in changes} | {c[0] for c in impl_changes})
         for task_id in compared:
             mine, theirs = impl_rows.get(task_id), mod.rows.get(task_id)
-            if mine is None or theirs is None or mine.view != theirs.view:
+            if (mine is None) != (theirs is None) or (mine is not None and mine.view != theirs.view):
                 self._differing.add(task_id)
             else:
                 self._differing.discard(task_id)

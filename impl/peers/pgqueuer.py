@@ -2,8 +2,10 @@
 
 Factory: ``queue``. It needs a PostgreSQL server: ``FENCEPOST_PG_DSN`` (as the
 PostgreSQL scheduler's tests), else ``postgresql://root@127.0.0.1:5432/test``.
-pgqueuer's objects live in the schema ``fp_peers_pgq`` with names prefixed
-``fp_peers_``, installed once (``install()``) and dropped by ``uninstall()``;
+pgqueuer's objects live in the schema ``fp_peers_pgq_<pid>`` with names
+prefixed ``fp_peers_``, one schema per process (so concurrent test runs never
+drop each other's), installed once (``install()``) and dropped by
+``uninstall()``, which runs at exit;
 each scheduler is its own entrypoint there, so schedulers never see each
 other's jobs. A task is one job; the task ids 1, 2, 3... map to job ids.
 
@@ -38,8 +40,8 @@ whose heartbeat lapsed completes (deletes) the job under its new holder: no
 declared variant excuses that.
 
 Logical time: pgqueuer computes every timestamp with ``NOW()`` in its SQL.
-The adapter creates ``fp_peers_clock.now()``, returning the session setting
-``fp_peers.now`` as a timestamp, and puts ``fp_peers_clock`` before
+The adapter creates ``fp_peers_clock_<pid>.now()``, returning the session setting
+``fp_peers.now`` as a timestamp, and puts that schema before
 ``pg_catalog`` in each connection's ``search_path`` (PostgreSQL resolves an
 unqualified ``now()`` through the path when ``pg_catalog`` is named in it), also
 while installing, so pgqueuer's column defaults use it too. Before each call
@@ -52,6 +54,7 @@ calls on its own event loop and connection.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import os
 import threading
@@ -66,16 +69,17 @@ from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
 #: The server used when ``FENCEPOST_PG_DSN`` is not set: the one CI starts.
 DEFAULT_DSN = "postgresql://root@127.0.0.1:5432/test"
 #: The schema holding pgqueuer's tables, and the prefix of their names.
-SCHEMA = "fp_peers_pgq"
+SCHEMA = f"fp_peers_pgq_{os.getpid()}"
 PREFIX = "fp_peers_"
 #: The schema of the logical ``now()``, searched before ``pg_catalog``.
-CLOCK_SCHEMA = "fp_peers_clock"
+CLOCK_SCHEMA = f"fp_peers_clock_{os.getpid()}"
 #: The one lease length: pgqueuer's ``heartbeat_timeout``, in seconds of logical time.
 DURATION = 5
 #: Why a report is refused when its token is not this task's job id.
 NOT_THIS_JOB = "not_this_tasks_job_id"
 
 _SEARCH_PATH = f"{CLOCK_SCHEMA}, {SCHEMA}, pg_catalog, public"
+_QUEUE_TABLE = f"{SCHEMA}.{PREFIX}pgqueuer"
 _CLOCK_FUNCTION = f"""
 CREATE SCHEMA IF NOT EXISTS {CLOCK_SCHEMA};
 CREATE OR REPLACE FUNCTION {CLOCK_SCHEMA}.now() RETURNS timestamptz
@@ -123,14 +127,19 @@ def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: st
 
     Run by ``close()``, or by the garbage collector for a scheduler nobody
     closed (the checkers drop hundreds of schedulers without closing them):
-    without it each would keep a server connection open.
+    without it each would keep a server connection open. The collector may
+    run this while another client's loop is running on this thread, where no
+    loop can be run: then the connection is closed at the libpq level and the
+    jobs go with the process's schema at exit (``uninstall``).
     """
     if loop.is_closed():
         return
     try:
+        if asyncio._get_running_loop() is not None:
+            connection.pgconn.finish()
+            return
         if entrypoint is not None and not connection.closed:
-            table = f"{SCHEMA}.{PREFIX}pgqueuer"
-            loop.run_until_complete(connection.execute(f"DELETE FROM {table} WHERE entrypoint = %s", (entrypoint,)))
+            loop.run_until_complete(connection.execute(f"DELETE FROM {_QUEUE_TABLE} WHERE entrypoint = %s", (entrypoint,)))
         loop.run_until_complete(connection.close())
     except Exception:  # the server went away: nothing is left to free
         pass
@@ -289,18 +298,20 @@ class PgQueuerClient:
 
 
 def install() -> None:
-    """Create the logical clock and pgqueuer's schema (``fp_peers_pgq``) once per process and server."""
+    """Create the logical clock and pgqueuer's schema (``SCHEMA``) once per process and server."""
     import psycopg
 
     if _INSTALLED.get(dsn()):
         return
     with _INSTALL_LOCK, psycopg.connect(dsn(), autocommit=True) as connection:
-        _INSTALLED[dsn()] = True
+        if _INSTALLED.get(dsn()):  # another thread did it while this one waited
+            return
         connection.execute(_CLOCK_FUNCTION)
         connection.execute(f"SET search_path = {_SEARCH_PATH}")
         installed = connection.execute(
             "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %s", (SCHEMA,)).fetchone()
         if installed:
+            _INSTALLED[dsn()] = True
             return
         connection.execute("SELECT pg_catalog.set_config('fp_peers.now', %s, false)", (str(EPOCH_SECONDS),))
         loop = asyncio.new_event_loop()
@@ -316,16 +327,28 @@ def install() -> None:
             loop.run_until_complete(run())
         finally:
             loop.close()
+        _INSTALLED[dsn()] = True
 
 
+def installed_here() -> bool:
+    """Whether this process installed (or found) pgqueuer's schema on some server."""
+    return bool(_INSTALLED)
+
+
+@atexit.register
 def uninstall() -> None:
-    """Drop everything ``install`` made."""
+    """Drop everything ``install`` made on every server this process installed on (also run at exit)."""
     import psycopg
 
-    with _INSTALL_LOCK, psycopg.connect(dsn(), autocommit=True) as connection:
-        _INSTALLED.pop(dsn(), None)
-        connection.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
-        connection.execute(f"DROP SCHEMA IF EXISTS {CLOCK_SCHEMA} CASCADE")
+    with _INSTALL_LOCK:
+        for server in list(_INSTALLED):
+            _INSTALLED.pop(server, None)
+            try:
+                with psycopg.connect(server, autocommit=True, connect_timeout=3) as connection:
+                    connection.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+                    connection.execute(f"DROP SCHEMA IF EXISTS {CLOCK_SCHEMA} CASCADE")
+            except psycopg.Error:  # the server went away: nothing is left to drop
+                pass
 
 
 @declare({

@@ -5,7 +5,8 @@
 (``fencepost.impl.peers.sqs:fifo``, ...) from ``--threads`` threads, each one
 client with its own process name, in ``--rounds`` rounds of the race RACE,
 and writes every call as a history in the pinned format
-(``spec.formats.history``) to PATH, ready for ``fencepost linearize PATH``.
+(``spec.formats.history``) to PATH, its header naming the factory's declared
+variants, ready for ``fencepost linearize PATH``.
 
 Races, each round at its own logical time (the calls that race carry the
 same ``now``, so the clock never decides who wins; rounds run one after
@@ -216,7 +217,7 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     if threads < 2 or rounds < 1:
         raise ValueError(f"threads must be >= 2 and rounds >= 1: threads={threads!r}, rounds={rounds!r}")
     scheduler = factory()
-    log = HistoryLog()
+    log = HistoryLog(variants=getattr(factory, "fencepost_variants", None))
     previous = sys.getswitchinterval()
     raw = clients_of(scheduler, threads, shared)
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
@@ -303,7 +304,7 @@ def _ops_of(events: tuple[Event, ...]) -> list[str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fencepost.cli import UsageError, load_factory
+    from fencepost.spec.arguments import UsageError, load_factory
 
     parser = argparse.ArgumentParser(prog="python -m fencepost.impl.peers.record", description=__doc__.split("\n\n")[0])
     parser.add_argument("factory", metavar="FACTORY")
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     events = recording.log.events
     if args.excerpt and recording.problems:
         events = excerpt(events, recording.problems[0][0])
-    write_history(args.path, events)
+    write_history(args.path, events, recording.log.variants)
     seen = "; ".join(f"round {r}: {p}" for r, p in recording.problems[:3]) or "nothing"
     print(f"{args.path}: {len(events)} events, {args.threads} threads, {recording.rounds} rounds of {args.race}; "
           f"the race saw {len(recording.problems)} problem(s): {seen}")

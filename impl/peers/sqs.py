@@ -240,6 +240,7 @@ class SqsScheduler:
     def complete(self, task_id: int, token: object, now: int) -> Outcome:
         """``DeleteMessage`` with the report's handle: accepted unless SQS calls the handle invalid."""
         self._report_arguments(task_id, token, now)
+        self._at(now)
         refused = self._other_tasks_handle(task_id, token)
         if refused:
             return refused
@@ -249,6 +250,7 @@ class SqsScheduler:
         """``ChangeMessageVisibility`` to ``duration`` seconds from now with the report's handle."""
         self._report_arguments(task_id, token, now)
         check_min("duration", duration, 1)
+        self._at(now)  # only once every argument is valid: an invalid call changes nothing
         refused = self._other_tasks_handle(task_id, token)
         if refused:
             return refused
@@ -267,12 +269,11 @@ class SqsScheduler:
     # ------------------------------------------------------------ helpers
 
     def _report_arguments(self, task_id: object, token: object, now: object) -> None:
-        """The contract's argument rules for a report, then the clock moves to ``now``."""
+        """The contract's argument rules for a report's task, token and time (the clock does not move)."""
         check_task_id(task_id, self._tasks)
         if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
             raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
         check_time(self._now, now)
-        self._at(now)
 
     def _other_tasks_handle(self, task_id: int, token: object) -> Outcome | None:
         owner = self._handles.get(token) if isinstance(token, str) else None

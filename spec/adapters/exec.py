@@ -17,8 +17,9 @@ hang or show a traceback.
 
 Capabilities: the schedulers' ``submit`` takes ``key`` exactly when the
 program's ``hello`` lists ``"key"``, and they have ``reopen()`` (which sends
-``restart``) exactly when it lists ``"restart"``, so capability detection
-that inspects a scheduler sees what the program offers.
+``restart``) exactly when it lists ``"restart"``, and ``prune`` exactly when
+it lists ``"prune"``, so capability detection that inspects a scheduler sees
+what the program offers.
 """
 
 from __future__ import annotations
@@ -563,10 +564,21 @@ class _WithRestart(ExecScheduler):
         return type(self)(self._program, self._program.restart(self._generation))
 
 
-class _WithKeysAndRestart(_WithKeys, _WithRestart):
-    pass
+class _WithPrune(ExecScheduler):
+    def prune(self, before: int, now: int) -> int:
+        return self._call("prune", before=before, now=now)
+
+
+#: Capability -> the client mixin that offers it, in the order the bases are listed.
+_MIXINS = {"key": _WithKeys, "restart": _WithRestart, "prune": _WithPrune}
+_CLIENT_CLASSES: dict[frozenset[str], type[ExecScheduler]] = {}
 
 
 def _client_class(capabilities: frozenset[str]) -> type[ExecScheduler]:
-    keys, restart = "key" in capabilities, "restart" in capabilities
-    return {(False, False): ExecScheduler, (True, False): _WithKeys, (False, True): _WithRestart, (True, True): _WithKeysAndRestart}[(keys, restart)]
+    """The client class with exactly the methods the program's capabilities offer (made once per set)."""
+    offered = frozenset(c for c in capabilities if c in _MIXINS)
+    if offered not in _CLIENT_CLASSES:
+        mixins = tuple(mixin for name, mixin in _MIXINS.items() if name in offered)
+        name = "ExecScheduler" + "".join(f"_{c}" for c in sorted(offered))
+        _CLIENT_CLASSES[offered] = type(name, mixins, {}) if mixins else ExecScheduler
+    return _CLIENT_CLASSES[offered]

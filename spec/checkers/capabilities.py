@@ -10,6 +10,9 @@ them can still be checked:
 * **restart**: ``reopen()`` returning a scheduler over the same storage, as
   a new process would see it. Offered when the scheduler has a callable
   ``reopen``.
+* **prune**: ``prune(before, now)``, forgetting final tasks that ended before
+  ``before`` (see ``spec.model.prune``). Offered when the scheduler has a
+  callable ``prune``.
 
 A check drives only what is offered and says which parts it skipped.
 """
@@ -25,6 +28,7 @@ from fencepost.spec.checkers.steps import offers_restart
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
 RESTART = "restart"
+PRUNE = "prune"
 
 
 @dataclass(frozen=True)
@@ -33,14 +37,18 @@ class Capabilities:
 
     keys: bool = False  # submit takes key=
     restart: bool = False  # objects have a callable reopen()
+    prune: bool = False  # objects have a callable prune(before, now)
+
+    def _named(self) -> tuple[tuple[str, bool], ...]:
+        return ((KEYS, self.keys), (RESTART, self.restart), (PRUNE, self.prune))
 
     @property
     def found(self) -> tuple[str, ...]:
-        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if offered)
+        return tuple(name for name, offered in self._named() if offered)
 
     @property
     def skipped(self) -> tuple[str, ...]:
-        return tuple(name for name, offered in ((KEYS, self.keys), (RESTART, self.restart)) if not offered)
+        return tuple(name for name, offered in self._named() if not offered)
 
     def summary(self) -> str:
         """One clause for a check's summary, e.g. ``optional capabilities checked: restart; skipped: ...``."""
@@ -54,7 +62,7 @@ class Capabilities:
 #: What ``detect`` assumes of a scheduler it cannot inspect: nothing optional.
 NONE = Capabilities()
 #: Everything optional, as the shipped in-memory schedulers plus a reopen() would offer.
-ALL = Capabilities(keys=True, restart=True)
+ALL = Capabilities(keys=True, restart=True, prune=True)
 
 
 def takes_key(scheduler: object, factory: Callable[[], object] | None = None) -> bool:
@@ -81,6 +89,11 @@ def takes_key(scheduler: object, factory: Callable[[], object] | None = None) ->
     if factory is None:
         return False
     return _probe_key(factory)
+
+
+def offers_prune(scheduler: object) -> bool:
+    """True when ``scheduler`` has a callable ``prune``: the optional retention operation."""
+    return callable(getattr(scheduler, "prune", None))
 
 
 def _probe_key(factory: Callable[[], object]) -> bool:
@@ -118,6 +131,6 @@ def detect(factory: Callable[[], object]) -> Capabilities:
     """
     sample = factory()
     try:
-        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample))
+        return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample), prune=offers_prune(sample))
     finally:
         _close(sample)

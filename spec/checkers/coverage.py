@@ -42,6 +42,12 @@ KEY_OUTCOMES: dict[str, str] = {
 }
 #: Outcomes a run must also reach when the scheduler offers ``reopen()``.
 RESTART_OUTCOMES: dict[str, str] = {"ok": "the scheduler was reopened and agreed on everything"}
+#: Outcomes a run must also reach when the scheduler offers ``prune``.
+PRUNE_OUTCOMES: dict[str, str] = {
+    "forgot": "prune forgot at least one final task",
+    "kept_at_before": "prune kept a final task that ended exactly at before (the bound is strict)",
+    "raised": "an invalid prune raised and changed nothing",
+}
 
 
 def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DEFAULT) -> dict[str, tuple[str, ...]]:
@@ -62,6 +68,8 @@ def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DE
         required["submit"] = (*required["submit"], *KEY_OUTCOMES)
     if capabilities.restart:
         required[RESTART] = tuple(RESTART_OUTCOMES)
+    if capabilities.prune:
+        required["prune"] = tuple(PRUNE_OUTCOMES)
     return required
 
 
@@ -156,6 +164,8 @@ def classify(
         return "ok", boundaries
     if op == "dispatch":
         return _classify_dispatch(args, before, after, result, boundaries), boundaries
+    if op == "prune":
+        return _classify_prune(args, after, result), boundaries
     assert isinstance(result, Outcome), result
     if op == "complete" and not result.accepted and result.reason == Reason.LEASE_EXPIRED:
         task = before.tasks[args["task_id"] - 1]
@@ -178,6 +188,13 @@ def _valid_without_key(state: model.State, args: dict) -> bool:
     except (ValueError, TypeError):
         return False
     return True
+
+
+def _classify_prune(args: dict, after: model.State, result: object) -> str:
+    """``kept_at_before`` when a final task that ended exactly at ``before`` stayed; else whether it forgot any."""
+    if any(not t.forgotten and t.ended_at == args["before"] for t in after.tasks):
+        return "kept_at_before"
+    return "forgot" if result else "none"
 
 
 def _classify_dispatch(args: dict, before: model.State, after: model.State, result: object, boundaries: set[str]) -> str:

@@ -128,6 +128,7 @@ class Scope:
     priorities: tuple[int, ...] = (0, 1)  # submit's priority
     max_attempts: tuple[int | None, ...] = (None, 1, 2)  # submit's max_attempts (None: unlimited)
     durations: tuple[int, ...] = (1, 2)  # dispatch's and renew's duration (0 is tried too, as invalid)
+    prune: bool = False  # also prune(before, now) for every before in 0..now (and before = now + 1, invalid)
 
     def describe(self) -> str:
         depth = "unbounded" if self.depth is None else str(self.depth)
@@ -135,6 +136,7 @@ class Scope:
             f"{self.workers} worker(s) of capacity {self.capacity}, up to {self.tasks} task(s), "
             f"times 0..{self.horizon}, priorities {_listed(self.priorities)}, "
             f"max_attempts {_listed(self.max_attempts)}, durations {_listed(self.durations)}, depth {depth}"
+            + (", prune" if self.prune else "")
         )
 
     def covers(self, other: Scope) -> bool:
@@ -149,6 +151,7 @@ class Scope:
             and set(self.priorities) >= set(other.priorities)
             and set(self.max_attempts) >= set(other.max_attempts)
             and set(self.durations) >= set(other.durations)
+            and self.prune >= other.prune
         )
 
     def unreachable(self) -> dict[str, str]:
@@ -245,6 +248,11 @@ def calls(state: model.State, scope: Scope) -> Iterator[Call]:
         yield "advance", {"now": now}
     yield "advance", {"now": bad_time}
     yield "advance", {"now": True}
+    # prune: every bound up to now, so each final task's end time is met exactly and passed
+    if scope.prune:
+        for now in times:
+            for before in range(now + 2):  # now + 1: invalid
+                yield "prune", {"before": before, "now": now}
 
 
 # ---------------------------------------------------------------- the state key
@@ -252,8 +260,10 @@ def calls(state: model.State, scope: Scope) -> Iterator[Call]:
 
 def _task_key(task: model.Task) -> tuple:
     if task.status in FINAL_STATUSES:
-        # A final task never changes again; only these decide how a later call naming it is refused.
-        return (task.status, task.expired_token)
+        # A final task never changes again; only these decide how a later call naming it is
+        # refused, and, for prune, when it ended and whether it was forgotten (both stay as they
+        # were set unless prune is explored, so they split no states otherwise).
+        return (task.status, task.expired_token, task.ended_at, task.forgotten)
     # Everything but started_at, which nothing reads after the dispatch that set it.
     return (
         task.status, task.priority, task.due_at, task.max_attempts, task.retry_delay, task.attempts,
@@ -261,9 +271,16 @@ def _task_key(task: model.Task) -> tuple:
     )
 
 
-def state_key(state: model.State) -> tuple:
-    """What identifies a state for deduplication; see the module docstring for what it drops."""
-    return (state.now, state.last_token, state.workers, tuple(map(_task_key, state.tasks)))
+def state_key(state: model.State, prune: bool = False) -> tuple:
+    """What identifies a state for deduplication; see the module docstring for what it drops.
+
+    Without ``prune`` explored, a final task's end time changes nothing any later call
+    can show, so it is dropped (as ``started_at`` is), and the states stay as many as before.
+    """
+    tasks = tuple(map(_task_key, state.tasks))
+    if not prune:
+        tasks = tuple(t[:2] if t[0] in FINAL_STATUSES else t for t in tasks)
+    return (state.now, state.last_token, state.workers, tasks)
 
 
 # ---------------------------------------------------------------- invariants over model states
@@ -459,6 +476,13 @@ class ImplementationCheck:
         if impl.now != after.now:
             return False
         for task in after.tasks:
+            if task.forgotten:  # prune forgot it: task() must raise, saying so
+                try:
+                    impl.task(task.id)
+                except ValueError as exc:
+                    if "forgot" in str(exc).lower():
+                        continue
+                return False
             want = view_tuple(model.view(task)) if fresh else self.expected_view(task)
             if view_tuple(impl.task(task.id)) != want:
                 return False
@@ -561,7 +585,7 @@ def _expand(
             after, value, expected, raised = state, None, ("error", str(exc)), True
         outcome, boundaries = classify(op, args, state, after, value, raised)
         record(op, outcome, boundaries)
-        after_key = key if raised else state_key(after)
+        after_key = key if raised else (state_key(after, True) if scope.prune else state_key(after))
         if after_key not in checked:
             checked.add(after_key)
             try:
@@ -681,7 +705,7 @@ def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress
     result = Result(scope, coverage=Coverage(variants=variants))
     started = time.perf_counter()
     root = model.initial(variants)
-    root_key = state_key(root)
+    root_key = state_key(root, True) if scope.prune else state_key(root)
     parents: dict[tuple, tuple | None] = {root_key: None}
     try:
         invariants.check_all(observation(root), invariants.History())
@@ -798,6 +822,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"submit's max_attempts, 'none' for unlimited (default {_listed(d.max_attempts)})")
     parser.add_argument("--durations", type=_values(int, 1), default=d.durations, metavar="D,D",
                         help=f"dispatch's and renew's durations (default {_listed(d.durations)})")
+    parser.add_argument("--prune", action="store_true",
+                        help="also explore prune(before, now), the optional retention operation")
     parser.add_argument("--jobs", type=_count(1), default=None, metavar="J",
                         help="processes to explore with (default: one per core)")
     parser.add_argument("--trace-out", metavar="FILE", default=None,
@@ -829,7 +855,7 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
         check_output_path(args.trace_out)
     scope = Scope(
         workers=args.workers, capacity=args.capacity, tasks=args.tasks, horizon=args.horizon, depth=args.depth,
-        priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations,
+        priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations, prune=args.prune,
     )
     under = f", under {variants.describe()}" if variants != DEFAULT else ""
     print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}{under}", flush=True)

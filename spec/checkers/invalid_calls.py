@@ -44,8 +44,15 @@ NON_INT_FORMS = ("str", "float", "fraction", "bool", "list")
 #: Values a worker name must refuse; a list is unhashable, so no dict lookup may see it.
 NON_STRS = (1, ["w1"], 1.5, True)
 TIMED_OPS = ("dispatch", "complete", "fail", "cancel", "renew", "advance")
-def disguise(value: int, form: str) -> object:
-    """``value`` in one of the ``NON_INT_FORMS``; ``bool`` gives True (equal to 1, never an int here)."""
+def disguise(value: int | str, form: str) -> object:
+    """``value`` in one of the ``NON_INT_FORMS``; ``bool`` gives True (equal to 1, never an int here).
+
+    An opaque token (a str, under ``tokens=opaque``) is already not an int and
+    a str is a valid token there, so its wrong types are a float, a bool or a
+    list, whatever the form.
+    """
+    if isinstance(value, str):
+        return {"str": [value], "float": 1.5, "fraction": 0.5, "bool": True, "list": [value]}[form]
     return {"str": str(value), "float": float(value), "fraction": value + 0.5, "bool": True, "list": [value]}[form]
 
 

@@ -26,6 +26,10 @@ from fencepost.spec.variants import DEFAULT, Variants
 _FINAL = dict(
     priority=0, due_at=0, max_attempts=None, retry_delay=0, status=Status.SUCCEEDED, attempts=0,
     worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
+    # When it ended matters only to prune, which no history holds (RECORDED_OPS): erased, or
+    # every order that ends the same tasks at other times would miss the memo. A history
+    # format that records prune must keep it (and ``forgotten``) for the search to stay exact.
+    ended_at=0,
 )
 
 
@@ -33,7 +37,8 @@ def canonical(state: model.State) -> model.State:
     """``state`` with what no later call's compared result can show erased, so that
     orders differing only there meet in the memo. O(T) for T tasks.
 
-    Erased: a final task's fields (but its id and any the model adds), ``expired_token`` and
+    Erased: a final task's fields (but its id and any the model adds; ``ended_at`` too, since
+    histories hold no ``prune``), ``expired_token`` and
     ``started_at`` (they only shape a rejection's reason or a task view, and a
     history records neither), and the order workers were added in. Two states
     with the same canonical form give the same results to every sequence of

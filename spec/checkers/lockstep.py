@@ -33,6 +33,9 @@ from fencepost.spec.formats.trace import format_call, TraceStep
 from fencepost.spec.protocol import RESTART
 from fencepost.spec.variants import DEFAULT, Variants
 
+#: What a forgotten task's ``task()`` error must say (case-insensitive): "forgotten", "forgot".
+FORGOTTEN_WORD = "forgot"
+
 
 # ---------------------------------------------------------------- lockstep
 
@@ -235,6 +238,9 @@ class Lockstep:
         if int_field(self.impl.now) != self.state.now:
             self.diverge(record, f"now differs afterwards: expected {self.state.now}, got {self.impl.now!r}")
         for task in self.state.tasks:
+            if task.forgotten:
+                self.compare_forgotten(record, task.id)
+                continue
             want = view_tuple(model.view(task))
             try:
                 have = view_tuple(self.impl.task(task.id))
@@ -254,6 +260,17 @@ class Lockstep:
         if refused:
             self.diverge(record, refused)
 
+    def compare_forgotten(self, record: TraceStep, task_id: int) -> None:
+        """A task ``prune`` forgot: ``task()`` must raise ValueError, and say the task was forgotten."""
+        try:
+            view = self.impl.task(task_id)
+        except ValueError as exc:
+            if FORGOTTEN_WORD not in str(exc).lower():
+                self.diverge(record, f"task({task_id}) of a forgotten task must raise saying it was forgotten, "
+                                     f"it raised: {exc}")
+            return
+        self.diverge(record, f"task {task_id} was forgotten by prune, but task({task_id}) still answers {view!r}")
+
     def diverge(self, record: TraceStep, problem: str) -> None:
         record.problem = problem
         raise Divergence(f"step {len(self.trace)}: {format_call(record.op, record.args)}: {problem}")
@@ -271,7 +288,7 @@ class Lockstep:
         if self.observed is None:
             self.observed = invariants.Observation(
                 now=self.impl.now,
-                tasks=[self.impl.task(t.id) for t in self.state.tasks],
+                tasks=[None if t.forgotten else self.impl.task(t.id) for t in self.state.tasks],
                 capacities=dict(self.state.workers),
                 max_attempts=self.max_attempts,
                 variants=self.variants,

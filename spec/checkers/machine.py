@@ -18,8 +18,12 @@ Optional capabilities (``spec.checkers.capabilities``) add rules: with
 idempotency keys, most submits carry a key from a small pool, so keys repeat
 often, with the same arguments and with different ones; with ``reopen()``, a
 ``restart`` rule replaces the implementation with its reopened self (the
-model does not change) and everything must still agree. A scheduler that
-offers neither is driven exactly as before.
+model does not change) and everything must still agree; with ``prune``, a
+``prune`` rule forgets final tasks, its ``before`` landing exactly on a final
+task's ``ended_at`` (kept) or one past it (forgotten), and afterwards every
+call naming a forgotten id must raise ``ValueError`` and its ``task()`` say
+it was forgotten, while submits reuse the forgotten tasks' keys. A scheduler
+that offers none of these is driven exactly as before.
 
 Declared variants (``spec.variants``) change what the machine calls, never
 what it judges by hand: it draws only what the queue offers
@@ -80,6 +84,10 @@ KEY_POOL = ("a", "b", "c")
 KEY_KINDS = ("none", "none", "pool", "pool", "repeat")
 #: Keys ``invalid_key`` offers: wrong types and the empty string.
 BAD_KEYS = ("", 1, ["a"], True)
+#: Where a prune's ``before`` lands: exactly a final task's ``ended_at`` (it is
+#: kept), one past it (forgotten), the call's ``now`` (every earlier end), 0
+#: (nothing), or an invalid value (past ``now``, negative, not an int).
+PRUNE_KINDS = ("at_end", "at_end", "past_end", "past_end", "now", "zero", "after_now", "negative", "not_int")
 
 
 class _Fresh:
@@ -433,6 +441,10 @@ def conformance_machine(
             """The implementation's own ``check_invariants()``, when it has one."""
             self.run.implementation_invariants()
 
+    if offered.prune:
+        # Added only when offered: a new rule changes every derandomized draw, and a scheduler
+        # without prune must be driven exactly as before.
+        ConformanceMachine.prune = _prune_rule()
     if variants != DEFAULT:  # added only here, so the contract's draws stay exactly as they were
         ConformanceMachine.dispatch_before_a_due_time = _dispatch_before_a_due_time_rule(lease_lengths, offers("due_at"))
     for check in invariants.INVARIANTS:
@@ -443,6 +455,20 @@ def conformance_machine(
     return ConformanceMachine
 
 
+def _prune_rule() -> Callable[..., None]:
+    """The machine's ``prune`` rule: ``before`` on a final task's end time, one past it, or invalid."""
+
+    @rule(kind=st.sampled_from(PRUNE_KINDS), when=st.sampled_from(TIME_KINDS), pick=picks, offset=offsets)
+    def prune(self: RuleBasedStateMachine, kind: str, when: str, pick: int, offset: int) -> None:
+        """Forget final tasks that ended before ``before``, the bound landing on an end time or past it."""
+        now = self.time(when, pick, offset)
+        ends = sorted({t.ended_at for t in model.expire(self.state, now).tasks if t.ended_at is not None and not t.forgotten})
+        end = ends[pick % len(ends)] if ends else now
+        before = {"at_end": end, "past_end": min(end + 1, now), "now": now, "zero": 0,
+                  "after_now": now + 1, "negative": -1, "not_int": str(now)}[kind]
+        self.step("prune", before=before, now=now)
+
+    return prune
 def _dispatch_before_a_due_time_rule(lease_lengths: st.SearchStrategy, due_at_offered: bool) -> Callable:
     """The machine's rule (under a declared variant) for "nothing is dispatched before its due time".
 

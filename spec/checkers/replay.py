@@ -64,6 +64,8 @@ from fencepost.spec.checkers.steps import (
     offers_restart,
 )
 
+
+
 @dataclass(frozen=True)
 class ReplayedStep:
     """One step as replayed: what was called, what came back, and whether ``expect`` held."""
@@ -258,7 +260,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--impl",
         default=None,
         metavar="MODULE:FACTORY",
-        help=f"a zero-argument factory returning a fresh scheduler (default: {parser.get_default('default_impl')})",
+        help=f"a zero-argument factory returning a fresh scheduler (default: {parser.get_default('default_impl')}, "
+        "or the shipped scheduler that offers what the scenario needs)",
     )
     add_variant_arguments(parser)
     add_exec_arguments(parser)
@@ -286,7 +289,12 @@ def run(args: argparse.Namespace) -> int:
             except UsageError as exc:
                 raise UsageError(f"{args.scenario}: {exc}") from None
             return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler, variants=variants), variants)
-    impl = args.impl or args.default_impl
+    impl, chosen = args.impl, None
+    if impl is None:  # the scenario's needs choose among the shipped schedulers (the command line says how)
+        try:
+            impl, chosen = args.choose_impl(scenario)
+        except UsageError as exc:
+            raise UsageError(f"{args.scenario}: {exc}") from None
     factory = load_factory(impl, "--impl")
     variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl}'s fencepost_variants"))
     try:
@@ -297,16 +305,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--impl {impl}: {exc}") from None
     except Exception as exc:
         raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    return _report(args, scenario, impl, replayed, variants)
+    return _report(args, scenario, impl, replayed, variants, chosen)
 
 
 def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep],
-            variants: Variants = DEFAULT) -> int:
+            variants: Variants = DEFAULT, chosen: str | None = None) -> int:
     title = " ".join(scenario.title.split())
     print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
+    if chosen:
+        print(f"note: {chosen}")  # no --impl: the scenario's needs chose a shipped scheduler
     if variants != DEFAULT:
         print(f"declared variants in force: {variants.describe()}")
-    running = {"impl": args.impl or args.default_impl, "exec": args.exec_command}
+    running = {"impl": name if args.exec_command is None else args.default_impl, "exec": args.exec_command}
     for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
     for line in format_lines(replayed):

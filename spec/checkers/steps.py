@@ -69,6 +69,8 @@ def describe_result(step: Step, result: StepResult) -> str:
         return f"rejected: {reason}" if reason else "rejected"
     elif step.op == "submit" and isinstance(value, int) and not isinstance(value, bool):
         return f"task {value}"
+    elif step.op == "prune" and isinstance(value, int) and not isinstance(value, bool):
+        return f"forgot {value}"
     elif value is None:
         return "ok"
     return repr(value)
@@ -92,6 +94,8 @@ def describe_expect(step: Step) -> str:
         return f"rejected: {expect['reason']}" if "reason" in expect else "rejected"
     if step.op == "submit":
         return f"task {expect['task_id']}"
+    if step.op == "prune":
+        return f"forgot {expect['forgotten']}"
     return repr(expect)
 
 
@@ -116,6 +120,8 @@ def _meets(step: Step, result: StepResult) -> bool:
         return "reason" not in expect or getattr(value, "reason", _ABSENT) == expect["reason"]
     if step.op == "submit":
         return same_value(value, expect["task_id"])
+    if step.op == "prune":
+        return same_value(value, expect["forgotten"])
     return False
 
 

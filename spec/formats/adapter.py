@@ -42,9 +42,10 @@ from fencepost.spec.variants import Variants
 #: The protocol version this fencepost speaks; ``hello`` must answer it.
 PROTOCOL_VERSION = 1
 #: Optional capabilities a program may list in its ``hello``: ``key`` (its
-#: ``submit`` accepts an idempotency ``key``) and ``restart`` (it answers the
-#: ``restart`` op).
-CAPABILITIES = ("key", "restart")
+#: ``submit`` accepts an idempotency ``key``), ``restart`` (it answers the
+#: ``restart`` op) and ``prune`` (it answers ``prune`` with ``before`` and
+#: ``now``, with how many tasks it forgot).
+CAPABILITIES = ("key", "restart", "prune")
 #: The ops every program answers besides the protocol's methods.
 CONTROL_OPS = ("hello", "reset", "now", "restart")
 

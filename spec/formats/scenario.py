@@ -5,6 +5,7 @@ file, or the same structure in JSON when the name ends in ``.json``::
 
     title = "The capacity-one worker"        # required string
     description = "Markdown shown first"     # optional string
+    needs = ["restart"]                       # optional: capabilities (NEEDS) it needs
     steps = [...]                             # required array of step tables
 
     [meta]                                    # optional: free-form str/int/bool
@@ -23,12 +24,20 @@ file, or the same structure in JSON when the name ends in ``.json``::
 table of any subset of the Lease fields; for ``complete``, ``fail``,
 ``cancel`` and ``renew`` a table with ``accepted`` and optionally ``reason``
 (only with ``accepted = false``); for ``submit`` a table with ``task_id``;
-for any operation the string ``"error"``: the call must raise ``ValueError``.
+for ``prune`` a table with ``forgotten`` (how many tasks it forgot); for
+any operation the string ``"error"``: the call must raise ``ValueError``.
+``op = "prune"`` (with ``before`` and ``now``) is the optional retention
+operation; a scheduler without it cannot run such a step.
 
 ``submit`` takes an optional ``key`` (an idempotency key, a non-empty
 string). ``op = "restart"`` is a step with no arguments and no ``expect``:
 the scheduler is replaced by its ``reopen()`` and every later step, and the
 step's own ``expect_state``, is checked against the reopened one.
+
+``needs`` names the optional capabilities a scheduler must offer to run
+every step (``NEEDS`` lists them). A ``restart`` step needs ``"restart"``
+whether or not it is declared (``needs_of``); the command line and the TUI
+open a scenario on a shipped scheduler that offers what it needs.
 
 A step may also ask the reader to predict its result before it is shown
 (the TUI hides the result until an answer is picked)::
@@ -83,7 +92,10 @@ from fencepost.spec.formats.limits import (
     parse_toml,
     read_bounded,
 )
-from fencepost.spec.protocol import OPERATIONS, RESTART, Lease, SchedulerProtocol, Status
+from fencepost.spec.protocol import (
+    BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, RESTART, Lease, PruneProtocol, SchedulerProtocol, Status,
+)
+from fencepost.spec.variants import VALUES as VARIANT_VALUES
 from fencepost.spec.variants import Variants
 
 #: The ``meta`` key holding the declared variants, the one table ``meta`` may hold.
@@ -113,7 +125,7 @@ class Param(NamedTuple):
 
 
 def _signature(op: str) -> tuple[Param, ...]:
-    method = getattr(SchedulerProtocol, op)
+    method = getattr(SchedulerProtocol if op in OPERATIONS else PruneProtocol, op)
     hints = typing.get_type_hints(method)
     params = []
     for p in list(inspect.signature(method).parameters.values())[1:]:  # skip self
@@ -125,11 +137,12 @@ def _signature(op: str) -> tuple[Param, ...]:
 
 
 #: Every operation's keyword arguments, in protocol order.
-SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in OPERATIONS}
+SIGNATURES: dict[str, tuple[Param, ...]] = {op: _signature(op) for op in (*OPERATIONS, *PRUNE_OPERATIONS)}
 SIGNATURES[RESTART] = ()  # a restart step takes no arguments
 
-#: What a step's ``op`` may be: the protocol's operations and ``restart``.
-STEP_OPS = (*OPERATIONS, RESTART)
+#: What a step's ``op`` may be: the protocol's operations, ``prune`` (the optional
+#: retention operation: its ``expect`` is how many tasks it forgot) and ``restart``.
+STEP_OPS = (*OPERATIONS, *PRUNE_OPERATIONS, RESTART)
 
 #: Lease fields a dispatch ``expect`` table may name, with their types.
 LEASE_FIELDS: dict[str, type] = {
@@ -140,7 +153,24 @@ LEASE_FIELDS: dict[str, type] = {
 OUTCOME_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 
 _STEP_KEYS = ("op", "note", "expect", "expect_state", "ask", "choices", "answer", "why")
-_TOP_KEYS = ("title", "description", "meta", "steps")
+_TOP_KEYS = ("title", "description", "needs", "meta", "steps")
+
+#: The capabilities a scenario may declare in ``needs``, each with what a
+#: scheduler must offer for it. A need may also be a declared variant,
+#: ``NAME=VALUE`` from ``spec.variants.VALUES`` (``"order=fifo"``): a
+#: scheduler that follows that choice. New optional parts of the contract are
+#: added here by name.
+NEEDS: dict[str, str] = {
+    RESTART: "reopen(): a scheduler over the same storage, as a new process would see it",
+    "prune": "prune(before, now): forgets final tasks that ended before `before`",
+    "batch": ", ".join(BATCH_OPERATIONS) + ": many single calls as one atomic call",
+}
+
+
+def is_variant_need(name: str) -> bool:
+    """True when ``name`` is ``NAME=VALUE`` for a declared variant other than the contract's own value."""
+    variant, sep, value = name.partition("=")
+    return bool(sep) and variant in VARIANT_VALUES and value in VARIANT_VALUES[variant][1:]
 
 
 # ---------------------------------------------------------------- the data
@@ -189,16 +219,33 @@ class Step:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A titled sequence of steps; ``meta`` holds free-form str/int/bool facts."""
+    """A titled sequence of steps; ``meta`` holds free-form str/int/bool facts.
+
+    ``needs`` is what the scenario declares it needs (names from ``NEEDS``);
+    ``needs_of`` adds what its steps imply.
+    """
 
     title: str
     steps: tuple[Step, ...]
     description: str | None = None
     meta: dict = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "meta", dict(self.meta))
+        object.__setattr__(self, "needs", tuple(self.needs))
+
+
+def needs_of(scenario: Scenario) -> tuple[str, ...]:
+    """Every capability ``scenario`` needs, in ``NEEDS`` order then its variants as
+    declared: the declared ones and those its steps imply (a ``restart`` step
+    needs ``restart``). O(steps)."""
+    needed = set(scenario.needs)
+    if any(step.op == RESTART for step in scenario.steps):
+        needed.add(RESTART)
+    variants = [name for name in scenario.needs if is_variant_need(name)]
+    return tuple(name for name in NEEDS if name in needed) + tuple(variants)
 
 
 # ---------------------------------------------------------------- reading
@@ -296,6 +343,7 @@ def _from_data(data: dict, source: str) -> Scenario:
     description = None
     if "description" in data:
         description = _expect_type(data["description"], str, lambda p: fail("field 'description': ", p))
+    needs = _needs_from_data(data.get("needs", []), lambda p: fail("field 'needs': ", p))
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise fail("field 'meta': ", f"expected a table, got {_show(meta)}")
@@ -319,7 +367,19 @@ def _from_data(data: dict, source: str) -> Scenario:
         if not isinstance(raw, dict):
             raise fail(where, f"expected a table, got {_show(raw)}")
         steps.append(_step_from_data(raw, lambda name, problem, w=where: fail(f"{w}field {_name(name)}: ", problem)))
-    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta))
+    return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta), needs=needs)
+
+
+def _needs_from_data(value: object, fail) -> tuple[str, ...]:
+    """``needs``: an array of distinct names from ``NEEDS`` or variants ``NAME=VALUE``."""
+    if not isinstance(value, list):
+        raise fail(f"expected an array of capability names ({', '.join(NEEDS)}), got {_show(value)}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not (name in NEEDS or is_variant_need(name)):
+            raise fail(f"unknown capability {_show(name)} (known: {', '.join(NEEDS)}, or a variant NAME=VALUE)")
+        if name in value[:index]:
+            raise fail(f"named twice: {_show(name)}")
+    return tuple(value)
 
 
 def _step_from_data(raw: dict, fail) -> Step:
@@ -432,6 +492,8 @@ def _expect_from_data(op: str, expect: object, fail) -> object:
         return table
     if op == "submit":
         return _expect_table(expect, {"task_id": int}, ("task_id",), '"error" or a table with task_id', fail)
+    if op == "prune":
+        return _expect_table(expect, {"forgotten": int}, ("forgotten",), '"error" or a table with forgotten', fail)
     if op == RESTART:
         raise fail("expect", f"a restart step has no expect (use expect_state), got {_show(expect)}")
     raise fail("expect", f'{op} can only expect "error", got {_show(expect)}')
@@ -538,6 +600,8 @@ def _to_data(scenario: Scenario, source: str) -> dict:
     data: dict = {"title": scenario.title}
     if scenario.description is not None:
         data["description"] = scenario.description
+    if scenario.needs:
+        data["needs"] = list(scenario.needs)
     if scenario.meta:
         data["meta"] = dict(scenario.meta)
     steps = []
@@ -585,7 +649,7 @@ def _check_writable(data: dict, source: str, fmt: str) -> None:
             for v in value:
                 visit(v, where)
 
-    for key in ("title", "description", "meta"):
+    for key in ("title", "description", "needs", "meta"):
         if key in data:
             visit(data[key], f"field {_name(key)}: ")
     for number, raw in enumerate(data["steps"], start=1):
@@ -607,6 +671,8 @@ def _toml_document(data: dict) -> str:
     lines = [f"title = {_toml_string(data['title'])}"]
     if "description" in data:
         lines.append(f"description = {_toml_string(data['description'], multiline=True)}")
+    if "needs" in data:
+        lines.append(f"needs = {_toml_value(data['needs'])}")
     if not data["steps"]:
         lines.append("steps = []")
     if "meta" in data:
@@ -694,6 +760,8 @@ def expect_from(step: Step, result: StepResult) -> object:
         return {"accepted": bool(value.accepted)}
     if step.op == "submit":
         return {"task_id": value}
+    if step.op == "prune":
+        return {"forgotten": value}
     return None
 
 

@@ -32,7 +32,7 @@ O(1).
 from __future__ import annotations
 
 from fencepost.spec.formats.limits import MAX_WIRE_STRING, WIRE_INT_LIMIT
-from fencepost.spec.protocol import OPERATIONS, Lease, Outcome, Status, TaskView
+from fencepost.spec.protocol import OPERATIONS, PRUNE_OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
 LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
@@ -46,8 +46,8 @@ NONE_OPS = frozenset({"add_worker", "advance"})
 #: The reads and controls only the ``--exec`` adapter carries: ``task`` and
 #: ``now`` answer a view and the clock; ``reset`` and ``restart`` answer null.
 ADAPTER_OPS = ("task", "now", "reset", "restart")
-#: Every operation with a JSON form here.
-OPS = (*OPERATIONS, *ADAPTER_OPS)
+#: Every operation with a JSON form here (``prune`` answers how many tasks it forgot, an int).
+OPS = (*OPERATIONS, *PRUNE_OPERATIONS, *ADAPTER_OPS)
 
 #: The nine TaskView fields, in the order the protocol declares them.
 VIEW_FIELDS = ("id", "status", "priority", "due_at", "attempts", "worker", "token", "expires_at", "cancel_requested")
@@ -102,6 +102,10 @@ def to_json(op: str, value: object, opaque: bool = False) -> object:
         if not _is_int(value):
             raise ValueFormError(f"submit answers a task id (an int), got {value!r}")
         return value
+    if op == "prune":
+        if not _is_int(value):
+            raise ValueFormError(f"prune answers how many tasks it forgot (an int), got {value!r}")
+        return value
     if op == "dispatch":
         if value is None:
             return None
@@ -137,9 +141,9 @@ def from_json(op: str, obj: object, opaque: bool = False) -> object:
         if obj is not None:
             raise ValueFormError(f"{op} answers null, got {_show(obj)}")
         return None
-    if op in ("submit", "now"):
+    if op in ("submit", "now", "prune"):
         if not _is_int(obj):
-            what = "a task id" if op == "submit" else "the clock"
+            what = {"submit": "a task id", "now": "the clock", "prune": "how many tasks it forgot"}[op]
             raise ValueFormError(f"{op} answers {what} (an int), got {_show(obj)}")
         _check_size(op, "result", obj)
         return obj

@@ -28,6 +28,10 @@ DESCRIPTIONS: dict[str, str] = {
     "stale_heap_revives": "cancel leaves the heap entry live, so the indexed scheduler dispatches a cancelled task from it",
     "retry_at_failure_time": "fail makes the task due again at the failure time instead of after its backoff",
     "attempt_off_by_one": "max_attempts=N allows N + 1 dispatches",
+    "prune_unfinished": "prune forgets waiting tasks due before the bound, not only final ones",
+    "prune_at_before": "prune forgets a task that ended exactly at before (<= instead of <)",
+    "prune_recounts": "after a prune, the next id and token are counted from the tasks left, so forgotten ones are reused",
+    "prune_keeps_answering": "a pruned task still answers task() instead of raising that it was forgotten",
 }
 
 #: Mutant name -> the ``MODULE:FACTORY`` that ``fencepost check`` takes.

@@ -11,7 +11,8 @@ what crossing a process boundary costs.
 ``--restart`` also offers the ``restart`` capability: the scheduler is
 replaced by a deep copy of itself, standing in for one recovered from
 storage (this scheduler keeps everything in memory, so a real restart would
-lose it all).
+lose it all). ``--prune`` offers the ``prune`` capability (the scheduler's own
+``prune``); without it the program answers no ``prune``.
 
 ``--declare NAME=VALUE`` (repeatable) declares a contract variant in the
 ``hello`` answer, as a queue that differs from the contract on purpose would.
@@ -50,6 +51,8 @@ def main(argv: list[str]) -> None:
         capabilities.append("key")
     if "--restart" in argv:
         capabilities.append("restart")
+    if "--prune" in argv:
+        capabilities.append("prune")
     declared = dict(a.partition("=")[::2] for a, flag in zip(argv[1:], argv) if flag == "--declare")
     scheduler = make()
     for line in sys.stdin:
@@ -66,7 +69,7 @@ def main(argv: list[str]) -> None:
                 scheduler, result = copy.deepcopy(scheduler), None
             elif op == "now":
                 result = scheduler.now
-            elif op in METHODS:
+            elif op in METHODS or (op == "prune" and "prune" in capabilities):
                 result = encode(op, getattr(scheduler, op)(**args))
             else:
                 raise LookupError(f"unknown op {op!r}")

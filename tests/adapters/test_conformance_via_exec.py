@@ -76,3 +76,19 @@ def test_capabilities_listed_in_hello_are_checked_through_exec():
         result = check_factory(program, max_examples=10)
     assert result.passed, result.failure  # keys and restarts through the program agree with the model
     assert result.coverage.outcomes[("restart", "ok")] > 0
+
+
+def test_prune_listed_in_hello_is_checked_through_exec_and_skipped_without_it(capsys):
+    from fencepost.spec.adapters.exec import ExecProgram
+    from fencepost.spec.checkers.capabilities import detect
+    from fencepost.spec.checkers.check import check_factory
+
+    with ExecProgram(f"{PYTHON} --prune") as program:
+        program.start()
+        assert detect(program).prune  # from hello: "prune"
+        result = check_factory(program, max_examples=10)
+    assert result.passed, result.failure
+    assert result.coverage.outcomes[("prune", "forgot")] > 0
+    assert "checked: idempotency keys, prune" in result.capabilities.summary()
+    main(["check", "--exec", PYTHON, "--max-examples", "5"])  # a short run: only its summary line matters here
+    assert "checked: idempotency keys; skipped (not offered): restart, prune" in capsys.readouterr().out

@@ -78,6 +78,7 @@ def runners(tmp_path: Path):
 
     def make(runner_class: type = Runner, **options: object) -> Runner:
         options.setdefault("clock", ManualClock())
+        options.setdefault("trace", True)  # every runner made here has its trace replayed at teardown
         runner = runner_class(**options)
         runner.start()
         made.append(runner)

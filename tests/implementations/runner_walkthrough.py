@@ -50,7 +50,7 @@ def walkthrough_run(bound: float = BOUND) -> list[Step]:
     """
     clock = ManualClock()
     gate = Gate(bound)
-    runner = Runner(workers=2, clock=clock, lease=LEASE)
+    runner = Runner(workers=2, clock=clock, lease=LEASE, trace=True)
 
     def child(ctx):
         gate.enter("child 1")

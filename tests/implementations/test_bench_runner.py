@@ -39,3 +39,14 @@ def test_the_command_prints_the_side_by_side_table(capsys: pytest.CaptureFixture
 def test_tasks_without_runner_is_bad_input(capsys: pytest.CaptureFixture) -> None:
     assert main(["bench", "--tasks", "5"]) == 2
     assert "--tasks goes with --runner" in capsys.readouterr().err
+
+
+def test_the_table_puts_one_and_four_workers_side_by_side() -> None:
+    times = iter([1.0, 2.0, 1.0, 1.25])  # 1 worker: executor, runner; 4 workers: executor, runner
+    benches = [bench_runner.measure_runner(1_000, 1, turns=(lambda n, w=None: next(times), lambda n, w=None: next(times)),
+                                           workers=workers) for workers in bench_runner.WORKER_COUNTS]
+    text = bench_runner.format_runner_benches(benches)
+    lines = text.splitlines()
+    assert lines[2].split()[0] == "1" and lines[3].split()[0] == "4"
+    assert "0.50x" in lines[2] and "0.80x" in lines[3] and "250.0 us/task" in lines[3]
+    assert text.endswith("0.80x  holds")

@@ -191,9 +191,9 @@ def healthy() -> IndexedScheduler:
 
 def replace_fresh(s: IndexedScheduler, task_id: int, record: tuple) -> None:
     """Put ``record`` in place of a fresh task's tuple, in the registry and the ready heap."""
-    old = s._tasks[task_id - 1]
+    old = s._tasks[task_id]
     s._ready[next(i for i, e in enumerate(s._ready) if e is old)] = record
-    s._tasks[task_id - 1] = record
+    s._tasks[task_id] = record
 
 
 def swap_due_root(s: IndexedScheduler) -> str:
@@ -231,7 +231,7 @@ def skip_compaction(s: IndexedScheduler) -> str:
 
 
 def cut_a_fresh_record(s: IndexedScheduler) -> str:
-    replace_fresh(s, 3, s._tasks[2][:4])
+    replace_fresh(s, 3, s._tasks[3][:4])
     return "task 3's fresh record is (-2, 0, 3, None)"
 
 
@@ -241,7 +241,7 @@ def make_a_fresh_record_not_due(s: IndexedScheduler) -> str:
 
 
 def move_a_fresh_record_to_the_due_heap(s: IndexedScheduler) -> str:
-    record = s._tasks[2]
+    record = s._tasks[3]
     s._ready.remove(record)
     indexed.heapify(s._ready)
     indexed.heappush(s._due, record)
@@ -350,17 +350,17 @@ def test_a_fresh_task_is_its_own_ready_entry_until_something_needs_more() -> Non
     s = IndexedScheduler()
     s.add_worker("w", 1)
     first, second, later = s.submit(priority=2), s.submit(max_attempts=3, retry_delay=2), s.submit(due_at=5)
-    assert s._tasks[0] is s._ready[0] == (-2, 0, first, None, 1)
-    assert type(s._tasks[second - 1]) is tuple
-    assert type(s._tasks[later - 1]) is indexed._Task  # not due yet: a full record in the due heap
+    assert s._tasks[first] is s._ready[0] == (-2, 0, first, None, 1)
+    assert type(s._tasks[second]) is tuple
+    assert type(s._tasks[later]) is indexed._Task  # not due yet: a full record in the due heap
     view = s.task(second)
     assert (view.status, view.priority, view.due_at, view.attempts, view.token) == (Status.PENDING, 0, 0, 0, None)
-    assert type(s._tasks[second - 1]) is tuple  # looking changes nothing
+    assert type(s._tasks[second]) is tuple  # looking changes nothing
     assert s.complete(second, 1, 0).reason == "not_running"
     lease = s.dispatch("w", 0, 5)
-    assert lease.task_id == first and type(s._tasks[first - 1]) is indexed._Task
+    assert lease.task_id == first and type(s._tasks[first]) is indexed._Task
     assert s.cancel(second, 0).accepted
-    record = s._tasks[second - 1]
+    record = s._tasks[second]
     assert type(record) is indexed._Task and record.max_attempts == 3 and record.retry_delay == 2
     assert s._ready_stale == 1  # the fresh tuple is still in the heap, now stale
     s.check_invariants()
@@ -385,7 +385,7 @@ def test_unusual_ints_are_kept_as_given_in_a_full_record() -> None:
 
     s = IndexedScheduler()
     task_id = s.submit(priority=Level.HIGH)
-    assert type(s._tasks[0]) is indexed._Task
+    assert type(s._tasks[task_id]) is indexed._Task
     assert s.task(task_id).priority is Level.HIGH
     s.check_invariants()
 

@@ -208,7 +208,7 @@ def test_a_scheduler_clock_refuses_bad_time_and_changes_nothing(call, message: s
 
 def test_a_runner_refused_because_another_client_moved_time_reads_again_and_retries(tmp_path) -> None:
     scheduler = Racing(Scheduler())
-    runner = Runner(workers=1, clock=SchedulerClock(scheduler), scheduler=scheduler, lease=10)
+    runner = Runner(workers=1, clock=SchedulerClock(scheduler), scheduler=scheduler, lease=10, trace=True)
     task_id = runner.submit(lambda ctx: ctx.now)
     scheduler.armed.update({"dispatch", "complete"})
     with runner:

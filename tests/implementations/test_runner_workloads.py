@@ -103,7 +103,7 @@ def run_workload(runner_class: type, workers: int, lease: int, task_specs: list,
     """Run one workload through a runner of ``runner_class`` and assert everything the module docstring lists."""
     clock = ManualClock()
     workload = Workload([spec[0] for spec in task_specs])
-    runner = runner_class(workers=workers, clock=clock, lease=lease)
+    runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True)
     runner.start()
     try:
         ids = [

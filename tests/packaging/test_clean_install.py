@@ -120,3 +120,12 @@ def test_python_m_fencepost_and_the_package_data(installed):
     where = run([python, "-c", "import fencepost, fencepost.tui.app as app; print(fencepost.__file__); print(app.FencepostApp.CSS_PATH.is_file())"], cwd=project, env=env)
     origin, stylesheet = where.stdout.split()
     assert Path(origin).is_relative_to(bin_dir.parent) and stylesheet == "True"  # the wheel's copy, not this checkout
+
+
+def test_the_wheel_writes_a_report_with_its_stylesheet_and_script(installed):
+    bin_dir, project, env = installed
+    out = project / "onboarding.html"
+    written = run([str(bin_dir / "fencepost"), "report", "onboarding", "-o", str(out)], cwd=project, env=env)
+    assert written.returncode == 0, written.stdout + written.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "@media print" in page and "classList.add(\"js\")" in page  # report.css and report.js: the wheel's package data

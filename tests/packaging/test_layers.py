@@ -6,6 +6,7 @@ function counts: a lazy import is still a dependency), and the rules are:
 
 * ``spec/`` imports neither ``impl/`` nor ``tui/``;
 * ``impl/`` does not import ``tui/``;
+* neither ``spec/`` nor ``impl/`` nor ``tui/`` imports ``report/`` (the HTML report sits on top);
 * a format module (``spec/formats/``) imports no checker (``spec/checkers/``);
 * no import cycle between modules.
 
@@ -29,7 +30,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 #: Where each installed package's modules live in the repository (pyproject's package-dir).
-PACKAGE_DIRS = {"fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.tui": "tui"}
+PACKAGE_DIRS = {
+    "fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.tui": "tui",
+    "fencepost.report": "report",
+}
 
 #: Packages below ``fencepost.spec`` that belong to the implementations' layer (see the module docstring).
 IMPL_LAYER_UNDER_SPEC = ("fencepost.spec.mutants",)
@@ -102,6 +106,9 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
         ("fencepost.spec", "fencepost.impl", "spec/ imports impl/"),
         ("fencepost.spec", "fencepost.tui", "spec/ imports tui/"),
         ("fencepost.impl", "fencepost.tui", "impl/ imports tui/"),
+        ("fencepost.spec", "fencepost.report", "spec/ imports report/"),
+        ("fencepost.impl", "fencepost.report", "impl/ imports report/"),
+        ("fencepost.tui", "fencepost.report", "tui/ imports report/"),
         ("fencepost.spec.formats", "fencepost.spec.checkers", "a format imports a checker"),
     ]
     problems = []
@@ -203,6 +210,7 @@ def test_the_graph_sees_the_tree():
     # A graph that found nothing would pass every rule: make sure it reads real imports.
     graph = import_graph(REPO)
     assert "fencepost.cli" in graph and "fencepost.spec.model" in graph
+    assert "fencepost.tui.timeline" in graph["fencepost.report.scenario"]
     assert "fencepost.spec.protocol" in graph["fencepost.spec.model"]
     assert "fencepost.impl.simple" in graph["fencepost.impl.indexed"] or "fencepost.spec.protocol" in graph["fencepost.impl.indexed"]
 
@@ -212,7 +220,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for folder in ("spec", "impl", "tui", "fencepost", "spec/formats", "spec/checkers", "spec/mutants"):
+    for folder in ("spec", "impl", "tui", "report", "fencepost", "spec/formats", "spec/checkers", "spec/mutants"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "__init__.py").touch()
     return tmp_path
@@ -224,6 +232,10 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"spec/model.py": "from fencepost.impl import simple\n", "impl/simple.py": ""}, "spec/ imports impl/: fencepost.spec.model imports fencepost.impl.simple"),
         ({"spec/model.py": "def f():\n    import fencepost.tui.app\n", "tui/app.py": ""}, "spec/ imports tui/: fencepost.spec.model imports fencepost.tui.app"),
         ({"impl/demo.py": "from fencepost.tui.app import App\n", "tui/app.py": "App = 1\n"}, "impl/ imports tui/: fencepost.impl.demo imports fencepost.tui.app"),
+        ({"impl/bench.py": "from fencepost.report import page\n", "report/page.py": ""},
+         "impl/ imports report/: fencepost.impl.bench imports fencepost.report.page"),
+        ({"tui/app.py": "def f():\n    import fencepost.report.scenario\n", "report/scenario.py": ""},
+         "tui/ imports report/: fencepost.tui.app imports fencepost.report.scenario"),
         ({"spec/formats/trace.py": "from ..checkers.machine import x\n", "spec/checkers/machine.py": "x = 1\n"},
          "a format imports a checker: fencepost.spec.formats.trace imports fencepost.spec.checkers.machine"),
     ],

@@ -72,7 +72,7 @@ def replay_on_queue(scenario: dict) -> list[tuple[int, str]]:
     and a report's ``token = N`` is sent as that observed token. Returns
     ``(step number, "expected ..., got ...")`` per failing step, in order.
     """
-    from fencepost.cli import load_factory
+    from fencepost.spec.arguments import load_factory
 
     scheduler = load_factory(scenario["meta"]["impl"])()
     observed: dict[int, object] = {}  # the file's token number -> the scheduler's token

@@ -56,6 +56,7 @@ def test_a_lease_lasts_exactly_its_logical_duration_however_long_the_wall_clock_
     (lambda q: q.complete(1, "", 3), "token"),
     (lambda q: q.complete(1, ["t"], 3), "token"),
     (lambda q: q.advance(1), "backwards"),
+    (lambda q: q.renew(1, "t", 30, 0) if hasattr(q, "renew") else q.dispatch("w1", 30, 0), "duration"),
     (lambda q: q.add_worker("w1", 1), "already exists"),
     (lambda q: q.submit(retry_delay=0), "retry_delay"),
 ])

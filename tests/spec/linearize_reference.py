@@ -174,6 +174,7 @@ def _step(call: Call, state: model.State) -> tuple[model.State | None, object]:
 _FINAL = dict(
     priority=0, due_at=0, max_attempts=None, retry_delay=0, status=Status.SUCCEEDED, attempts=0,
     worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
+    ended_at=0,  # added with prune: when a task ended shows only to prune, which histories do not hold
 )
 
 

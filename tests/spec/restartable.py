@@ -36,7 +36,8 @@ class ForgetsCancelRequestOnReopen(ReopenableScheduler):
     def reopen(self) -> ForgetsCancelRequestOnReopen:
         reopened = copy.deepcopy(self)
         for task in reopened._tasks:
-            task.cancel_requested = False
+            if task is not None:  # None: a task prune forgot
+                task.cancel_requested = False
         return reopened
 
 

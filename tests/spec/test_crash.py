@@ -120,7 +120,7 @@ def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pyt
     if FAST_DIR:
         monkeypatch.setattr(tempfile, "tempdir", FAST_DIR)
     out = tmp_path / "crash.toml"
-    argv = ["crash", CRASH_MUTANTS["durable_ack_before_commit"], "--kills", str(MUTANT_KILLS), "--seed", "11",
+    argv = ["crash", CRASH_MUTANTS["durable_ack_before_commit"], "--kills", str(MUTANT_KILLS), "--seed", "12",
             "--no-restarts", "--trace-out", str(out)]
     assert main(argv) == 1
     printed = capsys.readouterr().out

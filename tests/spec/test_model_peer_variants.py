@@ -109,3 +109,15 @@ def test_the_new_variants_round_trip_through_files_and_the_command_line() -> Non
     assert Variants.from_declared(v.declared()) == v
     assert Variants.parse(v.assignments()) == v
     assert DEFAULT.lease_length() is None and DEFAULT.describe() == "the contract"
+
+
+def test_a_wrong_typed_opaque_token_is_never_a_valid_token() -> None:
+    """The machine's wrong-type disguises of a receipt handle: refused as tokens, and never a crash of the machine."""
+    from fencepost.spec.checkers.invalid_calls import NON_INT_FORMS, disguise
+
+    opaque = model.initial(Variants.from_declared({"tokens": "opaque"}))
+    for form in NON_INT_FORMS:
+        wrong = disguise("bkdbhfiychinluov", form)
+        with pytest.raises(ValueError, match="token must be"):
+            model.require_token(opaque, wrong)
+    assert disguise(7, "str") == "7" and disguise(7, "float") == 7.0  # int tokens as before

@@ -69,9 +69,9 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'worker': expected a string, got 7"),
         ('op = "submit"\npriority = [1]\n', "walk.toml: step 1: field 'priority': expected an int, got [1]"),
         ('op = "launch"\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                            "complete, fail, cancel, renew, advance, restart, got \"launch\""),
+                            "complete, fail, cancel, renew, advance, prune, restart, got \"launch\""),
         ('op = 3\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                     "complete, fail, cancel, renew, advance, restart, got 3"),
+                     "complete, fail, cancel, renew, advance, prune, restart, got 3"),
         ('worker = "w1"\n', "walk.toml: step 1: field 'op': missing"),
         ('op = "dispatch"\nworker = "w1"\nnow = 1\n',
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),
@@ -130,7 +130,7 @@ def test_the_step_number_counts_from_one() -> None:
         (HEADER + "steps = [1]\n", "walk.toml: step 1: expected a table, got 1"),
         (HEADER + 'description = 2\nsteps = []\n', "walk.toml: field 'description': expected a string, got 2"),
         (HEADER + "steps = []\nauthor = \"me\"\n",
-         "walk.toml: field 'author': unknown field (a scenario has title, description, meta, steps)"),
+         "walk.toml: field 'author': unknown field (a scenario has title, description, needs, meta, steps)"),
         (HEADER + "steps = []\nmeta = 1\n", "walk.toml: field 'meta': expected a table, got 1"),
         (HEADER + "steps = []\n[meta]\nseed = 1.5\n",
          "walk.toml: field 'meta.seed': expected a string, an int or a bool, got 1.5"),

@@ -108,6 +108,11 @@ NARRATED = [
     ("failed-dispatch", 8, 1, {"status": "running", "expires_at": 5}),
     ("failed-dispatch", 9, None, {"now": 5}),
     ("failed-dispatch", 9, 1, {"status": "pending"}),
+    ("renew-and-expiry", 5, 1, {"worker": None, "token": None, "expires_at": None}),
+    ("lease-ends", 7, 1, {"worker": None, "token": None, "expires_at": None, "cancel_requested": False}),
+    ("lease-ends", 10, 2, {"worker": None, "token": None, "expires_at": None}),
+    ("submit-keys", 5, 1, {"priority": 1, "status": "pending"}),
+    ("argument-rules", 6, None, {"now": 0}),
 ]
 
 

@@ -343,3 +343,25 @@ def test_a_lease_call_accepted_under_a_stale_token_shows_the_token_the_task_real
     ]
     honest = run(*calls, ("renew", 2, 2, 0, 3))
     assert texts(honest, 6, "renew") == ["lease of task 2 renewed: now [0, 3), still token 2"]
+
+
+def test_a_pruned_task_leaves_done_and_the_narration_says_why():
+    timeline = run(
+        ("add_worker", "w1", 1),
+        ("submit",), ("submit",),
+        ("cancel", 2, 3),
+        ("dispatch", "w1", 4, 5),
+        ("complete", 1, 1, 6),
+        ("prune", 6, 6),
+        ("prune", 6, 7),
+    )
+    assert sorted(r.id for r in timeline.board(6).done) == [1, 2]
+    assert [r.id for r in timeline.board(7).done] == [1]  # task 2 ended at 3 < 6; task 1 at exactly 6 stays
+    assert texts(timeline, 7, "prune") == [
+        "prune forgets 1 final task (2): each ended before t=6, so it leaves Done; task() of it now says it was "
+        "forgotten, and its id is never given again"
+    ]
+    assert texts(timeline, 8, "prune") == ["prune forgets nothing: no final task ended before t=6"]
+    timeline.run_model()
+    assert [c.divergence for c in timeline.checks] == [None] * len(timeline.checks)  # the model forgot the same
+    assert [r.id for r in timeline.board(7, side="model").done] == [1]
