@@ -45,10 +45,10 @@ class _Picking(SimpleScheduler):
         v.check_time(self._now, now)
         v.check_min("duration", duration, 1)
         self._expire(now)
-        load = sum(1 for t in self._tasks if t.status is Status.RUNNING and t.worker == worker)
+        load = sum(1 for t in self._tasks if t is not None and t.status is Status.RUNNING and t.worker == worker)
         if load >= self._capacity[worker]:
             return None
-        ready = [t for t in self._tasks if t.status in DISPATCHABLE_STATUSES and self._due(t, now)]
+        ready = [t for t in self._tasks if t is not None and t.status in DISPATCHABLE_STATUSES and self._due(t, now)]  # None: pruned
         if not ready:
             return None
         best = min(ready, key=self._key)
