@@ -121,7 +121,7 @@ def _due_at(entry: tuple[int, int]) -> int:
 class _Base:
     """A canonical model state, materialised, with the indexes a view is built from. Never changed.
 
-    ``eligible``: ``dispatch_order`` keys of the dispatchable tasks due by the
+    ``eligible``: ``index_key`` keys (the declared order, then due time) of the dispatchable tasks due by the
     base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
     """
 
@@ -170,7 +170,7 @@ class _State:
     delta: dict[int, model.Task]  # id -> the task, for every task that differs from the base (or is newer)
     size: int  # tasks in all: ids are 1..size
     running: dict[int, model.Task]  # id -> the task, for every running task
-    ready: list[tuple[int, int, int]]  # dispatch_order keys of the dispatchable tasks in delta, sorted
+    ready: list[tuple[int, ...]]  # index_key keys of the dispatchable tasks in delta, sorted
     keys: dict[str, model.KeyRecord]  # idempotency keys submitted since the base
     now: int
     last_token: int

@@ -8,8 +8,9 @@ it says whether that one rule is judged as the declared variants say
   ``order=fifo`` (no priorities) and ``order=any`` allow, the contract not.
 * ``EarlyDispatch`` hands out a task whatever its due time: the core
   ("nothing is dispatched before its due time"), rejected whatever is declared.
-* ``ClosedInterval`` keeps a lease live at exactly ``expires_at``
-  (``spec.mutants.closed_interval``): allowed only by ``interval=closed``.
+* ``ClosedInterval`` keeps a lease live at exactly ``expires_at`` (as
+  ``spec.mutants.closed_interval`` does, but ending it at the time of the call
+  that sees it over): allowed only by ``interval=closed``.
 * ``RandomTokens`` hands out random strings as tokens: allowed only by
   ``tokens=opaque``; ``ReusedRandomTokens`` hands a task its first random
   token again when it is leased again: the core, rejected under it too.
@@ -21,7 +22,6 @@ import uuid
 
 from fencepost.impl import _validate as v
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.mutants.closed_interval import Scheduler as ClosedInterval  # noqa: F401 - one of this module's schedulers
 from fencepost.spec.protocol import DISPATCHABLE_STATUSES, Lease, Status
 
 
@@ -45,10 +45,10 @@ class _Picking(SimpleScheduler):
         v.check_time(self._now, now)
         v.check_min("duration", duration, 1)
         self._expire(now)
-        load = sum(1 for t in self._tasks if t.status is Status.RUNNING and t.worker == worker)
+        load = sum(1 for t in self._tasks if t is not None and t.status is Status.RUNNING and t.worker == worker)
         if load >= self._capacity[worker]:
             return None
-        ready = [t for t in self._tasks if t.status in DISPATCHABLE_STATUSES and self._due(t, now)]
+        ready = [t for t in self._tasks if t is not None and t.status in DISPATCHABLE_STATUSES and self._due(t, now)]  # None: pruned
         if not ready:
             return None
         best = min(ready, key=self._key)
@@ -58,6 +58,23 @@ class _Picking(SimpleScheduler):
         best.started_at, best.expires_at = now, now + duration
         best.expired_token = None
         return Lease(best.id, worker, best.token, now, now + duration)
+
+
+class ClosedInterval(SimpleScheduler):
+    """A lease is live on ``[started_at, expires_at]``: it ends once ``now > expires_at``."""
+
+    def _expire(self, now: int) -> None:
+        for t in self._tasks:
+            if t is not None and t.status is Status.RUNNING and t.expires_at < now:
+                token = t.token
+                if t.cancel_requested:
+                    t.release(Status.CANCELLED, now)
+                elif t.budget_spent():
+                    t.release(Status.FAILED, now)
+                else:
+                    t.release(Status.PENDING, now)
+                t.expired_token = token
+        self._now = now
 
 
 class WrongPriority(_Picking):
