@@ -625,7 +625,7 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            answer = self._report(op, attempt)
+            answer, now = self._report(op, attempt)
             if answer.accepted:
                 task = self._tasks[attempt.task_id]
                 if kind == "ok":
@@ -643,16 +643,16 @@ class Runner:
             del self._running[attempt.slot]
             self._changed.notify_all()
 
-    def _report(self, op: str, attempt: Attempt) -> Outcome:
-        """Under the lock: ``complete`` or ``fail`` the attempt; a lost answer is resolved by reading the task."""
+    def _report(self, op: str, attempt: Attempt) -> tuple[Outcome, int]:
+        """Under the lock: ``complete`` or ``fail`` the attempt; its answer and the time it was made at
+        (for a lost answer resolved by reading the task, the clock's time when read)."""
         for _ in range(UNKNOWN_RETRIES):
             try:
-                answer, _ = self._timed_call(op, lambda now: dict(task_id=attempt.task_id, token=attempt.token, now=now))
-                return answer
+                return self._timed_call(op, lambda now: {"task_id": attempt.task_id, "token": attempt.token, "now": now})
             except OutcomeUnknown:
                 answer = self._resolve(op, attempt)
                 if answer is not None:
-                    return answer
+                    return answer, self._clock.now
         raise RuntimeError(f"{op} of task {attempt.task_id} lost its answer {UNKNOWN_RETRIES} times in a row")
 
     def _resolve(self, op: str, attempt: Attempt) -> Outcome | None:
