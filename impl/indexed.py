@@ -238,6 +238,11 @@ class IndexedScheduler(FoldedBatches):
         tasks[task_id] = fresh
         return task_id
 
+    def _issued_ids(self) -> int:
+        """How many task ids have been issued (the batches' id check): the counter, since
+        ``prune`` takes forgotten tasks out of the registry and ids are never reused."""
+        return self._last_id
+
     def task(self, task_id: int) -> TaskView:
         """A detached view of one task.
 

@@ -156,10 +156,7 @@ def require_task(state: State, task_id: object) -> Task:
         raise ValueError(f"task_id {task_id!r} is unknown: {known}")
     found = state.tasks[task_id - 1]
     if found.forgotten:
-        raise ValueError(
-            f"task_id {task_id} was forgotten: it ended {found.status.value} at t={found.ended_at} "
-            "and was pruned since (its id is never reused)"
-        )
+        raise ValueError(f"task_id {task_id} was forgotten: it was final and pruned since (its id is never reused)")
     return found
 
 
@@ -728,7 +725,10 @@ def _reports(name: str, reports: object, state: State) -> list[tuple[int, int | 
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise ValueError(f"{name}[{number}] must be a (task_id, token) pair, not {pair!r}")
         try:
-            require_task(state, pair[0])
+            # the id's type and range here; a forgotten id is refused by its single call in the fold
+            require_int("task_id", pair[0])
+            if not 1 <= pair[0] <= len(state.tasks):
+                require_task(state, pair[0])  # raises, with the words for an unknown id
             require_token(state, pair[1])
         except ValueError as exc:
             raise _entry_error(name, number, exc) from None
@@ -750,8 +750,11 @@ def _reports_batch(single: Callable, name: str, state: State, reports: object, n
     pairs = _reports(name, reports, state)
     require_time(state, now)
     outcomes = []
-    for task_id, token in pairs:
-        state, outcome = single(state, task_id, token, now)
+    for number, (task_id, token) in enumerate(pairs):
+        try:
+            state, outcome = single(state, task_id, token, now)
+        except ValueError as exc:  # a forgotten id: the whole batch is invalid
+            raise _entry_error(name, number, exc) from None
         outcomes.append(outcome)
     if not pairs:
         state = expire(state, now)

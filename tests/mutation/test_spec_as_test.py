@@ -208,6 +208,13 @@ def exact_difference(factory: type, calls: list[Call]) -> str | None:
         if got != want:
             return f"{where}: the model answers {want}, the scheduler {got}"
         for task in state.tasks:
+            if task.forgotten:  # pruned: the scheduler must refuse it, saying so
+                try:
+                    scheduler.task(task.id)
+                except ValueError as exc:
+                    if "forgot" in str(exc).lower():
+                        continue
+                return f"{where}: afterwards task({task.id}) still answers, but the model forgot it"
             want, got = _exact(model.task(state, task.id)), _exact(scheduler.task(task.id))
             if got != want:
                 return f"{where}: afterwards task({task.id}) is {got}, the model says {want}"
