@@ -106,6 +106,11 @@ class FoldedBatches:
     def _reports_batch(self, single: Callable[[int, int, int], Outcome], reports: object, now: object) -> list[Outcome]:
         pairs = v.check_reports(reports, self._issued_ids())
         self._check_batch_time(now)
+        for number, (task_id, _) in enumerate(pairs):
+            try:
+                self.task(task_id)  # a forgotten id makes the whole batch invalid, before any change
+            except ValueError as exc:
+                raise v.entry_error("reports", number, exc) from None
         if not pairs:
             self.advance(now)  # a timed call even when empty: due leases expire
             return []

@@ -20,11 +20,11 @@ from fencepost.spec.protocol import OPERATIONS, Reason, Status
 from fencepost.tui.glossary import BY_WORD, GLOSSARY
 
 #: The protocol's own names a note may use: every one needs a glossary entry.
-#: (Plain English argument names -- now, worker, task -- are left to the jargon list.)
+#: (Plain English argument names -- now, worker, task, before, limit -- are left to the jargon list.)
 PROTOCOL_NAMES = sorted(
     ({*OPERATIONS, *(s.value for s in Status), *Reason.ALL, *LEASE_FIELDS, *STATE_FIELDS}
      | {p.name for params in SIGNATURES.values() for p in params})
-    - {"now", "worker", "status", "id"}
+    - {"now", "worker", "status", "id", "before", "tasks", "reports", "limit"}
 )
 
 #: Words a newcomer may not know, whatever the protocol calls them. A note that uses
