@@ -212,7 +212,9 @@ _FAIL_SET = """
                 due_at = CASE WHEN t.cancel_requested OR (t.max_attempts IS NOT NULL AND t.attempts >= t.max_attempts)
                               THEN t.due_at
                               ELSE (p_now + t.retry_delay * power(2::numeric, t.attempts - 1))::bigint END,
-                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false"""
+                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false,
+                ended_at = CASE WHEN t.cancel_requested OR (t.max_attempts IS NOT NULL AND t.attempts >= t.max_attempts)
+                                THEN p_now END"""
 
 #: The start of ``complete_many``/``fail_many`` after the clock: time has not moved past ``p_now``,
 #: every id was issued (else the whole batch is invalid), whether the ids are distinct, and the rows
@@ -281,7 +283,7 @@ END $$;
 """
 
 #: What an accepted ``complete`` sets.
-_COMPLETE_SET = "status = 'succeeded',\n                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false"
+_COMPLETE_SET = "status = 'succeeded',\n                worker = NULL, token = NULL, started_at = NULL, expires_at = NULL, cancel_requested = false, ended_at = p_now"
 
 _FUNCTIONS = r"""
 -- Why p_token may not act on task p_id now (NULL: it holds the current lease).

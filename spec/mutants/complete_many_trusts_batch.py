@@ -23,6 +23,6 @@ class Scheduler(SimpleScheduler):
         for number in range(first + 1, len(outcomes)):
             t = self._get(reports[number][0])
             if not outcomes[number].accepted and t.status is Status.RUNNING:
-                t.release(Status.SUCCEEDED)  # the bug: trusted without its token
+                t.release(Status.SUCCEEDED, now)  # the bug: trusted without its token
                 outcomes[number] = ACCEPTED
         return outcomes
