@@ -86,7 +86,7 @@ def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DE
         required[RESTART] = tuple(RESTART_OUTCOMES)
     if capabilities.prune:
         required["prune"] = tuple(PRUNE_OUTCOMES)
-    if capabilities.batch:
+    if capabilities.batch and variants == DEFAULT:  # the batch rules join the machine under the contract only
         required.update({op: tuple(outcomes) for op, outcomes in BATCH_OUTCOMES.items()})
     return required
 
