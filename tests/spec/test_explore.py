@@ -35,7 +35,12 @@ SMALL = ["--tasks", "1", "--horizon", "1", "--jobs", "1"]
 #: random search finds, but takes about 90 s of CPU, too long for CI.
 LARGER = {
     "string_ids": Scope(tasks=10, capacity=2, horizon=0, priorities=(0,), max_attempts=(None,), durations=(1,)),
+    # the prune mutants break only prune, which explore calls with --prune
+    **{name: Scope(prune=True) for name in ("prune_unfinished", "prune_at_before", "prune_recounts", "prune_keeps_answering")},
 }
+#: The batch mutants break only the batch operations, which explore does not generate (yet);
+#: ``fencepost check`` rejects each (tests/spec/test_mutants.py).
+NOT_EXPLORED = ("batch_not_atomic", "dispatch_many_over_capacity", "dispatch_many_twice", "complete_many_trusts_batch")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -262,7 +267,7 @@ def test_forked_jobs_give_the_same_result_as_one_process(monkeypatch: pytest.Mon
 # ---------------------------------------------------------------- strength: every pitfall mutant
 
 
-@pytest.mark.parametrize("name", list(MUTANTS))
+@pytest.mark.parametrize("name", [m for m in MUTANTS if m not in NOT_EXPLORED])
 def test_explore_finds_every_mutant_with_a_real_shortest_counterexample(name: str) -> None:
     factory = load_factory(MUTANTS[name])
     result = explore(LARGER.get(name, DEFAULT_SCOPE), factory, jobs=default_jobs())
