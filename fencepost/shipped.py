@@ -33,9 +33,9 @@ class Shipped:
 #: needs a server named by the user.) ``tests/spec/test_needs.py`` checks each ``offers``
 #: against what ``spec.checkers.capabilities.detect`` finds.
 SHIPPED: tuple[Shipped, ...] = (
-    Shipped(DEFAULT_IMPL, frozenset()),
-    Shipped("impl.simple:SimpleScheduler", frozenset()),
-    Shipped("impl.durable:temporary", frozenset({RESTART})),
+    Shipped(DEFAULT_IMPL, frozenset({"prune", "batch"})),
+    Shipped("impl.simple:SimpleScheduler", frozenset({"prune", "batch"})),
+    Shipped("impl.durable:temporary", frozenset({RESTART, "prune", "batch"})),
 )
 
 

@@ -20,14 +20,15 @@ from fencepost.report.page import render_page, table_sections, text
 from fencepost.spec.checkers.linearize import Verdict, describe
 from fencepost.spec.checkers.linearize_command import describe_call, describe_outcome
 from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
+from fencepost.spec.variants import DEFAULT, Variants
 
 
 #: Sub-positions per event: a linearization point sits on one of these, between two events.
 SLOTS = 3
 
 
-def history_page(history: History, verdict: Verdict) -> str:
-    """The page of ``history`` as ``verdict`` decided it (see the module docstring)."""
+def history_page(history: History, verdict: Verdict, variants: Variants = DEFAULT) -> str:
+    """The page of ``history`` as ``verdict`` decided it under ``variants`` (see the module docstring)."""
     calls, events = history.calls, history.events
     failure = verdict.failure
     involved = set(failure.involved) if failure else set()
@@ -39,7 +40,9 @@ def history_page(history: History, verdict: Verdict) -> str:
         f"<h1>History {text(name)}</h1>",
         f'<p class="meta">{text(history.source)} · {len(calls):,} calls by {len(history.processes):,} clients · '
         f"{len(events):,} events · checked against the model: {verdict.windows:,} windows, "
-        f"{verdict.states:,} states explored</p></header>",
+        f"{verdict.states:,} states explored"
+        + ("" if variants == DEFAULT else f" · under the declared variants {text(variants.describe())}")
+        + "</p></header>",
         _verdict(history, verdict),
     ]
     if failure is not None:
@@ -51,6 +54,7 @@ def history_page(history: History, verdict: Verdict) -> str:
         "source": history.source,
         "calls": len(calls),
         "linearizable": verdict.linearizable,
+        "variants": variants.declared(),
         "failing_call": failing,
         "involved": sorted(involved),
         "stretch_lines": [events[failure.start].line, events[failure.end].line] if failure else None,

@@ -20,6 +20,7 @@ from fencepost.report.leases import Lease, Leases, read_leases
 from fencepost.report.page import prose, render_page, table_sections, text
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.tui.timeline import Board, Row, Timeline
+from fencepost.spec.variants import DEFAULT
 
 
 #: Tasks shown side by side at the failing step, at most (those that differ first).
@@ -49,7 +50,9 @@ def scenario_page(timeline: Timeline, source: str, impl_name: str, running: dict
         '<header><p class="kind">fencepost report · ', kind, "</p>",
         f"<h1>{text(scenario.title)}</h1>",
         f'<p class="meta">{text(source)} · {_count(timeline.last, "step")} · run on <code>{text(impl_name)}</code>'
-        " with the model beside it</p></header>",
+        " with the model beside it"
+        + ("" if timeline.variants == DEFAULT else f", under the declared variants {text(timeline.variants.describe())}")
+        + "</p></header>",
         _verdict(timeline, problems, recorded, impl_name),
     ]
     notes = suggestions(scenario.meta, running)

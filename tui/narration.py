@@ -309,6 +309,9 @@ class Narrator:
         """
         reason = getattr(result.value, "reason", None)
         row = self._side.rows.get(task_id)
+        if token is not None and reason == "stale_token" and row is not None and row.status != "running":
+            # Refused for a token while the task ran: a later part of the same batch ended it since.
+            row = next((b for changed, b, _ in changes if changed == task_id and b is not None), row)
         status = row.status if row else "unknown"
         if token is not None and token not in self._issued.get(task_id, ()):
             # A shrunk counterexample may quote any number: say so, rather than call it stale.
@@ -321,8 +324,6 @@ class Narrator:
                 where = f"task {task_id} is {status}" + _leases_had(had)
             return f"token {token} is a token this task never had: {where} (the scheduler's reason: {reason or 'none given'})"
         if reason == "stale_token" and row is not None:
-            if row.status != "running":
-                row = next((b for changed, b, _ in changes if changed == task_id and b is not None), row)
             return f"token {token} is stale: task {task_id} now runs under token {row.token}"
         if reason == "lease_expired":
             start, end = self._expired.get((task_id, token), (None, None))

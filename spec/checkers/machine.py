@@ -492,7 +492,7 @@ def conformance_machine(
                 args["duration"] = duration
             self.step(op, **args)
 
-        @precondition(lambda self: any(t.cancel_requested for t in self.state.tasks))
+        @precondition(lambda self: any(t.cancel_requested and t.status is Status.RUNNING for t in self.state.tasks))
         @rule(
             op=st.sampled_from(cancel_reports),
             pick=picks,
@@ -506,7 +506,9 @@ def conformance_machine(
             is refused, fail ends ``cancelled``, complete still succeeds. The
             state is rare under uniform choices, so it gets a rule of its own.
             """
-            asked = [t for t in self.state.tasks if t.cancel_requested]
+            # Only a running task still has a lease to report on: one that ended since (an expiry
+            # after the request cancels it) would make every report a refusal the other rules draw.
+            asked = [t for t in self.state.tasks if t.cancel_requested and t.status is Status.RUNNING]
             task = asked[pick % len(asked)]
             args: dict[str, object] = {"task_id": task.id, "token": task.token, "now": self.time(when, pick, 0)}
             if op == "renew":

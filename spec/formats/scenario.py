@@ -407,8 +407,8 @@ def _step_from_data(raw: dict, fail) -> Step:
     if "op" not in raw:
         raise fail("op", "missing")
     op = raw["op"]
-    if op not in STEP_OPS:  # the message names the core ops and restart, as it always has
-        raise fail("op", f"expected one of {', '.join((*OPERATIONS, RESTART))}, got {_show(op)}")
+    if op not in STEP_OPS:
+        raise fail("op", f"expected one of {', '.join(STEP_OPS)}, got {_show(op)}")
     params = ALL_SIGNATURES[op]
     takes = ", ".join(p.name for p in params) or "no arguments"
     for key in raw:

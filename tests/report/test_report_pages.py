@@ -219,3 +219,18 @@ def test_a_history_the_search_cannot_decide_says_so(tmp_path):
     page = make_page(ZOMBIE, tmp_path / "page.html", "--max-states", "1")
     assert data_of(page)["linearizable"] is None
     assert parse(page).with_id("verdict")["class"] == "verdict unknown"
+
+
+def test_a_history_is_judged_under_its_headers_variants_and_the_page_names_them(tmp_path, capsys):
+    path = TESTS / "peers" / "histories" / "sqs_fifo_claim_duplicate_receive.jsonl"
+    page = make_page(path, tmp_path / "page.html")
+    assert data_of(page)["variants"]["tokens"] == "opaque"
+    assert "under the declared variants" in page.read_text(encoding="utf-8")
+
+
+def test_a_variant_flag_that_disagrees_with_the_histories_header_is_one_line_exit_2(tmp_path, capsys):
+    path = TESTS / "peers" / "histories" / "sqs_fifo_claim_duplicate_receive.jsonl"
+    out = tmp_path / "page.html"
+    assert main(["report", str(path), "-o", str(out), "--variant", "tokens=int"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tokens" in err and not out.exists()

@@ -119,7 +119,7 @@ def test_bad_needs_are_one_line_naming_the_field_and_value(needs: str, message: 
     assert capsys.readouterr().err == f"fencepost replay: error: {path}: {message}\n"
 
 
-@pytest.mark.parametrize("needs", [["prune"], ["order=fifo"], ["restart", "batch"]])
+@pytest.mark.parametrize("needs", [["order=fifo"], ["tokens=opaque"], ["batch", "restart", "interval=closed"]])
 def test_a_need_no_shipped_scheduler_offers_is_one_line_exit_2(needs: list[str], tmp_path, capsys) -> None:
     wanted = ", ".join(sorted(needs))
     with pytest.raises(UsageError, match=f"^needs {wanted}, which no shipped scheduler offers together; name one with --impl$"):

@@ -69,9 +69,11 @@ def step_error(step_toml: str) -> str:
          "walk.toml: step 1: field 'worker': expected a string, got 7"),
         ('op = "submit"\npriority = [1]\n', "walk.toml: step 1: field 'priority': expected an int, got [1]"),
         ('op = "launch"\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                            "complete, fail, cancel, renew, advance, prune, restart, got \"launch\""),
+                            "complete, fail, cancel, renew, advance, prune, submit_many, dispatch_many, complete_many, "
+                            "fail_many, restart, got \"launch\""),
         ('op = 3\n', "walk.toml: step 1: field 'op': expected one of add_worker, submit, dispatch, "
-                     "complete, fail, cancel, renew, advance, prune, restart, got 3"),
+                     "complete, fail, cancel, renew, advance, prune, submit_many, dispatch_many, complete_many, "
+                     "fail_many, restart, got 3"),
         ('worker = "w1"\n', "walk.toml: step 1: field 'op': missing"),
         ('op = "dispatch"\nworker = "w1"\nnow = 1\n',
          "walk.toml: step 1: field 'duration': missing (dispatch needs worker, now, duration)"),

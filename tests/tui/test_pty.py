@@ -62,12 +62,15 @@ def readme_runs(tmp_path: Path) -> dict[str, list[tuple[list[str], list[tuple[st
                 (["tui", "--list"], [], 0),
                 (["tui", "capacity-one"], [(STEP_SCREEN, b"q")], 0),
                 (["tui", "cx.toml"], [(STEP_SCREEN, b"dq")], 0),
-                (["tui", "--new"], [(STEP_SCREEN, b"\x1b"), ("Leave line", b"q")], 0),
+                # Esc once the line has the focus (its footer says "Leave line"), q once the footer
+                # says "Interact" (the line is left): a q typed sooner would go into the line
+                (["tui", "--new"], [("Leave line", b"\x1b"), ("Interact", b"q")], 0),
                 (["tui", str(history)], [("NOT linearizable", b"fq")], 0)],
         "explore": [(["explore", "--impl", "mypackage.sched:MyScheduler"], [], 2),
                     (["explore", "--tasks", "1", "--horizon", "1", "--depth", "3"], [], 0)],
         "linearize": [(["linearize", str(history)], [], 1), (["linearize", str(history), "--order"], [], 1)],
         "crash": [(["crash", "impl.durable:DurableScheduler", "--kills", "2"], [], 0)],
+        "faults": [(["faults", "--faults", "nonsense"], [], 2), (["faults", "--times", "0"], [], 2)],
         "bench": [(["bench", "--sizes", "nonsense"], [], 2)],
         "demo": [(["demo", "--workers", "1"], [], 2)],
         "report": [(["report", "no-such-walkthrough"], [], 2)],
