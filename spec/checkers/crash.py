@@ -57,12 +57,12 @@ from fencepost.spec.checkers.results import (
     normalize,
     view_tuple,
 )
-from fencepost.spec.checkers.lockstep import Lockstep
+from fencepost.spec.checkers.lockstep import FORGOTTEN_WORD, Lockstep
 from fencepost.spec.formats.trace import TraceStep, format_call
 from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.minimize import minimize
 from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
+from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS
 
 #: Kills a run makes when ``--kills`` is not given.
 DEFAULT_KILLS = 50
@@ -85,6 +85,11 @@ CHILD_EXAMPLES = 100_000
 # ---------------------------------------------------------------- the child
 
 
+#: Every call the child's machine may make that can change the state: each is reported to the parent.
+#: A call left out here would change the storage behind the parent's back (``prune`` once was).
+REPORTED_OPERATIONS = (*OPERATIONS, *OPTIONAL_OPERATIONS)
+
+
 class _Reporting:
     """A scheduler that tells the parent about every protocol call as it starts and as it returns."""
 
@@ -94,7 +99,7 @@ class _Reporting:
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self._inner, name)
-        if name in OPERATIONS or name in BATCH_OPERATIONS:  # a batch is one call: all of it returned, or none
+        if name in REPORTED_OPERATIONS:  # a batch is one call: all of it returned, or none
             return self._reported(name, attr)
         if name == "reopen":
             def reopen() -> _Reporting:
@@ -245,8 +250,17 @@ def probe_calls(states: list[model.State]) -> list[tuple[str, dict]]:
     return calls
 
 
+#: What the probe records for a task ``prune`` forgot: ``task()`` refuses it, saying so, and ids go on after it.
+_FORGOTTEN_VIEW = ("forgotten",)
+
+
 def _observe(scheduler: object, op: str, args: dict, most_tasks: int) -> tuple:
-    """One probe call on the scheduler: its comparable result, then the clock and every view."""
+    """One probe call on the scheduler: its comparable result, then the clock and every view.
+
+    The views run from id 1 to the first id ``task()`` refuses as unknown; an
+    id it refuses as forgotten is recorded as ``_FORGOTTEN_VIEW`` (the ids after it
+    still name tasks).
+    """
     try:
         result = comparable(normalize(getattr(scheduler, op)(**args)))
     except ValueError:
@@ -255,8 +269,10 @@ def _observe(scheduler: object, op: str, args: dict, most_tasks: int) -> tuple:
     for task_id in range(1, most_tasks + 2):
         try:
             views.append(view_tuple(scheduler.task(task_id)))
-        except ValueError:
-            break
+        except ValueError as exc:
+            if FORGOTTEN_WORD not in str(exc).lower():
+                break
+            views.append(_FORGOTTEN_VIEW)
     return result, scheduler.now, views
 
 
@@ -266,7 +282,8 @@ def _expected(state: model.State, op: str, args: dict) -> tuple[model.State, tup
         got = comparable(normalize(result))
     except ValueError:
         got = ("error",)
-    return state, (got, state.now, [view_tuple(model.view(t)) for t in state.tasks])
+    views = [_FORGOTTEN_VIEW if t.forgotten else view_tuple(model.view(t)) for t in state.tasks]
+    return state, (got, state.now, views)
 
 
 def _say(value: object, op: str) -> str:
