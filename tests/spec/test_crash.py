@@ -14,10 +14,12 @@ import tempfile
 
 import pytest
 
+from fencepost.impl import durable
 from fencepost.impl.durable import DurableScheduler
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec import model
+from fencepost.spec import model, profiles
 from fencepost.spec.checkers import crash
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 from fencepost.spec.mutants import CRASH_MUTANTS
@@ -30,6 +32,9 @@ FAST_DIR = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.
 KILLS = 4
 #: Kills the mutant gets; it fails at the first kill that lands after an acknowledged change.
 MUTANT_KILLS = 20
+#: A kill point past any call a child makes before its own lockstep speaks (a bound: a child
+#: that never diverged would be killed there, after some seconds, and the test would fail).
+UNREACHED_KILL = 10_000
 
 
 def test_the_durable_scheduler_recovers_every_acknowledged_call() -> None:
@@ -53,12 +58,29 @@ def test_a_mutant_that_acknowledges_before_committing_is_caught_by_a_kill() -> N
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="known gap, open (2026-12-01): since prune and batch rules joined the "
-                   "machine, this seed's restart run no longer reaches the mutant's fault; not yet re-aimed")
 def test_with_restarts_the_childs_own_lockstep_sees_the_mutant_too() -> None:
-    """A ``restart`` closes the connection, and the open transaction goes with it: a divergence, no kill needed."""
-    with pytest.raises(crash.ChildFailure, match="diverged from the model without any crash"):
-        crash.crash_test(AckBeforeCommit, kills=MUTANT_KILLS, seed=3, directory=FAST_DIR, ops=crash.DEFAULT_OPS * 4)
+    """A ``restart`` closes the connection, and the open transaction goes with it: a divergence, no kill needed.
+
+    The kill is aimed past any call the child reaches, so no kill can catch the mutant first
+    (``crash_test``'s seeded kill points once did, when the prune and batch rules moved the
+    child's restarts later): what ends the run is the child's own verdict, whatever calls
+    Hypothesis makes. Every child seed of 0..29 diverged at or after a restart within 0.7 s here.
+    """
+    with pytest.raises(crash.ChildFailure, match="diverged from the model without any crash") as caught:
+        crash.kill_once(AckBeforeCommit, seed=3, kill_at=UNREACHED_KILL, delay_s=0.0, steps=profiles.CI_STEPS,
+                        directory=FAST_DIR)
+    lines = str(caught.value).splitlines()
+    diverging = next(number for number, line in enumerate(lines) if "<-- diverges" in line)
+    assert any("restart()" in line for line in lines[: diverging + 1]), "the divergence came before any restart"
+
+
+def test_a_restart_loses_the_mutants_last_acknowledged_call_and_nothing_of_the_real_one() -> None:
+    """The same mechanism driven directly, no Hypothesis: the mutant's submit returns with its
+    transaction open, and the restart's close rolls it back."""
+    calls = [("add_worker", {"worker": "w1", "capacity": 1}), ("submit", {}), ("restart", {})]
+    trace = run_calls(lambda: durable.temporary(AckBeforeCommit, FAST_DIR), calls)
+    assert trace is not None and trace[-1].op == "restart" and "task(1)" in trace[-1].problem
+    assert run_calls(lambda: durable.temporary(directory=FAST_DIR), calls) is None
 
 
 def test_a_scheduler_that_keeps_nothing_recovers_nothing() -> None:
