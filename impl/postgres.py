@@ -177,8 +177,20 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
 
 #: What a forked child inherited from its parent's pools: the parent's live sessions, on shared
 #: sockets. The child must neither use them (two processes talking on one session) nor close
-#: them (that would end the parent's session), so it only keeps them referenced.
+#: them (that would end the parent's session), so it only keeps them referenced. So also for a
+#: parent's scheduler or temporary schema the child's garbage collector frees: its finalizer
+#: (``_release_session``, ``_give_back``) runs in the child too, and would put the parent's
+#: session in the child's pool (both processes then share it: psycopg's prepared statement
+#: names collide, ``DuplicatePreparedStatement``, and answers go to the wrong process).
 _INHERITED: list[object] = []
+
+
+def _inherited(made_in: int, *session: object) -> bool:
+    """True, keeping ``session`` referenced, when this process is not ``made_in``, the one that made it."""
+    if os.getpid() == made_in:
+        return False
+    _INHERITED.append(session)
+    return True
 
 
 def _forget_inherited_pools() -> None:
@@ -318,7 +330,8 @@ class PostgresScheduler:
                                 reconnect=reconnect, call_timeout=self.call_timeout,
                                 prepare=lambda c: c.execute(setup), conn=conn)
         # ours: given back when this object is closed or goes (never closed under another's feet)
-        self._release = weakref.finalize(self, _release_session, dsn, self._session) if _connection is None else None
+        self._release = (weakref.finalize(self, _release_session, dsn, self._session, os.getpid())
+                         if _connection is None else None)
         if _connection is None and not _schema_exists:
             ensure_schema(conn, schema)
         self._owner = _owner  # keeps a temporary schema alive while any scheduler over it is
@@ -635,7 +648,10 @@ def _is_invalid(exc: Exception) -> bool:
     return isinstance(exc, psycopg.Error) and exc.sqlstate == INVALID_ARGUMENT_STATE
 
 
-def _release_session(dsn: str, session: Session) -> None:
+def _release_session(dsn: str, session: Session, made_in: int) -> None:
+    """A scheduler's finalizer: its session's connection back to the idle pool, in the process that made it only."""
+    if _inherited(made_in, session):
+        return
     if session.conn is not None and not session.closed:
         _release(dsn, session.conn)
 
@@ -755,7 +771,7 @@ class _TemporarySchema:
     """Owns a throw-away schema: back to the pool when the last scheduler over it is gone."""
 
     def __init__(self, dsn: str, schema: str, conn: psycopg.Connection) -> None:
-        weakref.finalize(self, _give_back, dsn, schema, conn)
+        weakref.finalize(self, _give_back, dsn, schema, conn, os.getpid())
 
 
 #: Free schemas kept per server; one more is dropped instead (its connection closed), so a
@@ -763,7 +779,9 @@ class _TemporarySchema:
 POOL_MAX = 4
 
 
-def _give_back(dsn: str, schema: str, conn: psycopg.Connection) -> None:
+def _give_back(dsn: str, schema: str, conn: psycopg.Connection, made_in: int) -> None:
+    if _inherited(made_in, schema, conn):  # a forked child neither reuses nor drops its parent's schema
+        return
     with _POOL_LOCK:
         free = _POOL.setdefault(dsn, [])
         if len(free) < POOL_MAX:

@@ -359,3 +359,77 @@ def test_a_forked_child_never_uses_its_parents_sessions(dsn: str) -> None:
         assert again.submit() == expected
     again.close()
     s.close()
+
+
+def _send_the_session_a_scheduler_opens(dsn: str, schema: str, pipe: object) -> None:
+    gc.collect()  # the parent's garbage, inherited: its finalizers run here, in the child
+    with PostgresScheduler(dsn, schema=schema) as s:
+        s.submit()
+        pipe.send(s._conn.info.backend_pid)
+
+
+def test_a_forked_child_that_collects_its_parents_scheduler_still_opens_a_session_of_its_own(dsn: str) -> None:
+    """A scheduler left in a reference cycle is collected by the parent and by every child forked before that.
+
+    Its finalizer used to give its session back to the pool of whichever process ran it, so both
+    took the one server session: psycopg's prepared statement names collided
+    (``DuplicatePreparedStatement``, seen in a crash test under restarts) and answers could reach
+    the wrong process.
+    """
+    import multiprocessing
+
+    owner = temporary()
+    gc.disable()  # the garbage must still be pending at the fork
+    try:
+        garbage = owner.reopen()
+        for _ in range(6):  # past psycopg's prepare threshold: its session has prepared statements
+            garbage.now
+        used = garbage._conn.info.backend_pid
+        garbage.cycle = garbage
+        del garbage
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_send_the_session_a_scheduler_opens, args=(dsn, owner.schema, sender))
+        child.start()
+    finally:
+        gc.enable()
+    assert receiver.poll(60), "the child sent nothing"
+    assert receiver.recv() != used
+    child.join(60)
+    assert child.exitcode == 0
+    gc.collect()  # now the parent's own finalizer runs: the session is back in its pool, unshared
+    again = owner.reopen()
+    for expected in range(2, 12):  # past the prepare threshold again, on whatever session it got
+        assert again.submit() == expected
+    again.close()
+    owner.close()
+
+
+def _send_the_schema_temporary_hands_out(pipe: object) -> None:
+    gc.collect()  # the parent's garbage, inherited: its temporary schema's finalizer runs here
+    s = temporary()
+    pipe.send(s.schema)
+    s.close()
+
+
+def test_a_forked_child_that_collects_its_parents_temporary_schema_never_takes_it(dsn: str) -> None:
+    """The same for a temporary schema: given back in the child, the child would have emptied and
+    used it (on its parent's session) while the parent's own pool hands it out too."""
+    import multiprocessing
+
+    gc.disable()  # the garbage must still be pending at the fork
+    try:
+        garbage = temporary()
+        schema = garbage.schema
+        garbage.cycle = garbage
+        del garbage
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_send_the_schema_temporary_hands_out, args=(sender,))
+        child.start()
+    finally:
+        gc.enable()
+    assert receiver.poll(60), "the child sent nothing"
+    assert receiver.recv() != schema
+    child.join(60)
+    assert child.exitcode == 0
