@@ -19,8 +19,6 @@ from fencepost.spec.checkers.crash import crash_test
 KILLS = 8
 
 
-@pytest.mark.xfail(strict=True, reason="known failure, open (seen 2026-12-01 after merging batches, prune and the "
-                   "fault handling): a kill run's recovery diverges from the model; not yet investigated")
 def test_a_killed_client_never_loses_a_returned_call_nor_half_applies_one() -> None:
     pg_server.require_server()
     report = crash_test(opener, kills=KILLS, seed=7)
