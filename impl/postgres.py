@@ -185,11 +185,12 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
 _INHERITED: list[object] = []
 
 
-def _inherited(made_in: int, *session: object) -> bool:
-    """True, keeping ``session`` referenced, when this process is not ``made_in``, the one that made it."""
+def _inherited(made_in: int, *kept: object) -> bool:
+    """True, keeping ``kept`` referenced (never used, never closed), when this process is not
+    ``made_in``, the one that made them: a forked child's copy of its parent's objects."""
     if os.getpid() == made_in:
         return False
-    _INHERITED.append(session)
+    _INHERITED.append(kept)
     return True
 
 
