@@ -11,10 +11,13 @@ the same whatever the number of tasks. The search is
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import replace
 
 from fencepost.spec import model
-from fencepost.spec.protocol import BATCH_OPERATIONS, DISPATCHABLE_STATUSES, FINAL_STATUSES, Lease, Status
+from fencepost.spec.protocol import (
+    BATCH_OPERATIONS, DISPATCHABLE_STATUSES, FINAL_STATUSES, PRUNE_OPERATIONS, Lease, Status,
+)
 from fencepost.spec.variants import DEFAULT, Variants
 
 
@@ -26,44 +29,80 @@ from fencepost.spec.variants import DEFAULT, Variants
 _FINAL = dict(
     priority=0, due_at=0, max_attempts=None, retry_delay=0, status=Status.SUCCEEDED, attempts=0,
     worker=None, token=None, started_at=None, expires_at=None, cancel_requested=False, expired_token=None,
-    # When it ended matters only to prune, which no history holds (RECORDED_OPS): erased, or
-    # every order that ends the same tasks at other times would miss the memo. A history
-    # format that records prune must keep it (and ``forgotten``) for the search to stay exact.
+    # When it ended matters only to a later prune: erased when the history holds none
+    # (``bounds`` None), or every order that ends the same tasks at other times would miss
+    # the memo; otherwise kept as far as the history's prunes can tell (``prune_bounds``).
     ended_at=0,
 )
 
+#: What a forgotten task is kept as: every call naming it raises, and nothing else reads it
+#: (prune forgets a task once), so only its id and that it was forgotten remain.
+_FORGOTTEN = dict(_FINAL, tokens=())
 
-def canonical(state: model.State) -> model.State:
-    """``state`` with what no later call's compared result can show erased, so that
-    orders differing only there meet in the memo. O(T) for T tasks.
+#: A final task's canonical ``ended_at`` when it ended before every prune bound: below any
+#: valid ``before`` (which is >= 0), so every prune of the history forgets it.
+BEFORE_EVERY_BOUND = -1
 
-    Erased: a final task's fields (but its id and any the model adds; ``ended_at`` too, since
-    histories hold no ``prune``), ``expired_token`` and
-    ``started_at`` (they only shape a rejection's reason or a task view, and a
-    history records neither), and the order workers were added in. Two states
-    with the same canonical form give the same results to every sequence of
-    calls, so the search stays exact. The search keeps its states canonical
-    task by task (``_State.apply``), which gives the same states as this.
+
+def prune_bounds(befores: Iterable[object]) -> tuple[int, ...] | None:
+    """The canonical form's prune bounds: the distinct int ``before`` arguments of a history's
+    prune calls, sorted; None when it holds no prune call. O(P log P) for P prunes.
+
+    A prune compares a final task's ``ended_at`` with its ``before`` only (``t.ended_at <
+    before``), so a final task's ``ended_at`` is kept as the greatest bound at or below it
+    (``BEFORE_EVERY_BOUND`` when none is): for every bound b, ``ended_at < b`` exactly when the
+    kept value is ``< b``. A ``before`` that is not an int makes the call invalid before it
+    reads any task, so it needs no bound (and a history with only such prunes needs none).
     """
-    tasks = tuple(_canonical_task(t, state.variants) for t in state.tasks)
+    return tuple(sorted({b for b in befores if _is_int(b)})) or None
+
+
+def canonical(state: model.State, bounds: tuple[int, ...] | None = None) -> model.State:
+    """``state`` with what no later call's compared result can show erased, so that
+    orders differing only there meet in the memo. O(T log P) for T tasks, P ``bounds``.
+
+    Erased: a final task's fields (but its id and any the model adds), its ``ended_at``
+    as far as the prunes to come cannot tell it apart (``bounds``, from ``prune_bounds``:
+    None when no prune will come, then erased; see there), a forgotten task's every field
+    but its id and ``forgotten``, ``expired_token`` and ``started_at`` (they only shape a
+    rejection's reason or a task view, and a history records neither), and the order
+    workers were added in. Two states with the same canonical form give the same results
+    to every sequence of calls whose prunes have their ``before`` in ``bounds``, so the
+    search stays exact. The search keeps its states canonical task by task
+    (``_State.apply``), which gives the same states as this.
+    """
+    tasks = tuple(_canonical_task(t, state.variants, bounds) for t in state.tasks)
     workers = tuple(sorted(state.workers))
     if workers == state.workers and all(a is b for a, b in zip(tasks, state.tasks)):
         return state
     return replace(state, tasks=tasks, workers=workers)
 
 
-def _canonical_task(task: model.Task, variants: Variants = DEFAULT) -> model.Task:
+def _canonical_task(task: model.Task, variants: Variants = DEFAULT, bounds: tuple[int, ...] | None = None) -> model.Task:
     """One task's canonical form. Under ``repeat=accept`` a final task keeps its status
     (a complete of a succeeded one may be accepted); under ``late=accept-unclaimed``
-    a pending task keeps ``expired_token`` (a late report with it is accepted)."""
+    a pending task keeps ``expired_token`` (a late report with it is accepted); with
+    ``bounds`` a final task keeps ``ended_at`` as the greatest bound at or below it."""
     if task.status in FINAL_STATUSES:
-        if task.retry_delay == 0:
+        if task.forgotten:
+            if task.retry_delay == 0 and task.ended_at == 0 and not task.tokens and task.status is Status.SUCCEEDED:
+                return task
+            return replace(task, **_FORGOTTEN)
+        ended = 0 if bounds is None else _bound_at_or_below(bounds, task.ended_at)
+        if task.retry_delay == 0 and task.ended_at == ended:
             return task
-        return replace(task, **(_FINAL if variants.repeat == "refuse" else _FINAL_KEEPING_STATUS))
+        erased = _FINAL if variants.repeat == "refuse" else _FINAL_KEEPING_STATUS
+        return replace(task, **erased) if ended == 0 else replace(task, **{**erased, "ended_at": ended})
     keep_expired = variants.late == "accept-unclaimed"
     if (task.expired_token is None or keep_expired) and task.started_at is None:
         return task
     return replace(task, expired_token=task.expired_token if keep_expired else None, started_at=None)
+
+
+def _bound_at_or_below(bounds: tuple[int, ...], ended_at: int) -> int:
+    """The greatest of ``bounds`` at or below ``ended_at``, or ``BEFORE_EVERY_BOUND``. O(log P)."""
+    at = bisect.bisect_right(bounds, ended_at)
+    return bounds[at - 1] if at else BEFORE_EVERY_BOUND
 
 
 #: ``_FINAL`` less the status, for ``repeat=accept`` (its tokens are kept too: not in ``_FINAL``).
@@ -104,6 +143,9 @@ REBASE_IN_WINDOW = 512
 #: step updates them by the tasks it changed.
 _HASH_MASK = (1 << 64) - 1
 
+#: Operations applied to the whole state (``_State.apply``): the batches and prune.
+_WHOLE_STATE_OPS = frozenset(BATCH_OPERATIONS) | frozenset(PRUNE_OPERATIONS)
+
 #: Operations that name a task (``task_id``), and operations that expire leases (``now``).
 _TASK_OPS = frozenset({"complete", "fail", "cancel", "renew"})
 _TIMED_OPS = _TASK_OPS | {"dispatch", "advance"}
@@ -125,19 +167,21 @@ class _Base:
     base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
     """
 
-    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "variants", "key", "late")
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "variants", "key", "late", "bounds")
 
     def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
-                 eligible: list[tuple[int, ...]], future: list[tuple[int, int]]) -> None:
+                 eligible: list[tuple[int, ...]], future: list[tuple[int, int]],
+                 bounds: tuple[int, ...] | None = None) -> None:
         self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
         self.eligible, self.future = eligible, future
         self.variants = state.variants  # constant for the run: every base of one search shares them
+        self.bounds = bounds  # the history's prune bounds (``prune_bounds``), constant for the run too
         self.key = index_key(state.variants)
         self.late = 1 if state.variants.due == "after" else 0  # due=after: eligible from due_at + 1
 
     @classmethod
-    def of(cls, state: model.State) -> _Base:
-        """``state`` (canonical) with its indexes built. O(T log T)."""
+    def of(cls, state: model.State, bounds: tuple[int, ...] | None = None) -> _Base:
+        """``state`` (canonical under ``bounds``) with its indexes built. O(T log T)."""
         ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES]
         key, variants = index_key(state.variants), state.variants
         return cls(
@@ -147,6 +191,7 @@ class _Base:
             sum(map(hash, state.keys)) & _HASH_MASK,
             sorted(key(t) for t in ready if model.is_due(variants, t.due_at, state.now)),
             sorted((t.due_at, t.id) for t in ready if not model.is_due(variants, t.due_at, state.now)),
+            bounds,
         )
 
     def due_by(self, now: int) -> int:
@@ -181,9 +226,10 @@ class _State:
     issued: frozenset  # every token handed out, under tokens=opaque (else empty): the model's State.issued
 
     @classmethod
-    def of(cls, state: model.State) -> _State:
-        """The search's form of a canonical ``state``. O(T log T)."""
-        base = _Base.of(state)
+    def of(cls, state: model.State, bounds: tuple[int, ...] | None = None) -> _State:
+        """The search's form of ``state``, canonical under ``bounds`` (``canonical``), which
+        every state reached from it keeps. O(T log T)."""
+        base = _Base.of(state, bounds)
         running = {t.id: t for t in state.tasks if t.status is Status.RUNNING}
         return cls(base, {}, len(state.tasks), running, [], {}, state.now, state.last_token, state.workers,
                    base.tasks_hash, base.keys_hash, state.issued)
@@ -275,7 +321,7 @@ class _State:
         records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
         state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
                             keys=records, variants=variants, issued=self.issued)
-        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future)
+        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future, base.bounds)
         return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
                       self.tasks_hash, self.keys_hash, self.issued)
 
@@ -335,12 +381,14 @@ class _State:
         ``exhaust=at-dispatch`` a dispatch's view holds every task (it may end
         any spent one): O(T) then.
 
-        O(R + D + log T): R running leases, D tasks changed since the base.
+        O(R + D + log T): R running leases, D tasks changed since the base; a batch or a
+        prune O(T log T) (applied to the whole state, which becomes a new base).
         """
-        variants = self.base.variants
-        if op in BATCH_OPERATIONS:
-            # A batch reads and changes many tasks: applied to the whole state, which becomes a new base
-            # (O(T)); still one call, so one linearization point.
+        variants, bounds = self.base.variants, self.base.bounds
+        if op in _WHOLE_STATE_OPS:
+            # A batch reads and changes many tasks, and a prune may forget any final task and its key:
+            # applied to the whole state, which becomes a new base (O(T)); still one call, so one
+            # linearization point.
             whole = self.materialise()
             if follow:
                 followed = model.follow(whole, op, dict(args), observed)
@@ -349,7 +397,7 @@ class _State:
                 after, value = followed
             else:
                 after, value = model.apply(whole, op, args)
-            return _State.of(canonical(after)), value
+            return _State.of(canonical(after, bounds), bounds), value
         ids: set[int] = set()
         records: tuple[model.KeyRecord, ...] = ()
         if op in _TASK_OPS:
@@ -402,12 +450,12 @@ class _State:
             after, value = model.apply(view, op, args)
         if after is view:
             return self, value
-        changes = {order[n]: _canonical_task(replace(t, id=order[n]), variants)
+        changes = {order[n]: _canonical_task(replace(t, id=order[n]), variants, bounds)
                    for n, t in enumerate(after.tasks[:len(order)]) if t is not view_tasks[n]}
         size = self.size
         if len(after.tasks) > len(order):  # a submit made one task
             size += 1
-            changes[size] = _canonical_task(replace(after.tasks[-1], id=size), variants)
+            changes[size] = _canonical_task(replace(after.tasks[-1], id=size), variants, bounds)
             if op == "submit":
                 value = size
         if isinstance(value, Lease):

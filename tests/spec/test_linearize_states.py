@@ -12,6 +12,7 @@ linearizable and on the same histories with one result changed.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, strategies as st
@@ -19,7 +20,7 @@ from hypothesis import given, strategies as st
 import linearize_reference as reference
 from fencepost.spec import model
 from fencepost.spec.checkers import linearize, linearize_states
-from fencepost.spec.checkers.linearize_states import _State, canonical
+from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.checkers.linearize import check_history, describe
 from fencepost.spec.checkers.linearize_command import report
 from fencepost.spec.checkers.linearize_cost import as_history, generate
@@ -76,6 +77,55 @@ def test_every_step_answers_and_moves_as_the_model_on_the_whole_state(rebase_at,
             fresh = _State.of(full)  # the same state on another base: equal, and hashed alike
             assert fast == fresh and hash(fast) == hash(fresh)
             fast = fast.settled()
+
+
+#: The ``before`` arguments of the prunes below: the bounds their histories would have, with an
+#: invalid one (-1) and one that is not an int (which needs no bound).
+BEFORES = (0, 3, 7, -1, "3")
+with_prune = st.one_of(
+    steps, steps,
+    st.builds(lambda b, n: ("prune", {"before": b, "now": n}), st.sampled_from(BEFORES), times),
+    st.builds(lambda op, n: (op, {"reports": [[1, 1], [2, 2]], "now": n}), st.sampled_from(["complete_many", "fail_many"]), times),
+)
+
+
+@pytest.mark.parametrize("rebase_at", [0, 64])
+@given(run=st.lists(with_prune, max_size=40))
+def test_with_prunes_every_step_answers_and_moves_as_the_model_on_the_whole_state(rebase_at, run):
+    # A history with prunes keeps when final tasks ended, as far as its prunes' bounds tell apart.
+    bounds = prune_bounds(BEFORES)
+    assert bounds == (-1, 0, 3, 7)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linearize_states, "REBASE_AT", rebase_at)
+        patch.setattr(linearize_states, "REBASE_IN_WINDOW", 2 * rebase_at)
+        full = canonical(model.initial(), bounds)
+        fast = _State.of(full, bounds)
+        for op, args in run:
+            full, expected = answer(model.apply, full, op, args)
+            full = canonical(full, bounds)
+            fast, got = answer(lambda s, o, a: s.apply(o, a), fast, op, args)
+            assert got == expected, (op, args)
+            assert fast.materialise() == full
+            fresh = _State.of(full, bounds)
+            assert fast == fresh and hash(fast) == hash(fresh)
+            fast = fast.settled()
+
+
+def test_a_history_without_prune_erases_when_tasks_ended_and_one_with_keeps_what_its_prunes_tell():
+    state, _ = model.add_worker(model.initial(), "w1", 2)
+    for _ in range(3):
+        state, _ = model.submit(state)
+    for task_id, now in ((1, 1), (2, 4), (3, 5)):
+        state, _ = model.cancel(state, task_id, now)
+    assert prune_bounds([]) is None and prune_bounds(["7", None]) is None
+    assert [t.ended_at for t in canonical(state).tasks] == [0, 0, 0]
+    # Bounds 2 and 5: ended at 1 is before both, at 4 before 5 only, at 5 before neither.
+    assert [t.ended_at for t in canonical(state, prune_bounds([5, 2, 5])).tasks] == [-1, 2, 5]
+    forgotten, count = model.prune(state, 5, 6)
+    assert count == 2
+    kept = canonical(forgotten, (2, 5)).tasks
+    assert [t.forgotten for t in kept] == [True, True, False]
+    assert replace(kept[0], id=2) == kept[1]  # forgotten: alike but for the id, whenever they ended
 
 
 def test_states_that_differ_in_one_task_are_not_equal_even_on_hash_equality():
