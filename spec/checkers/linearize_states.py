@@ -143,17 +143,19 @@ REBASE_IN_WINDOW = 512
 #: step updates them by the tasks it changed.
 _HASH_MASK = (1 << 64) - 1
 
-#: Operations applied to the whole state (``_State.apply``): the batches and prune.
-_WHOLE_STATE_OPS = frozenset(BATCH_OPERATIONS) | frozenset(PRUNE_OPERATIONS)
-
 #: Operations that name a task (``task_id``), and operations that expire leases (``now``).
 _TASK_OPS = frozenset({"complete", "fail", "cancel", "renew"})
-_TIMED_OPS = _TASK_OPS | {"dispatch", "advance"}
+_TIMED_OPS = _TASK_OPS | {"dispatch", "advance", *PRUNE_OPERATIONS}
 
 
 def _is_int(value: object) -> bool:
     """What the model's ``require_int`` accepts."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _prunable(task: model.Task) -> bool:
+    """Whether a prune may forget ``task`` (if it ended early enough): final and not forgotten yet."""
+    return task.status in FINAL_STATUSES and not task.forgotten
 
 
 def _due_at(entry: tuple[int, int]) -> int:
@@ -164,16 +166,21 @@ class _Base:
     """A canonical model state, materialised, with the indexes a view is built from. Never changed.
 
     ``eligible``: ``index_key`` keys (the declared order, then due time) of the dispatchable tasks due by the
-    base's time, sorted; ``future``: (due_at, id) of those due later, sorted.
+    base's time, sorted; ``future``: (due_at, id) of those due later, sorted. Only with prune ``bounds``
+    (a history that holds a prune): ``finals``, (ended_at, id) of the final tasks not forgotten, sorted,
+    and ``keyed``, each key record by the id of its task, so a prune finds what it forgets without a scan.
     """
 
-    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "variants", "key", "late", "bounds")
+    __slots__ = ("state", "tasks_hash", "keys", "keys_hash", "eligible", "future", "variants", "key", "late", "bounds",
+                 "finals", "keyed")
 
     def __init__(self, state: model.State, tasks_hash: int, keys: dict[str, model.KeyRecord], keys_hash: int,
                  eligible: list[tuple[int, ...]], future: list[tuple[int, int]],
-                 bounds: tuple[int, ...] | None = None) -> None:
+                 bounds: tuple[int, ...] | None = None, finals: list[tuple[int, int]] | None = None) -> None:
         self.state, self.tasks_hash, self.keys, self.keys_hash = state, tasks_hash, keys, keys_hash
         self.eligible, self.future = eligible, future
+        self.finals = finals if finals is not None else []
+        self.keyed = {record.task_id: record for record in keys.values()} if bounds is not None else {}
         self.variants = state.variants  # constant for the run: every base of one search shares them
         self.bounds = bounds  # the history's prune bounds (``prune_bounds``), constant for the run too
         self.key = index_key(state.variants)
@@ -192,6 +199,7 @@ class _Base:
             sorted(key(t) for t in ready if model.is_due(variants, t.due_at, state.now)),
             sorted((t.due_at, t.id) for t in ready if not model.is_due(variants, t.due_at, state.now)),
             bounds,
+            sorted((t.ended_at, t.id) for t in state.tasks if _prunable(t)) if bounds is not None else None,
         )
 
     def due_by(self, now: int) -> int:
@@ -216,7 +224,7 @@ class _State:
     size: int  # tasks in all: ids are 1..size
     running: dict[int, model.Task]  # id -> the task, for every running task
     ready: list[tuple[int, ...]]  # index_key keys of the dispatchable tasks in delta, sorted
-    keys: dict[str, model.KeyRecord]  # idempotency keys submitted since the base
+    keys: dict[str, model.KeyRecord | None]  # idempotency keys submitted since the base; None: a base key a prune forgot
     now: int
     last_token: int
     workers: tuple[tuple[str, int], ...]  # sorted by name (canonical)
@@ -279,7 +287,7 @@ class _State:
         tasks.extend([None] * (self.size - len(tasks)))
         for task_id, task in self.delta.items():
             tasks[task_id - 1] = task
-        keys = self.base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+        keys = self._records()
         return model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token, keys=keys,
                            variants=self.base.variants, issued=self.issued)
 
@@ -317,13 +325,48 @@ class _State:
                     bisect.insort(future, (task.due_at, task.id))
         keys = base.keys
         if self.keys:
-            keys = {**keys, **self.keys}
-        records = base.state.keys + tuple(sorted(self.keys.values(), key=lambda r: r.task_id))
+            keys = {k: r for k, r in {**keys, **self.keys}.items() if r is not None}
+        records = self._records()
+        finals = None
+        if base.bounds is not None:  # a history with prunes: the final tasks that changed move too
+            finals = list(base.finals)
+            for task_id, task in delta.items():
+                old = old_tasks[task_id - 1] if task_id <= len(old_tasks) else None
+                if old is not None and _prunable(old):
+                    del finals[bisect.bisect_left(finals, (old.ended_at, task_id))]
+                if _prunable(task):
+                    bisect.insort(finals, (task.ended_at, task_id))
         state = model.State(now=self.now, tasks=tuple(tasks), workers=self.workers, last_token=self.last_token,
                             keys=records, variants=variants, issued=self.issued)
-        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future, base.bounds)
+        new_base = _Base(state, self.tasks_hash, keys, self.keys_hash, eligible, future, base.bounds, finals)
         return _State(new_base, {}, self.size, self.running, [], {}, self.now, self.last_token, self.workers,
                       self.tasks_hash, self.keys_hash, self.issued)
+
+    def _records(self) -> tuple[model.KeyRecord, ...]:
+        """The key records, in submit order: the base's (less those changed since), then the newer ones. O(K)."""
+        records = self.base.state.keys
+        if not self.keys:
+            return records
+        if self.base.bounds is not None:  # only a prune removes or replaces a base key
+            records = tuple(r for r in records if r.key not in self.keys)
+        return records + tuple(sorted((r for r in self.keys.values() if r is not None), key=lambda r: r.task_id))
+
+    def forgettable(self, before: int) -> list[int]:
+        """The ids of the final tasks not forgotten that ended before ``before`` (canonical
+        ``ended_at``, exact for every prune bound): what a prune with ``before`` forgets.
+        O(F + D + log T) for F such tasks in the base and D tasks changed since it."""
+        base, delta = self.base, self.delta
+        found = [i for _, i in base.finals[:bisect.bisect_left(base.finals, (before,))] if i not in delta]
+        found.extend(i for i, t in delta.items() if _prunable(t) and t.ended_at < before)
+        return found
+
+    def record_of(self, task_id: int) -> model.KeyRecord | None:
+        """The key record of task ``task_id``, if it was submitted with a key not forgotten. O(1)
+        for a task of the base (``_Base.keyed``), O(keys submitted since) for a newer one."""
+        record = self.base.keyed.get(task_id)
+        if record is not None and self.keys.get(record.key, record) is record:
+            return record
+        return next((r for r in self.keys.values() if r is not None and r.task_id == task_id), None)
 
     def settled(self) -> _State:
         """This state, rebased if its differences have grown past ``REBASE_AT`` (see there)."""
@@ -368,9 +411,10 @@ class _State:
         named task, and for a dispatch the worker's running tasks and the best
         task eligible before expiry (the model picks the best of these and the
         expired ones, as it would of all) -- and, for a submit, the record of
-        its key. Every argument check the model makes reads only the
+        its key; for a prune, see below. Every argument check the model makes reads only the
         arguments, time, workers and keys, or (an unknown task id) the number
-        of tasks, which is checked here against the full table.
+        of tasks, which is checked here against the full table (so is a
+        forgotten id, which the model refuses naming it).
 
         Raises:
             ValueError: where ``model.apply`` does, with its message (nothing changes).
@@ -381,14 +425,18 @@ class _State:
         ``exhaust=at-dispatch`` a dispatch's view holds every task (it may end
         any spent one): O(T) then.
 
-        O(R + D + log T): R running leases, D tasks changed since the base; a batch or a
-        prune O(T log T) (applied to the whole state, which becomes a new base).
+        A prune's view holds the leases that expire by its time and the tasks it
+        forgets (``forgettable``), with their key records, and the keys it
+        forgets leave this state's keys (as None where the base has them).
+
+        O(R + D + log T): R running leases, D tasks changed since the base; a
+        prune O(R + D + F + log T) for F tasks it forgets; a batch O(T log T)
+        (applied to the whole state, which becomes a new base).
         """
         variants, bounds = self.base.variants, self.base.bounds
-        if op in _WHOLE_STATE_OPS:
-            # A batch reads and changes many tasks, and a prune may forget any final task and its key:
-            # applied to the whole state, which becomes a new base (O(T)); still one call, so one
-            # linearization point.
+        if op in BATCH_OPERATIONS:
+            # A batch reads and changes many tasks: applied to the whole state, which becomes a new base
+            # (O(T)); still one call, so one linearization point.
             whole = self.materialise()
             if follow:
                 followed = model.follow(whole, op, dict(args), observed)
@@ -402,9 +450,9 @@ class _State:
         records: tuple[model.KeyRecord, ...] = ()
         if op in _TASK_OPS:
             task_id = args.get("task_id")
-            if not _is_int(task_id) or not 1 <= task_id <= self.size:
+            if not _is_int(task_id) or not 1 <= task_id <= self.size or self.task(task_id).forgotten:
                 model.apply(self.materialise(), op, args)  # raises, with the model's words for the id
-                raise AssertionError(f"the model accepted {op} of unknown task {task_id!r}")
+                raise AssertionError(f"the model accepted {op} of unknown or forgotten task {task_id!r}")
             ids.add(task_id)
         if op in _TIMED_OPS:
             now = args.get("now")
@@ -424,16 +472,27 @@ class _State:
                         ids.add(chosen)  # under order=any the scheduler's own pick
                     if variants.exhaust == "at-dispatch":
                         ids.update(range(1, self.size + 1))
+                elif op == "prune":
+                    before = args.get("before")
+                    if _is_int(before) and 0 <= before <= now:  # otherwise the model refuses it
+                        if self.base.bounds is None:
+                            raise AssertionError("a prune needs the history's prune bounds (prune_bounds): "
+                                                 "without them when tasks ended is erased")
+                        gone = self.forgettable(before)
+                        ids.update(gone)
+                        records = tuple(r for r in map(self.record_of, gone) if r is not None)
         elif op == "submit":
             key = args.get("key")
             if isinstance(key, str):
-                record = self.keys.get(key) or self.base.keys.get(key)
+                record = self.keys[key] if key in self.keys else self.base.keys.get(key)
                 if record is not None:
                     records = (record,)  # with its real task id, which the model hands back as it is
         order = sorted(ids)
         view_tasks = tuple(replace(self.task(i), id=n) for n, i in enumerate(order, 1))
         if op in _TASK_OPS:
             args = {**args, "task_id": order.index(args["task_id"]) + 1}
+        if op == "prune":  # the records of the tasks it may forget, under their numbers in the view
+            records = tuple(replace(r, task_id=order.index(r.task_id) + 1) for r in records)
         view = model.State(now=self.now, tasks=view_tasks, workers=self.workers, last_token=self.last_token,
                            keys=records, variants=variants, issued=self.issued)
         if follow:
@@ -461,6 +520,17 @@ class _State:
         if isinstance(value, Lease):
             value = replace(value, task_id=order[value.task_id - 1])
         keys, keys_hash = self.keys, self.keys_hash
+        if op == "prune" and len(after.keys) < len(records):  # the keys of the tasks it forgot
+            keys = dict(keys)
+            kept = {r.key for r in after.keys}
+            for record in records:
+                if record.key not in kept:
+                    real = self.keys[record.key] if record.key in self.keys else self.base.keys[record.key]
+                    keys_hash = (keys_hash - hash(real)) & _HASH_MASK
+                    if record.key in self.base.keys:
+                        keys[record.key] = None  # forgotten since the base
+                    else:
+                        del keys[record.key]
         if len(after.keys) > len(records):
             keys = dict(keys)
             for record in after.keys[len(records):]:

@@ -26,6 +26,7 @@ from fencepost.spec.checkers.linearize_command import report
 from fencepost.spec.checkers.linearize_cost import as_history, generate
 from fencepost.spec.formats.history import Event
 from fencepost.spec.formats.values import to_json
+from fencepost.spec.protocol import Status
 
 WORKERS = ("w1", "w2", "w3")
 KEYS = ("a", "b")
@@ -109,6 +110,61 @@ def test_with_prunes_every_step_answers_and_moves_as_the_model_on_the_whole_stat
             fresh = _State.of(full, bounds)
             assert fast == fresh and hash(fast) == hash(fresh)
             fast = fast.settled()
+
+
+def pruning_step(rng: random.Random, state: model.State) -> tuple[str, dict]:
+    """A call that often ends tasks, prunes them, names forgotten ids and reuses forgotten keys."""
+    now = state.now + rng.choice((0, 1, 2))
+    running = [t for t in state.tasks if t.status is Status.RUNNING]
+    pick = rng.random()
+    if not state.workers:
+        return "add_worker", {"worker": "w1", "capacity": 3}
+    if pick < 0.3:
+        return "submit", {"due_at": 0, "key": rng.choice([None, "a", "b", "c"]), "max_attempts": rng.choice([None, 1])}
+    if pick < 0.5:
+        return "dispatch", {"worker": "w1", "now": now, "duration": rng.randrange(1, 4)}
+    if pick < 0.7 and running:
+        task = rng.choice(running)
+        return rng.choice(["complete", "fail"]), {"task_id": task.id, "token": task.token, "now": now}
+    if pick < 0.8 and state.tasks:
+        return "cancel", {"task_id": rng.randrange(1, len(state.tasks) + 1), "now": now}
+    if pick < 0.85 and state.tasks:
+        return "complete_many", {"reports": [[rng.randrange(1, len(state.tasks) + 1), 1]], "now": now}
+    return "prune", {"before": rng.choice((0, 3, 7)), "now": max(now, 7) if rng.random() < 0.5 else now}
+
+
+@pytest.mark.parametrize("rebase_at", [0, 1, 64])
+def test_prunes_that_forget_keyed_tasks_answer_and_move_as_the_model_on_the_whole_state(rebase_at):
+    # Seeded walks that reach what random steps rarely do: prunes that forget keyed tasks, calls on
+    # forgotten ids (refused, naming the id), keys submitted again once forgotten.
+    rng, bounds = random.Random(rebase_at), prune_bounds((0, 3, 7))
+    reached = {"forgot a keyed task": 0, "named a forgotten id": 0, "reused a forgotten key": 0}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linearize_states, "REBASE_AT", rebase_at)
+        patch.setattr(linearize_states, "REBASE_IN_WINDOW", 2 * rebase_at)
+        for _ in range(100):
+            full = canonical(model.initial(), bounds)
+            fast = _State.of(full, bounds)
+            gone: set[str] = set()  # keys a prune forgot, not submitted since
+            for _ in range(40):
+                op, args = pruning_step(rng, full)
+                after, expected = answer(model.apply, full, op, args)
+                fast, got = answer(lambda s, o, a: s.apply(o, a), fast, op, args)
+                assert got == expected, (op, args)
+                if op == "prune" and len(after.keys) < len(full.keys):
+                    reached["forgot a keyed task"] += 1
+                    gone |= {r.key for r in full.keys} - {r.key for r in after.keys}
+                if "was forgotten" in str(expected):
+                    reached["named a forgotten id"] += 1
+                if op == "submit" and args["key"] in gone and expected == len(full.tasks) + 1:
+                    reached["reused a forgotten key"] += 1
+                    gone.discard(args["key"])
+                full = canonical(after, bounds)
+                assert fast.materialise() == full
+                fresh = _State.of(full, bounds)
+                assert fast == fresh and hash(fast) == hash(fresh)
+                fast = fast.settled()
+    assert min(reached.values()) >= 20, reached
 
 
 def test_a_history_without_prune_erases_when_tasks_ended_and_one_with_keeps_what_its_prunes_tell():
