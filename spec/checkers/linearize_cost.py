@@ -113,22 +113,25 @@ def as_history(events: list[Event]) -> History:
 
 
 def measure(width: int, calls: int, seed: int, max_states: int, due_now: bool = False, tasks: int = 0,
-            variants: Variants = DEFAULT, prune_every: int = 0) -> list[str]:
-    """One row of the table per history: width, calls, windows, verdict, states, seconds.
+            variants: Variants = DEFAULT, prune_every: int | None = None) -> list[str]:
+    """One row of the table per history: width, calls, windows, verdict, states, seconds;
+    with ``prune_every`` given (0 for none), also the number of prune calls, after the width.
 
     The histories are the contract's; checked under ``variants`` (``order=any``
     allows every result the contract gives, so the verdicts stay the same).
     """
     rows = []
-    for name, events in (("linearizable", generate(width, calls, seed, due_now, tasks, prune_every)), ("one result changed", None)):
+    every = prune_every or 0
+    for name, events in (("linearizable", generate(width, calls, seed, due_now, tasks, every)), ("one result changed", None)):
         if events is None:
-            events = broken(generate(width, calls, seed, due_now, tasks, prune_every))
+            events = broken(generate(width, calls, seed, due_now, tasks, every))
         history = as_history(events)
         started = time.perf_counter()
         verdict = check_history(history, max_states=max_states, variants=variants)
         seconds = time.perf_counter() - started
         said = {True: "linearizable", False: "not", None: "undecided"}[verdict.linearizable]
-        rows.append(f"{width:>5}  {name:<18}  {len(history.calls):>5}  {verdict.windows:>7}  {said:<12}  "
+        prunes = "" if prune_every is None else f"  {sum(c.op == 'prune' for c in history.calls):>6}"
+        rows.append(f"{width:>5}{prunes}  {name:<18}  {len(history.calls):>5}  {verdict.windows:>7}  {said:<12}  "
                     f"{verdict.states:>10,}  {seconds:>8.2f}")
     return rows
 
@@ -141,17 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-states", type=int, default=2_000_000)
     parser.add_argument("--due-now", action="store_true", help="submit tasks due at the current time (forks)")
     parser.add_argument("--tasks", type=int, default=0, help="tasks submitted before the rounds (default 0)")
-    parser.add_argument("--prune-every", type=int, default=0, metavar="K",
-                        help="make the first call of every K-th round a prune (default 0: none)")
+    parser.add_argument("--prune-every", default=None, metavar="K[,K...]",
+                        help="make the first call of every K-th round a prune; a list measures each (0: none), "
+                             "with a column of the prunes (default: none, no column)")
     parser.add_argument("--variant", action="append", default=None, metavar="NAME=VALUE",
                         help="check the histories under these declared variants (repeatable)")
     args = parser.parse_args(argv)
     variants = Variants.parse(args.variant or [])
-    print(f"{'width':>5}  {'history':<18}  {'calls':>5}  {'windows':>7}  {'verdict':<12}  {'states':>10}  {'seconds':>8}")
+    prunes = [None] if args.prune_every is None else [int(k) for k in args.prune_every.split(",")]
+    column = "" if args.prune_every is None else f"  {'prunes':>6}"
+    print(f"{'width':>5}{column}  {'history':<18}  {'calls':>5}  {'windows':>7}  {'verdict':<12}  {'states':>10}  {'seconds':>8}")
     for width in (int(w) for w in args.widths.split(",")):
-        for row in measure(width, args.calls, args.seed, args.max_states, args.due_now, args.tasks, variants,
-                           args.prune_every):
-            print(row, flush=True)
+        for every in prunes:
+            for row in measure(width, args.calls, args.seed, args.max_states, args.due_now, args.tasks, variants, every):
+                print(row, flush=True)
     return 0
 
 
