@@ -325,7 +325,9 @@ class _State:
                     bisect.insort(future, (task.due_at, task.id))
         keys = base.keys
         if self.keys:
-            keys = {k: r for k, r in {**keys, **self.keys}.items() if r is not None}
+            keys = {**keys, **self.keys}
+            if base.bounds is not None:  # only a prune marks a base key forgotten (None)
+                keys = {k: r for k, r in keys.items() if r is not None}
         records = self._records()
         finals = None
         if base.bounds is not None:  # a history with prunes: the final tasks that changed move too
