@@ -17,8 +17,9 @@ Under the lanes and the call selected, the rest of the screen holds what a
 reader needs to see why: for a history that is not linearizable, the
 checker's report (the stretch's calls, their arguments and results, what the
 model would have answered), then the model's state where the stretch begins
-(``model_lines``), then the calls before the stretch on the tasks it names
-(``lead_up_lines``); for one that is, the calls around the selected one in
+(``model_lines``; a task a prune forgot is shown as forgotten), then the calls
+before the stretch on the tasks it names, and the prunes, which may have
+forgotten one (``lead_up_lines``); for one that is, the calls around the selected one in
 the order found (``order_lines``).
 """
 
@@ -197,7 +198,7 @@ def model_lines(history: History, verdict: Verdict) -> list[str]:
             continue
         if task.status is Status.RUNNING and task.worker in leased:
             leased[task.worker] += 1
-        kind = "final" if task.status in FINAL_STATUSES else task.status.value
+        kind = "forgotten" if task.forgotten else "final" if task.status in FINAL_STATUSES else task.status.value
         counts[kind] = counts.get(kind, 0) + 1
     workers = ", ".join(f"{name} {leased[name]}/{capacity} leased" for name, capacity in state.workers) or "none"
     lines.append(f"  workers: {workers}")
@@ -213,6 +214,8 @@ def _task_words(task: model.Task | None) -> str:
     """A task as the checker's model holds it (canonical: a final task's details are not kept)."""
     if task is None:
         return "not submitted yet"
+    if task.forgotten:
+        return "forgotten by a prune: every call naming it is refused, and its id is never given again"
     if task.status in FINAL_STATUSES:
         return "final (which final status, no later call can tell: the checker keeps no more)"
     if task.status is Status.RUNNING:
@@ -223,15 +226,15 @@ def _task_words(task: model.Task | None) -> str:
 
 def lead_up_lines(history: History, verdict: Verdict, limit: int = LEAD_UP_CALLS) -> list[str]:
     """What led to the failing stretch, oldest first, at most ``limit`` calls: the last
-    ones before it that name a task the stretch names (marked), and the calls just before
-    it by any client to make up the rest. O(calls)."""
+    ones before it that name a task the stretch names or are prunes (which may have forgotten
+    one: marked), and the calls just before it by any client to make up the rest. O(calls)."""
     failure = verdict.failure
     if failure is None:
         return []
     calls = history.calls
     named = set().union(*(tasks_named(calls[i]) for i in failure.involved))
     before = [call for call in calls if call.invoked < failure.start and call.index not in set(failure.involved)]
-    naming = [call.index for call in reversed(before) if tasks_named(call) & named][: limit // 2]
+    naming = [call.index for call in reversed(before) if tasks_named(call) & named or (named and call.op == "prune")][: limit // 2]
     found = set(naming)
     for call in reversed(before):
         if len(found) >= limit:
@@ -240,8 +243,11 @@ def lead_up_lines(history: History, verdict: Verdict, limit: int = LEAD_UP_CALLS
     if not found:
         return []
     ids = ", ".join(str(t) for t in sorted(named))
-    marks = {index: f"   <-- task {', '.join(str(t) for t in sorted(tasks_named(calls[index]) & named))}" for index in naming}
-    head = f"Before the stretch: the last calls on task{'s' if len(named) > 1 else ''} {ids} (marked), and the calls just before it:"
+    marks = {index: "   <-- a prune (it forgets final tasks)" if calls[index].op == "prune"
+             else f"   <-- task {', '.join(str(t) for t in sorted(tasks_named(calls[index]) & named))}" for index in naming}
+    prunes = " and the prunes" if any(calls[index].op == "prune" for index in naming) else ""
+    head = (f"Before the stretch: the last calls on task{'s' if len(named) > 1 else ''} {ids}{prunes} (marked), "
+            "and the calls just before it:")
     return [head] + _call_rows(history, sorted(found), marks)
 
 

@@ -16,6 +16,15 @@ does not match is followed (``model.follow``) when the model allows it. A
 dispatch whose result is unknown (info) under those two cannot be followed
 (the task or token it took is not known): ``check_history`` refuses such a
 history (``ValueError``) rather than guess.
+
+``prune`` (the optional retention operation) is one timed call like the
+others, judged as ``model.prune``: it forgets the final tasks that ended
+before its ``before`` in the order tried, so a prune overlapping a call that
+ends a task may or may not count it, and after it every call naming a
+forgotten id must be refused (``ValueError``) and a forgotten key makes a new
+task. Only a history that holds a prune keeps when each final task ended in
+its states (``linearize_states.prune_bounds``, as far as its prunes can tell
+the times apart), so one without costs what it did before.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fencepost.spec import model
-from fencepost.spec.checkers.linearize_states import _State, canonical
+from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.formats.history import Call, ERROR, History, INFO, OK
 from fencepost.spec.formats.values import BATCH_OF, same_result
 from fencepost.spec.variants import DEFAULT, Variants, show_token
@@ -71,7 +80,8 @@ class Failure:
     answers: tuple[Answer, ...]  # what the model answered ``call`` instead
     # The model states the history before the stretch can end in (up to MAX_STARTS, in the
     # order met), for a reader to see what the model held; canonical (``canonical``): a final
-    # task's fields, ``started_at`` and ``expired_token`` are erased. Not compared: two
+    # task's fields (its ``ended_at`` kept only as far as the history's prunes tell it apart), a
+    # forgotten task's, ``started_at`` and ``expired_token`` are erased. Not compared: two
     # failures are the same failure whatever states are kept for showing.
     starts: tuple[model.State, ...] = field(default=(), compare=False)
 
@@ -356,7 +366,10 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
                 f"result (info), which cannot be checked exactly under {first.variants.describe()}: the task and token it "
                 "may have taken are not known; record the history without client timeouts"
             )
-    origin: Config = (_State.of(canonical(first)), frozenset())
+    # Only a history that holds a prune keeps when final tasks ended (as far as its prunes can
+    # tell): one without keeps the states, and the cost, it had before prune existed.
+    bounds = prune_bounds(c.args.get("before") for c in history.calls if c.op == "prune")
+    origin: Config = (_State.of(canonical(first, bounds), bounds), frozenset())
     # Configs each window was searched from, in the order met (a dict, not a set: the failing
     # window's are tried in that order, so the answers shown do not depend on hash seeds).
     reached: list[dict[Config, None]] = [{} for _ in windows]
@@ -424,6 +437,8 @@ def describe(op: str, value: object) -> str:
     if isinstance(value, (list, tuple)):  # a batch: its entries' results, one call
         single = BATCH_OF.get(op, op)
         return "[" + "; ".join(describe(single, item) for item in value) + "]"
+    if op == "prune" and isinstance(value, int) and not isinstance(value, bool):
+        return f"forgot {value} task{'' if value == 1 else 's'}"
     if hasattr(value, "accepted"):
         return "accepted" if value.accepted else f"rejected ({value.reason})" if value.reason else "rejected"
     if hasattr(value, "token"):

@@ -1,6 +1,6 @@
 """How the linearizability check's cost grows with concurrency: generated histories of growing width.
 
-  python -m fencepost.spec.checkers.linearize_cost [--calls N] [--widths 1,2,4,...] [--seed S]
+  python -m fencepost.spec.checkers.linearize_cost [--calls N] [--widths 1,2,4,...] [--seed S] [--prune-every K]
 
 Each history has ``width`` clients calling at once, round after round: in a
 round every client invokes one call, the calls take effect in a random order
@@ -32,7 +32,7 @@ WORKERS = ("w1", "w2", "w3")
 PARKED_DUE = 10**9
 
 
-def generate(width: int, calls: int, seed: int, due_now: bool = False, tasks: int = 0) -> list[Event]:
+def generate(width: int, calls: int, seed: int, due_now: bool = False, tasks: int = 0, prune_every: int = 0) -> list[Event]:
     """A linearizable history of about ``calls`` calls by ``width`` clients, all of a round overlapping.
 
     Tasks are submitted due at 0, unless ``due_now``: then due at the current
@@ -40,6 +40,9 @@ def generate(width: int, calls: int, seed: int, due_now: bool = False, tasks: in
     leaves two states the results do not tell apart (see the README).
     ``tasks`` more are submitted one by one before the rounds (due at 0, of
     random priority), so that the model holds at least that many tasks.
+    With ``prune_every`` (k > 0), the first call of every k-th round is a
+    ``prune(before, now)`` forgetting what ended two ticks or more before, so
+    the checker keeps when final tasks ended (see ``linearize_states.prune_bounds``).
     """
     rng = random.Random(seed)
     state = model.initial()
@@ -58,8 +61,11 @@ def generate(width: int, calls: int, seed: int, due_now: bool = False, tasks: in
         state, task_id = model.apply(state, "submit", args)
         events += [Event("setup", "invoke", op="submit", args=args), Event("setup", "ok", result=task_id)]
     leases: list = []
-    for _ in range(max(1, calls // width)):
+    for number in range(max(1, calls // width)):
         round_calls = [(f"c{n}", _pick(rng, state, leases, due_now)) for n in range(1, width + 1)]
+        if prune_every and number % prune_every == prune_every - 1:
+            now = state.now + 1
+            round_calls[0] = ("c1", ("prune", {"before": max(0, now - 2), "now": now}))
         results = {}
         for index in rng.sample(range(width), width):  # the order they take effect in
             op, args = round_calls[index][1]
@@ -107,22 +113,25 @@ def as_history(events: list[Event]) -> History:
 
 
 def measure(width: int, calls: int, seed: int, max_states: int, due_now: bool = False, tasks: int = 0,
-            variants: Variants = DEFAULT) -> list[str]:
-    """One row of the table per history: width, calls, windows, verdict, states, seconds.
+            variants: Variants = DEFAULT, prune_every: int | None = None) -> list[str]:
+    """One row of the table per history: width, calls, windows, verdict, states, seconds;
+    with ``prune_every`` given (0 for none), also the number of prune calls, after the width.
 
     The histories are the contract's; checked under ``variants`` (``order=any``
     allows every result the contract gives, so the verdicts stay the same).
     """
     rows = []
-    for name, events in (("linearizable", generate(width, calls, seed, due_now, tasks)), ("one result changed", None)):
+    every = prune_every or 0
+    for name, events in (("linearizable", generate(width, calls, seed, due_now, tasks, every)), ("one result changed", None)):
         if events is None:
-            events = broken(generate(width, calls, seed, due_now, tasks))
+            events = broken(generate(width, calls, seed, due_now, tasks, every))
         history = as_history(events)
         started = time.perf_counter()
         verdict = check_history(history, max_states=max_states, variants=variants)
         seconds = time.perf_counter() - started
         said = {True: "linearizable", False: "not", None: "undecided"}[verdict.linearizable]
-        rows.append(f"{width:>5}  {name:<18}  {len(history.calls):>5}  {verdict.windows:>7}  {said:<12}  "
+        prunes = "" if prune_every is None else f"  {sum(c.op == 'prune' for c in history.calls):>6}"
+        rows.append(f"{width:>5}{prunes}  {name:<18}  {len(history.calls):>5}  {verdict.windows:>7}  {said:<12}  "
                     f"{verdict.states:>10,}  {seconds:>8.2f}")
     return rows
 
@@ -135,14 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-states", type=int, default=2_000_000)
     parser.add_argument("--due-now", action="store_true", help="submit tasks due at the current time (forks)")
     parser.add_argument("--tasks", type=int, default=0, help="tasks submitted before the rounds (default 0)")
+    parser.add_argument("--prune-every", default=None, metavar="K[,K...]",
+                        help="make the first call of every K-th round a prune; a list measures each (0: none), "
+                             "with a column of the prunes (default: none, no column)")
     parser.add_argument("--variant", action="append", default=None, metavar="NAME=VALUE",
                         help="check the histories under these declared variants (repeatable)")
     args = parser.parse_args(argv)
     variants = Variants.parse(args.variant or [])
-    print(f"{'width':>5}  {'history':<18}  {'calls':>5}  {'windows':>7}  {'verdict':<12}  {'states':>10}  {'seconds':>8}")
+    prunes = [None] if args.prune_every is None else [int(k) for k in args.prune_every.split(",")]
+    column = "" if args.prune_every is None else f"  {'prunes':>6}"
+    print(f"{'width':>5}{column}  {'history':<18}  {'calls':>5}  {'windows':>7}  {'verdict':<12}  {'states':>10}  {'seconds':>8}")
     for width in (int(w) for w in args.widths.split(",")):
-        for row in measure(width, args.calls, args.seed, args.max_states, args.due_now, args.tasks, variants):
-            print(row, flush=True)
+        for every in prunes:
+            for row in measure(width, args.calls, args.seed, args.max_states, args.due_now, args.tasks, variants, every):
+                print(row, flush=True)
     return 0
 
 

@@ -33,6 +33,9 @@ Choices the format left open, taken here:
   from ``spec.protocol.SchedulerProtocol``, an int argument a JSON integer
   (never a bool or a float), a str argument a string, ``null`` only where the
   protocol's default is ``None``.
+* ``prune`` (the optional retention operation, ``spec.model.prune``) is a
+  timed call like the others: ``args`` ``before`` and ``now`` (ints), and its
+  ``result`` the number of tasks it forgot (an int).
 * A batch (``submit_many``, ``dispatch_many``, ``complete_many``,
   ``fail_many``) is one call: one invoke with its list argument (``tasks``,
   ``reports`` as ``[task_id, token]`` arrays) and one completion whose
@@ -73,7 +76,7 @@ from fencepost.spec.formats.limits import (
 )
 from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, OutcomeUnknown
+from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, OutcomeUnknown
 from fencepost.spec.variants import Variants
 
 #: The event types, in the order a call goes through them.
@@ -330,14 +333,16 @@ def parse_event(raw: bytes, where: str = "", line: int = 0, opaque: bool = False
     return Event(process, kind, result=obj["result"], time=stamp, line=line)
 
 
-#: What an invoke's ``op`` may be: the protocol's operations and its batches (one call each).
-HISTORY_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
+#: What an invoke's ``op`` may be: the protocol's operations and its optional ones, ``prune`` and the
+#: batches (one call each).
+HISTORY_OPS = (*OPERATIONS, *PRUNE_OPERATIONS, *BATCH_OPERATIONS)
 
 
 def _invoke_fields(obj: dict, fail: Callable[[str], HistoryError], opaque: bool = False) -> tuple[str, dict]:
     op = obj.get("op")
     if op not in HISTORY_OPS:
-        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)} (or a batch: {', '.join(BATCH_OPERATIONS)}), got {_show(op)}")
+        raise fail(f"field 'op' must be one of {', '.join(OPERATIONS)} (or an optional one: "
+                   f"{', '.join((*PRUNE_OPERATIONS, *BATCH_OPERATIONS))}), got {_show(op)}")
     args = obj.get("args")
     if not isinstance(args, dict):
         raise fail(f"field 'args' must be an object of {op}'s keyword arguments, got {_show(args)}")
@@ -532,8 +537,9 @@ class HistoryLog:
 #: The error a ``Recorder`` records for a result that is not a protocol value; no model answer matches it.
 NOT_A_PROTOCOL_VALUE = "NotAProtocolValue"
 
-#: The calls a ``Recorder`` records; every other attribute passes straight through.
-RECORDED_OPS = (*OPERATIONS, *BATCH_OPERATIONS)
+#: The calls a ``Recorder`` records (the optional ones only when the scheduler offers them);
+#: every other attribute passes straight through.
+RECORDED_OPS = HISTORY_OPS
 
 
 class Recorder:
@@ -547,8 +553,11 @@ class Recorder:
     (``BaseException`` other than ``Exception``), is recorded as ``info``; a
     result that has no JSON form is recorded as the error
     ``NOT_A_PROTOCOL_VALUE`` and returned to the caller unchanged.
-    Arguments are recorded by their protocol names. Not for two threads at
-    once: one process has at most one call open (``RuntimeError`` otherwise).
+    Arguments are recorded by their protocol names. The optional operations
+    (``prune``, the batches) are recorded when the scheduler has them; a
+    scheduler without them gives ``AttributeError`` as it would unwrapped.
+    Not for two threads at once: one process has at most one call open
+    (``RuntimeError`` otherwise).
     """
 
     def __init__(self, scheduler: object, process: str, log: HistoryLog) -> None:

@@ -15,6 +15,11 @@ HISTORIES = Path(__file__).with_name("histories")
 ZOMBIE = HISTORIES / "zombie.jsonl"
 ZOMBIE_FAILING_CALL = 4
 
+#: A task completed, forgotten by a prune that overlapped the complete, then cancelled and
+#: answered as a known final task would be: not linearizable (the model refuses a forgotten id).
+FORGOTTEN = HISTORIES / "forgotten.jsonl"
+FORGOTTEN_FAILING_CALL = 5
+
 #: Overlapping submits answered out of invocation order, and a client that died mid-call: linearizable.
 OVERLAPS = HISTORIES / "overlaps.jsonl"
 

@@ -12,7 +12,7 @@ from fencepost.report.page import DATA_ID, json_block, prose
 from fencepost.cli import main
 from fencepost.walkthroughs import builtin_names
 from pages import (
-    HOSTILE_NAME, HOSTILE_NOTE, OVERLAPS, ZOMBIE, ZOMBIE_FAILING_CALL, hostile_history, make_page, parse,
+    FORGOTTEN, FORGOTTEN_FAILING_CALL, HOSTILE_NAME, HOSTILE_NOTE, OVERLAPS, ZOMBIE, ZOMBIE_FAILING_CALL, hostile_history, make_page, parse,
     write_hostile_scenario,
 )
 
@@ -112,6 +112,15 @@ def test_a_history_that_is_not_linearizable_marks_the_stretch_and_the_call(tmp_p
     assert tags.with_id("stretch") is not None and tags.with_id("stretch-mark") is not None
     text = page.read_text(encoding="utf-8")
     assert "rejected (stale_token)" in text  # what the model would have answered
+
+
+def test_a_history_with_a_prune_describes_it_in_the_protocols_words(tmp_path):
+    page = make_page(FORGOTTEN, tmp_path / "page.html")
+    data = data_of(page)
+    assert data["linearizable"] is False and data["failing_call"] == FORGOTTEN_FAILING_CALL
+    text = page.read_text(encoding="utf-8")
+    assert "<code>prune(before=3, now=3)</code><td>forgot 1 task" in text  # the call table
+    assert "ValueError: task_id 1 was forgotten" in text  # what the model would have answered the cancel
 
 
 def test_a_linearizable_history_draws_a_point_per_placed_call(tmp_path):

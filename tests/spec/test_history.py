@@ -112,6 +112,78 @@ def test_write_then_read_gives_the_same_events(tmp_path):
     assert again.calls[1].result == Outcome(False, "stale_token")
 
 
+PRUNE = '{"process": "c1", "type": "invoke", "op": "prune", "args": '
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (PRUNE + '{"before": "3", "now": 5}}', "line 1: args.before: must be an int, got '3'"),
+        (PRUNE + '{"before": 3, "now": 5.0}}', "line 1: args.now: must be an int, got 5.0"),
+        (PRUNE + '{"before": 3}}', "line 1: args.now: missing (prune needs before, now)"),
+        (PRUNE + '{"before": 3, "now": 5, "keep": 1}}', "line 1: args.keep: not an argument of prune (it takes before, now)"),
+        (PRUNE + '{"before": 3, "now": 5}}\n{"process": "c1", "type": "ok", "result": {"forgotten": 1}}',
+         "line 2: result of prune (line 1): prune answers how many tasks it forgot (an int), got {'forgotten': 1}"),
+        (PRUNE + '{"before": 3, "now": 5}}\n{"process": "c1", "type": "ok", "result": false}',
+         "line 2: result of prune (line 1): prune answers how many tasks it forgot (an int), got False"),
+        ('{"process": "c1", "type": "invoke", "op": "purge", "args": {}}',
+         "line 1: field 'op' must be one of add_worker, submit, dispatch, complete, fail, cancel, renew, advance "
+         "(or an optional one: prune, submit_many, dispatch_many, complete_many, fail_many), got 'purge'"),
+    ],
+)
+def test_a_bad_prune_line_is_one_error_naming_line_field_and_value(text, rule):
+    with pytest.raises(HistoryError) as caught:
+        loads_history(text, "h.jsonl")
+    assert str(caught.value) == f"h.jsonl: {rule}"  # the whole message: one line, naming line, field and value
+
+
+def test_a_prune_call_reads_and_writes_like_the_other_timed_calls(tmp_path):
+    text = lines(
+        ("c1", "invoke", "prune", {"before": 3, "now": 5}),
+        ("c2", "invoke", "prune", {"before": 9, "now": 8}),
+        ("c3", "invoke", "prune", {"before": 0, "now": 8}),
+        ("c1", "ok", 2), ("c2", "error"), ("c3", "info"),
+    )
+    original = loads_history(text)
+    assert [(c.op, c.args, c.kind, c.result) for c in original.calls] == [
+        ("prune", {"before": 3, "now": 5}, "ok", 2), ("prune", {"before": 9, "now": 8}, "error", None),
+        ("prune", {"before": 0, "now": 8}, "info", None),
+    ]
+    write_history(tmp_path / "h.jsonl", original.events)
+    again = load_history(tmp_path / "h.jsonl")
+    assert [e.__dict__ | {"line": 0} for e in again.events] == [e.__dict__ | {"line": 0} for e in original.events]
+    assert (tmp_path / "h.jsonl").read_text().splitlines()[0] == (
+        '{"process": "c1", "type": "invoke", "op": "prune", "args": {"before": 3, "now": 5}}')
+
+
+def test_the_recorder_records_prune_when_the_scheduler_offers_it():
+    log = HistoryLog(clock=iter(range(100, 200)).__next__)
+    scheduler = Scheduler()
+    me = log.recorder(scheduler, "c1")
+    me.add_worker("w1", 1)
+    task_id = me.submit(key="k")
+    me.cancel(task_id, 2)
+    assert me.prune(3, now=4) == 1
+    with pytest.raises(ValueError, match="before must be >= 0 and <= now"):
+        me.prune(before=9, now=8)
+    assert [json.loads(fmt.dumps_event(e)) for e in log.events][-4:] == [
+        {"process": "c1", "type": "invoke", "op": "prune", "args": {"before": 3, "now": 4}, "time": 106},
+        {"process": "c1", "type": "ok", "result": 1, "time": 107},
+        {"process": "c1", "type": "invoke", "op": "prune", "args": {"before": 9, "now": 8}, "time": 108},
+        {"process": "c1", "type": "ok", "error": "ValueError", "time": 109},
+    ]
+
+    class NoPrune:  # a scheduler without the optional operation: none is recorded, as none is offered
+        def advance(self, now):
+            return None
+
+    bare = log.recorder(NoPrune(), "c2")
+    with pytest.raises(AttributeError):
+        bare.prune(0, 0)
+    assert not hasattr(bare, "prune")
+    assert log.events[-1].process == "c1"
+
+
 def test_the_recorder_records_each_call_with_its_process_and_reraises_errors():
     log = HistoryLog(clock=iter(range(100, 200)).__next__)
     scheduler = Scheduler()

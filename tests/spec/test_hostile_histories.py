@@ -41,6 +41,16 @@ SEEDS = [
         ("p", "invoke", "cancel", {"task_id": 1, "now": 1}), ("p", "ok", REJECTED),
         ("p", "invoke", "advance", {"now": 0}), ("p", "error"),
     ).encode(),
+    lines(  # a prune racing a complete, then a forgotten id and a forgotten key
+        ("c1", "invoke", "add_worker", {"worker": "w1", "capacity": 1}), ("c1", "ok", None),
+        ("c1", "invoke", "submit", {"key": "k"}), ("c1", "ok", 1),
+        ("c1", "invoke", "dispatch", {"worker": "w1", "now": 1, "duration": 9}), ("c1", "ok", lease(1, "w1", 1, 1, 10)),
+        ("c1", "invoke", "complete", {"task_id": 1, "token": 1, "now": 2}),
+        ("c2", "invoke", "prune", {"before": 3, "now": 3}), ("c1", "ok", ACCEPTED), ("c2", "ok", 1),
+        ("c1", "invoke", "cancel", {"task_id": 1, "now": 4}), ("c1", "error"),
+        ("c2", "invoke", "submit", {"key": "k"}), ("c2", "ok", 2),
+        ("c2", "invoke", "prune", {"before": 9, "now": 5}), ("c2", "error"),
+    ).encode(),
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fencepost.spec import model
-from fencepost.spec.checkers.linearize_states import canonical
+from fencepost.spec.checkers.linearize_states import canonical, prune_bounds
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import loads_history
 from fencepost.spec.formats.values import same_result, to_json
@@ -22,6 +22,9 @@ PROCESSES = ("c1", "c2", "c3")
 WORKERS = ("w1", "w2")
 
 small = st.integers(min_value=0, max_value=6)
+#: The prunes' ``before`` arguments: fewer than the times, so that the checker's states keep when
+#: tasks ended only as far as these tell apart (``prune_bounds``).
+BEFORES = (2, 5)
 calls = st.one_of(
     st.builds(lambda w, c: ("add_worker", {"worker": w, "capacity": c}), st.sampled_from(WORKERS), st.integers(0, 2)),
     st.builds(lambda p, d, k: ("submit", {"priority": p, "max_attempts": d, "key": k}),
@@ -33,6 +36,7 @@ calls = st.one_of(
               st.integers(1, 3), st.integers(1, 4), small, st.integers(1, 3)),
     st.builds(lambda t, n: ("cancel", {"task_id": t, "now": n}), st.integers(1, 3), small),
     st.builds(lambda n: ("advance", {"now": n}), small),
+    st.builds(lambda b, n: ("prune", {"before": b, "now": n}), st.sampled_from(BEFORES), small),
 )
 
 
@@ -61,10 +65,10 @@ def corrupt(invoke: dict, completion: dict) -> dict:
     """A completion the model cannot have given: each change alters what the checker compares."""
     op = invoke["op"]
     if "error" in completion:  # the model raised: any answer at all is wrong
-        plausible = {"submit": 1, "dispatch": None, "add_worker": None, "advance": None}.get(op, {"accepted": True})
+        plausible = {"submit": 1, "dispatch": None, "add_worker": None, "advance": None, "prune": 0}.get(op, {"accepted": True})
         return {"process": completion["process"], "type": "ok", "result": plausible}
     result = completion["result"]
-    if op == "submit":
+    if op in ("submit", "prune"):
         changed = result + 1
     elif op == "dispatch":
         changed = None if result else {"task_id": 1, "worker": invoke["args"]["worker"], "token": 1,
@@ -110,6 +114,7 @@ def test_a_result_forgotten_as_info_keeps_a_run_linearizable(run, data):
 
 @given(st.lists(calls, max_size=40))
 def test_a_canonical_state_answers_every_call_as_the_full_state_does(run):
+    bounds = prune_bounds(args["before"] for op, args in run if op == "prune")
     full = kept = model.initial()
     for op, args in run:
         try:
@@ -119,6 +124,6 @@ def test_a_canonical_state_answers_every_call_as_the_full_state_does(run):
                 model.apply(kept, op, args)
             continue
         kept, have = model.apply(kept, op, args)
-        kept = canonical(kept)
+        kept = canonical(kept, bounds)
         assert same_result(op, have, want)
-        assert canonical(full) == kept
+        assert canonical(full, bounds) == kept

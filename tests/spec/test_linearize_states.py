@@ -12,6 +12,7 @@ linearizable and on the same histories with one result changed.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, strategies as st
@@ -19,12 +20,13 @@ from hypothesis import given, strategies as st
 import linearize_reference as reference
 from fencepost.spec import model
 from fencepost.spec.checkers import linearize, linearize_states
-from fencepost.spec.checkers.linearize_states import _State, canonical
+from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.checkers.linearize import check_history, describe
 from fencepost.spec.checkers.linearize_command import report
 from fencepost.spec.checkers.linearize_cost import as_history, generate
 from fencepost.spec.formats.history import Event
 from fencepost.spec.formats.values import to_json
+from fencepost.spec.protocol import Status
 
 WORKERS = ("w1", "w2", "w3")
 KEYS = ("a", "b")
@@ -76,6 +78,110 @@ def test_every_step_answers_and_moves_as_the_model_on_the_whole_state(rebase_at,
             fresh = _State.of(full)  # the same state on another base: equal, and hashed alike
             assert fast == fresh and hash(fast) == hash(fresh)
             fast = fast.settled()
+
+
+#: The ``before`` arguments of the prunes below: the bounds their histories would have, with an
+#: invalid one (-1) and one that is not an int (which needs no bound).
+BEFORES = (0, 3, 7, -1, "3")
+with_prune = st.one_of(
+    steps, steps,
+    st.builds(lambda b, n: ("prune", {"before": b, "now": n}), st.sampled_from(BEFORES), times),
+    st.builds(lambda op, n: (op, {"reports": [[1, 1], [2, 2]], "now": n}), st.sampled_from(["complete_many", "fail_many"]), times),
+)
+
+
+@pytest.mark.parametrize("rebase_at", [0, 64])
+@given(run=st.lists(with_prune, max_size=40))
+def test_with_prunes_every_step_answers_and_moves_as_the_model_on_the_whole_state(rebase_at, run):
+    # A history with prunes keeps when final tasks ended, as far as its prunes' bounds tell apart.
+    bounds = prune_bounds(BEFORES)
+    assert bounds == (-1, 0, 3, 7)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linearize_states, "REBASE_AT", rebase_at)
+        patch.setattr(linearize_states, "REBASE_IN_WINDOW", 2 * rebase_at)
+        full = canonical(model.initial(), bounds)
+        fast = _State.of(full, bounds)
+        for op, args in run:
+            full, expected = answer(model.apply, full, op, args)
+            full = canonical(full, bounds)
+            fast, got = answer(lambda s, o, a: s.apply(o, a), fast, op, args)
+            assert got == expected, (op, args)
+            assert fast.materialise() == full
+            fresh = _State.of(full, bounds)
+            assert fast == fresh and hash(fast) == hash(fresh)
+            fast = fast.settled()
+
+
+def pruning_step(rng: random.Random, state: model.State) -> tuple[str, dict]:
+    """A call that often ends tasks, prunes them, names forgotten ids and reuses forgotten keys."""
+    now = state.now + rng.choice((0, 1, 2))
+    running = [t for t in state.tasks if t.status is Status.RUNNING]
+    pick = rng.random()
+    if not state.workers:
+        return "add_worker", {"worker": "w1", "capacity": 3}
+    if pick < 0.3:
+        return "submit", {"due_at": 0, "key": rng.choice([None, "a", "b", "c"]), "max_attempts": rng.choice([None, 1])}
+    if pick < 0.5:
+        return "dispatch", {"worker": "w1", "now": now, "duration": rng.randrange(1, 4)}
+    if pick < 0.7 and running:
+        task = rng.choice(running)
+        return rng.choice(["complete", "fail"]), {"task_id": task.id, "token": task.token, "now": now}
+    if pick < 0.8 and state.tasks:
+        return "cancel", {"task_id": rng.randrange(1, len(state.tasks) + 1), "now": now}
+    if pick < 0.85 and state.tasks:
+        return "complete_many", {"reports": [[rng.randrange(1, len(state.tasks) + 1), 1]], "now": now}
+    return "prune", {"before": rng.choice((0, 3, 7)), "now": max(now, 7) if rng.random() < 0.5 else now}
+
+
+@pytest.mark.parametrize("rebase_at", [0, 1, 64])
+def test_prunes_that_forget_keyed_tasks_answer_and_move_as_the_model_on_the_whole_state(rebase_at):
+    # Seeded walks that reach what random steps rarely do: prunes that forget keyed tasks, calls on
+    # forgotten ids (refused, naming the id), keys submitted again once forgotten.
+    rng, bounds = random.Random(rebase_at), prune_bounds((0, 3, 7))
+    reached = {"forgot a keyed task": 0, "named a forgotten id": 0, "reused a forgotten key": 0}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linearize_states, "REBASE_AT", rebase_at)
+        patch.setattr(linearize_states, "REBASE_IN_WINDOW", 2 * rebase_at)
+        for _ in range(100):
+            full = canonical(model.initial(), bounds)
+            fast = _State.of(full, bounds)
+            gone: set[str] = set()  # keys a prune forgot, not submitted since
+            for _ in range(40):
+                op, args = pruning_step(rng, full)
+                after, expected = answer(model.apply, full, op, args)
+                fast, got = answer(lambda s, o, a: s.apply(o, a), fast, op, args)
+                assert got == expected, (op, args)
+                if op == "prune" and len(after.keys) < len(full.keys):
+                    reached["forgot a keyed task"] += 1
+                    gone |= {r.key for r in full.keys} - {r.key for r in after.keys}
+                if "was forgotten" in str(expected):
+                    reached["named a forgotten id"] += 1
+                if op == "submit" and args["key"] in gone and expected == len(full.tasks) + 1:
+                    reached["reused a forgotten key"] += 1
+                    gone.discard(args["key"])
+                full = canonical(after, bounds)
+                assert fast.materialise() == full
+                fresh = _State.of(full, bounds)
+                assert fast == fresh and hash(fast) == hash(fresh)
+                fast = fast.settled()
+    assert min(reached.values()) >= 20, reached
+
+
+def test_a_history_without_prune_erases_when_tasks_ended_and_one_with_keeps_what_its_prunes_tell():
+    state, _ = model.add_worker(model.initial(), "w1", 2)
+    for _ in range(3):
+        state, _ = model.submit(state)
+    for task_id, now in ((1, 1), (2, 4), (3, 5)):
+        state, _ = model.cancel(state, task_id, now)
+    assert prune_bounds([]) is None and prune_bounds(["7", None]) is None
+    assert [t.ended_at for t in canonical(state).tasks] == [0, 0, 0]
+    # Bounds 2 and 5: ended at 1 is before both, at 4 before 5 only, at 5 before neither.
+    assert [t.ended_at for t in canonical(state, prune_bounds([5, 2, 5])).tasks] == [-1, 2, 5]
+    forgotten, count = model.prune(state, 5, 6)
+    assert count == 2
+    kept = canonical(forgotten, (2, 5)).tasks
+    assert [t.forgotten for t in kept] == [True, True, False]
+    assert replace(kept[0], id=2) == kept[1]  # forgotten: alike but for the id, whenever they ended
 
 
 def test_states_that_differ_in_one_task_are_not_equal_even_on_hash_equality():

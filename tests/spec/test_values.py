@@ -18,6 +18,8 @@ LEASE = Lease(task_id=3, worker="w1", token=7, started_at=5, expires_at=10)
         ("complete", Outcome(True), {"accepted": True}),
         ("renew", Outcome(False, "stale_token"), {"accepted": False, "reason": "stale_token"}),
         ("submit", 12, 12),
+        ("prune", 3, 3),
+        ("prune", 0, 0),
         ("add_worker", None, None),
         ("advance", None, None),
     ],
@@ -39,6 +41,9 @@ def test_each_kind_of_value_round_trips(op, value, obj):
         ("submit", 1.0, "task id (an int)"),
         ("submit", False, "task id (an int)"),
         ("advance", 0, "advance answers null"),
+        ("prune", True, "how many tasks it forgot (an int)"),
+        ("prune", None, "how many tasks it forgot (an int)"),
+        ("prune", {"forgotten": 1}, "how many tasks it forgot (an int)"),
         ("reboot", None, "op must be one of"),
     ],
 )

@@ -122,3 +122,28 @@ def test_a_history_that_is_not_linearizable(snap_compare):
 
 def test_a_linearizable_history_at_80_by_24(snap_compare):
     assert snap_compare(app_for(OVERLAPS), terminal_size=(80, 24), press=["right"])
+
+
+#: Task 1 completed and then forgotten by a prune; a cancel of it afterwards answered as if it
+#: were still known (rejected), which no order explains: the model refuses a forgotten id.
+FORGOTTEN = [
+    ("c0", "invoke", "add_worker", {"worker": "w1", "capacity": 1}), ("c0", "ok", None),
+    ("c1", "invoke", "submit", {}), ("c1", "ok", 1),
+    ("c1", "invoke", "dispatch", {"worker": "w1", "now": 0, "duration": 5}), ("c1", "ok", LEASE_1),
+    ("c1", "invoke", "complete", {"task_id": 1, "token": 1, "now": 2}), ("c1", "ok", {"accepted": True}),
+    ("c2", "invoke", "prune", {"before": 3, "now": 3}), ("c2", "ok", 1),
+    ("c1", "invoke", "cancel", {"task_id": 1, "now": 4}), ("c1", "ok", {"accepted": False}),
+]
+
+
+async def test_a_prune_is_shown_in_the_protocols_words_and_a_forgotten_task_as_forgotten():
+    app = app_for(FORGOTTEN)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.selected == 5  # the cancel no order explains
+        detail = "\n".join(str(app.query_one(f"#history-{name}").render()) for name in ("verdict", "model", "lead-up"))
+        assert "ValueError: task_id 1 was forgotten" in detail  # what the model would have answered
+        assert "task 1: forgotten by a prune: every call naming it is refused" in detail
+        assert "tasks: 1 forgotten" in detail
+        assert "prune(before=3, now=3)" in detail and "-> forgot 1 task   <-- a prune (it forgets final tasks)" in detail
+        await pilot.press("left")
+        assert "#5 c2  prune(before=3, now=3) -> forgot 1 task" in str(app.query_one("#history-call").render())
