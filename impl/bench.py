@@ -17,6 +17,9 @@ Memory is what ``tracemalloc`` sees allocated while N tasks are submitted.
 ``SimpleScheduler`` scans every task on each timed call, so it runs few
 cycles and none above ``--simple-max``; the output says so.
 
+``--tricks`` measures instead what each speed trick in ``impl/indexed.py``
+buys (``impl/bench_tricks.py``).
+
 The spec's speed is the conformance machine (``spec.checkers.machine``) driving the
 model and ``IndexedScheduler`` in lockstep, in steps per second, beside a
 trivial two-rule machine run the same way, so the figure says how much of the
@@ -26,9 +29,7 @@ cost is Hypothesis itself.
 from __future__ import annotations
 
 import argparse
-import gc
 import time
-import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
@@ -38,6 +39,9 @@ from fencepost.impl.bench_timing import (  # noqa: F401  (WARM_CYCLES and the re
     PRIORITY_LEVELS,
     WARM_CYCLES,
     Timing,
+    build,
+    bytes_per_task,
+    cycle_loop,
     priorities,
     timed,
 )
@@ -100,31 +104,6 @@ def floor_loop(size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
     return loop
 
 
-def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
-    """A scheduler with one worker ``"w"`` of capacity one and ``initial`` pending tasks."""
-    scheduler = factory()
-    scheduler.add_worker("w", 1)
-    submit = scheduler.submit
-    for p in initial:
-        submit(p)
-    return scheduler
-
-
-def cycle_loop(factory: Callable[[], object], size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
-    """A loop of submit + dispatch + complete with ``size`` tasks pending, up to ``cycles`` per call."""
-    initial, during = priorities(size, cycles, seed)
-    scheduler = build(factory, initial)
-    submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
-
-    def loop(count: int) -> None:
-        for p in during[:count]:
-            submit(p)
-            lease = dispatch("w", 0, DURATION)
-            complete(lease.task_id, lease.token, 0)
-
-    return loop
-
-
 def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
     """The heapq floor alone: ns per heappush + heappop on a heap of ``size`` tuples."""
     return timed({"floor": floor_loop(size, cycles, seed)}, repeats, cycles)["floor"]
@@ -133,24 +112,6 @@ def measure_floor(size: int, cycles: int, repeats: int, seed: int = 0) -> Timing
 def measure_cycle(factory: Callable[[], object], size: int, cycles: int, repeats: int, seed: int = 0) -> Timing:
     """One implementation alone: ns per submit + dispatch + complete with ``size`` tasks pending."""
     return timed({"cycle": cycle_loop(factory, size, cycles, seed)}, repeats, cycles)["cycle"]
-
-
-def bytes_per_task(factory: Callable[[], object], size: int, seed: int = 0) -> float:
-    """Bytes ``tracemalloc`` sees allocated while ``size`` tasks are submitted, per task."""
-    initial, _ = priorities(size, 0, seed)
-    scheduler = factory()
-    scheduler.add_worker("w", 1)
-    submit = scheduler.submit
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for p in initial:
-            submit(p)
-        after = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    return (after - before) / size
 
 
 def simple_cycles(size: int, cycles: int) -> int:
@@ -378,6 +339,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
     parser.add_argument("--runner", action="store_true",
                         help="instead: 100,000 no-op tasks through Runner beside ThreadPoolExecutor, 1 and 4 workers")
+    parser.add_argument("--tricks", action="store_true",
+                        help="instead: IndexedScheduler beside itself with each of its speed tricks taken out "
+                        "(impl/bench_tricks.py), sizes 10000,100000 unless --sizes; what each trick buys")
     parser.add_argument("--soak", action="store_true",
                         help="instead: 1,000,000 no-op tasks through a Runner with a retention window, on the "
                         "default scheduler and on DurableScheduler, the heap (and file) printed at intervals")
@@ -402,6 +366,12 @@ def run(args: argparse.Namespace) -> int:
         return _run_postgres(args)
     if args.durable and args.runner:
         raise UsageError("--durable and --runner are separate runs: give one of them")
+    if args.tricks:
+        if args.durable or args.runner or args.soak or args.tasks is not None:
+            raise UsageError("--tricks is a separate run: give it without --durable, --runner, --soak or --tasks")
+        from fencepost.impl import bench_tricks
+
+        return bench_tricks.run(args.sizes, args.cycles, args.repeats, args.seed)
     if args.durable:
         if args.tasks is not None:
             raise UsageError("--tasks goes with --runner")

@@ -2,7 +2,10 @@
 
 ``timed`` runs the loops it is given in turns, with the garbage collector
 off, as ``timeit`` does; ``bench``, ``bench_durable`` and the other
-benchmarks build their loops on it. Nothing here knows a scheduler.
+benchmarks build their loops on it. ``cycle_loop`` and ``bytes_per_task``
+are the submit + dispatch + complete cycle and the memory figure, over
+whatever scheduler factory they are given: nothing here knows a particular
+scheduler.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import gc
 import random
 import statistics
 import time
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 #: Priorities are drawn uniformly from range(PRIORITY_LEVELS).
@@ -68,3 +72,46 @@ def timed(loops: dict[object, Callable[[int], None]], repeats: int, cycles: int,
         if was_enabled:
             gc.enable()
     return {name: Timing(min(got), statistics.median(got), cycles, repeats) for name, got in samples.items()}
+
+
+def build(factory: Callable[[], object], initial: Sequence[int]) -> object:
+    """A scheduler with one worker ``"w"`` of capacity one and ``initial`` pending tasks."""
+    scheduler = factory()
+    scheduler.add_worker("w", 1)
+    submit = scheduler.submit
+    for p in initial:
+        submit(p)
+    return scheduler
+
+
+def cycle_loop(factory: Callable[[], object], size: int, cycles: int, seed: int = 0) -> Callable[[int], None]:
+    """A loop of submit + dispatch + complete with ``size`` tasks pending, up to ``cycles`` per call."""
+    initial, during = priorities(size, cycles, seed)
+    scheduler = build(factory, initial)
+    submit, dispatch, complete = scheduler.submit, scheduler.dispatch, scheduler.complete
+
+    def loop(count: int) -> None:
+        for p in during[:count]:
+            submit(p)
+            lease = dispatch("w", 0, DURATION)
+            complete(lease.task_id, lease.token, 0)
+
+    return loop
+
+
+def bytes_per_task(factory: Callable[[], object], size: int, seed: int = 0) -> float:
+    """Bytes ``tracemalloc`` sees allocated while ``size`` tasks are submitted, per task."""
+    initial, _ = priorities(size, 0, seed)
+    scheduler = factory()
+    scheduler.add_worker("w", 1)
+    submit = scheduler.submit
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for p in initial:
+            submit(p)
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return (after - before) / size

@@ -52,12 +52,20 @@ The hot paths (``submit``, ``dispatch``, ``complete``) test their arguments
 with exact-type comparisons first and fall back to ``impl._validate``'s checks,
 in ``SimpleScheduler``'s order, only when one fails, so an invalid call raises
 the same ``ValueError`` with the same message.
+
+Speed tricks: five pieces of code are here for speed or memory alone, each
+marked "Speed trick" with what taking it out costs a submit + dispatch +
+complete cycle at 10^4 and 10^5 pending tasks: the Lease builder, the fresh
+records, the exact-type checks, the skipped ``_advance_to`` and the module
+names for ``Status`` members. ``fencepost bench --tricks`` measures them
+(``impl/bench_tricks.py`` names the rewrite that takes each one out, and its
+test checks the scheduler without it still conforms); docs/design.md has the
+figures, and what was taken out because it did not pay.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
 import fencepost.impl._validate as v
@@ -67,6 +75,9 @@ from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, Ta
 _COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head
 _COMPACT_RATIO = 2  # past _COMPACT_MIN, rebuild once stale * _COMPACT_RATIO > len(heap): over half is stale
 
+# Speed trick: a module name is one global load; Status.RUNNING goes through the
+# enum class's attribute lookup each time (about 13x slower in timeit). Taking the
+# names out of the hot path costs about 9-11% of a cycle (`fencepost bench --tricks`).
 _PENDING = Status.PENDING
 _RUNNING = Status.RUNNING
 _RETRY_WAIT = Status.RETRY_WAIT
@@ -82,35 +93,25 @@ _ALREADY_FINAL = Outcome(False, Reason.ALREADY_FINAL)
 _CANCEL_REQUESTED = Outcome(False, Reason.CANCEL_REQUESTED)
 
 
-def _lease_builder() -> Callable[[int, str, int, int, int], Lease]:
-    """A faster way to make a ``Lease``, when ``Lease`` allows it; else ``Lease`` itself.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``, which costs a tenth of a dispatch. Setting the
-    slots through their descriptors does the same work in about half the
-    time. It is used only if it builds a Lease equal to the real constructor's.
-    """
-    names = ("task_id", "worker", "token", "started_at", "expires_at")
-    if getattr(Lease, "__slots__", None) != names:
-        return Lease
-    new = object.__new__
-    set_task_id, set_worker, set_token, set_started_at, set_expires_at = (
-        Lease.__dict__[name].__set__ for name in names)
-
-    def build(task_id: int, worker: str, token: int, started_at: int, expires_at: int) -> Lease:
-        lease = new(Lease)
-        set_task_id(lease, task_id)
-        set_worker(lease, worker)
-        set_token(lease, token)
-        set_started_at(lease, started_at)
-        set_expires_at(lease, expires_at)
-        return lease
-
-    probe = (1, "w", 2, 3, 4)
-    return build if build(*probe) == Lease(*probe) else Lease
+# Speed trick: a Lease built through its slots' descriptors, in about half the time
+# of the frozen dataclass's __init__, which sets each field with object.__setattr__.
+# Taking it out costs about 10% of a submit + dispatch + complete cycle at 10^4 and
+# 10^5 pending tasks (`fencepost bench --tricks`, docs/design.md). No fallback at
+# run time: tests/implementations/test_indexed.py checks it builds what Lease(...)
+# builds, so a Lease with other fields fails there.
+_set_task_id, _set_worker, _set_token, _set_started_at, _set_expires_at = (
+    Lease.__dict__[name].__set__ for name in ("task_id", "worker", "token", "started_at", "expires_at"))
 
 
-_new_lease = _lease_builder()
+def _new_lease(task_id: int, worker: str, token: int, started_at: int, expires_at: int) -> Lease:
+    """``Lease(task_id, worker, token, started_at, expires_at)``, built through its slots."""
+    lease = object.__new__(Lease)
+    _set_task_id(lease, task_id)
+    _set_worker(lease, worker)
+    _set_token(lease, token)
+    _set_started_at(lease, started_at)
+    _set_expires_at(lease, expires_at)
+    return lease
 
 
 class _Task:
@@ -212,7 +213,7 @@ class IndexedScheduler(FoldedBatches):
 
         Complexity: O(log n), n the entries of the heap it joins.
         """
-        if key is not None:
+        if key is not None:  # keyed submits are rare: no fast path
             v.check_submit(priority, due_at, max_attempts, retry_delay)
             v.check_key(key)
             arguments = (priority, due_at, max_attempts, retry_delay)
@@ -223,19 +224,23 @@ class IndexedScheduler(FoldedBatches):
             self._keys[key] = (task_id, arguments)
             self._key_of[task_id] = key
             return task_id
-        tasks = self._tasks
-        now = self._now
         if due_at is None:
-            due_at = now
-        if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= now
+            due_at = self._now
+        # Speed trick: exact-type tests inline, the validators only on a miss. Calling
+        # them every time costs about 35-45% of a cycle here and in dispatch and complete
+        # (`fencepost bench --tricks`).
+        if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= self._now
                 or type(retry_delay) is not int or retry_delay < 1
                 or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
             return self._submit_record(priority, due_at, max_attempts, retry_delay)
         # The common case, plain ints due at once: the entry is the whole record.
+        # Speed trick (memory): a _Task here makes a pending task 277 bytes, not 157,
+        # at 10^4 tasks (300, not 180, at 10^5: the 300-byte target's edge), and a
+        # cycle about as fast, 2.5% slower at 10^5 (`fencepost bench --tricks`).
         self._last_id = task_id = self._last_id + 1
         fresh = (-priority, due_at, task_id, max_attempts, retry_delay)
         heappush(self._ready, fresh)
-        tasks[task_id] = fresh
+        self._tasks[task_id] = fresh
         return task_id
 
     def _issued_ids(self) -> int:
@@ -287,32 +292,30 @@ class IndexedScheduler(FoldedBatches):
 
         Complexity: O(log n) amortized, plus O(log n) for each stale ready entry dropped.
         """
+        # Speed trick, as in submit: exact-type tests inline, the validators only on a miss.
         capacity = self._capacity.get(worker) if type(worker) is str else None
         if capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1:
             capacity = self._check_dispatch(worker, now, duration)
-        expiry = self._expiry
-        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
+        # Speed trick: _advance_to only when a heap head is due. Calling it every time
+        # costs about 9-10% of a cycle, with complete's copy (`fencepost bench --tricks`).
+        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
         else:
             self._now = now
-        load = self._load
-        if load[worker] >= capacity:
+        if self._load[worker] >= capacity:
             return None
-        ready = self._ready
-        tasks = self._tasks
-        while ready:
-            entry = heappop(ready)
-            t = tasks.get(entry[2])
+        while self._ready:
+            entry = heappop(self._ready)
+            t = self._tasks.get(entry[2])
             if t is entry:  # a fresh task: its record was this entry
-                t = tasks[entry[2]] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
+                t = self._tasks[entry[2]] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
                 break
             if t is not None and t.entry is entry:  # None: a stale entry of a forgotten task
                 break
             self._ready_stale -= 1
         else:
             return None
-        if self._ready_stale > _COMPACT_MIN:
-            self._compact_ready()
+        self._compact_ready()
         token = self._last_token + 1
         self._last_token = token
         expires_at = now + duration
@@ -324,8 +327,8 @@ class IndexedScheduler(FoldedBatches):
         t.expired_token = None
         task_id = entry[2]
         t.entry = entry = (expires_at, token, task_id)
-        heappush(expiry, entry)
-        load[worker] += 1
+        heappush(self._expiry, entry)
+        self._load[worker] += 1
         return _new_lease(task_id, worker, token, now, expires_at)
 
     def complete(self, task_id: int, token: int, now: int) -> Outcome:
@@ -347,15 +350,15 @@ class IndexedScheduler(FoldedBatches):
 
         Complexity: O(log n) amortized.
         """
-        tasks = self._tasks
-        if (type(task_id) is not int or task_id not in tasks or type(token) is not int
+        # Speed tricks, as in dispatch: exact-type tests inline, _advance_to only when due.
+        if (type(task_id) is not int or task_id not in self._tasks or type(token) is not int
                 or type(now) is not int or now < self._now):
             self._check_lease_call(task_id, token, now)
         if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
         else:
             self._now = now
-        t = tasks[task_id]
+        t = self._tasks[task_id]
         if type(t) is not _Task:  # a fresh task: pending, never leased
             return _NOT_RUNNING
         if t.token != token:  # only a running task has a token
@@ -683,8 +686,7 @@ class IndexedScheduler(FoldedBatches):
                 heappop(expiry)
             else:
                 self._expiry_stale += 1
-            if self._expiry_stale > _COMPACT_MIN:
-                self._compact_expiry()
+            self._compact_expiry()
 
     def _compact_ready(self) -> None:
         if self._ready_stale > _COMPACT_MIN and self._ready_stale * _COMPACT_RATIO > len(self._ready):

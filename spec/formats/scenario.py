@@ -81,12 +81,13 @@ from __future__ import annotations
 import datetime
 import inspect
 import json
-import math
 import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
+
+import tomli_w
 
 from fencepost.spec.formats.limits import (
     MAX_FILE_BYTES,
@@ -586,6 +587,9 @@ def _show(value: object, limit: int = 60) -> str:
     return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
 def _show_key(key: object) -> str:
     """A table key as TOML spells it: bare when it can be, else quoted."""
     return key if isinstance(key, str) and _BARE_KEY.fullmatch(key) else _show(key)
@@ -669,7 +673,8 @@ def _check_writable(data: dict, source: str, fmt: str) -> None:
     allowed = _TOML_TYPES if fmt == "TOML" else _JSON_TYPES
 
     def visit(value: object, where: str) -> None:
-        if not isinstance(value, allowed):
+        # TOML's times are local: a time with an offset has no TOML spelling (a datetime with one has).
+        if not isinstance(value, allowed) or isinstance(value, datetime.time) and value.tzinfo is not None:
             hint = "; write it as .json" if value is None else ""
             raise ScenarioError(f"{source}: {where}{fmt} cannot hold {_show(value)}{hint}")
         if isinstance(value, dict):
@@ -689,83 +694,56 @@ def _check_writable(data: dict, source: str, fmt: str) -> None:
             visit(value, f"step {number}: field {_name(key)}: ")
 
 
-# A small TOML emitter for exactly this structure: top-level keys, a [meta]
-# table, [[steps]] tables, inline tables/arrays for values, and multi-line
-# basic strings for narration. tomllib reads back exactly what it writes.
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-#: Step fields written as multi-line strings when they hold a newline: narration.
-_PROSE_KEYS = frozenset({"note", "why"})
+# TOML is written by tomli-w, the writer that pairs with tomllib (the same
+# author's tomli), not by hand: escaping and number/date spelling are its
+# job. What is ours is the layout, built from its one call, ``dumps``:
+#
+# * prose (``description``, ``note``, ``why``) as multi-line strings, so a
+#   person reads and edits narration as text. ``multiline_strings`` loses
+#   nothing here: it would turn CRLF into LF, but no scenario string holds a
+#   carriage return (``check_tree`` refuses control characters but tab and
+#   newline before anything is written).
+# * every step a ``[[steps]]`` table, whatever its length. tomli-w writes an
+#   array of tables only when some element needs more than one short line
+#   inline (its rule since 1.0); otherwise ``steps = [{ ... }, ...]``, which
+#   would make a file's layout flip with its steps' lengths. So each step is
+#   written on its own (``_step_toml``).
+# * a step's table-valued fields (``expect``, ``expect_state``) are sub-tables
+#   (``[steps.expect]``) after the step's other fields: tomli-w writes inline
+#   tables only inside arrays.
 
 
 def _toml_document(data: dict) -> str:
-    lines = [f"title = {_toml_string(data['title'])}"]
-    if "description" in data:
-        lines.append(f"description = {_toml_string(data['description'], multiline=True)}")
-    if "needs" in data:
-        lines.append(f"needs = {_toml_value(data['needs'])}")
+    header = {key: data[key] for key in ("title", "description", "needs", "meta") if key in data}
     if not data["steps"]:
-        lines.append("steps = []")
-    if "meta" in data:
-        lines += ["", "[meta]"] + [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data["meta"].items()]
-    for raw in data["steps"]:
-        lines += ["", "[[steps]]"]
-        for key, value in raw.items():
-            text = _toml_string(value, multiline=True) if key in _PROSE_KEYS else _toml_value(value)
-            lines.append(f"{_toml_key(key)} = {text}")
-    return "\n".join(lines) + "\n"
+        header["steps"] = []
+    return "\n".join([_dumps(header), *(_step_toml(raw) for raw in data["steps"])])
 
 
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else _toml_string(key)
+def _step_toml(raw: dict) -> str:
+    """One step as a ``[[steps]]`` table, written by tomli-w."""
+    if _needs_lines(raw):
+        # Spans lines inline, so tomli-w writes the one-step array as an array of tables.
+        return _dumps({"steps": [raw]})
+    # One line inline, with no non-empty array anywhere, so no field can become an array of tables
+    # of its own: its plain fields, then its table fields as sub-tables of this step.
+    fields = {key: value for key, value in raw.items() if not isinstance(value, dict)}
+    tables = {key: value for key, value in raw.items() if isinstance(value, dict)}
+    text = "[[steps]]\n" + _dumps(fields)
+    return text + "\n" + _dumps({"steps": tables}) if tables else text
 
 
-def _toml_value(value: object) -> str:
-    """A value on one line: inline tables and arrays, single-line strings."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
+def _needs_lines(value: object) -> bool:
+    """Whether tomli-w writes ``value`` inline on more than one line: it holds a non-empty array or a prose string."""
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return bool(value)
     if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise ScenarioError(f"TOML cannot hold {_show(value)}")  # _check_writable ran first
+        return any(_needs_lines(v) for v in value.values())
+    return isinstance(value, str) and "\n" in value
 
 
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
-
-
-def _toml_string(text: str, multiline: bool = False) -> str:
-    if not multiline or "\n" not in text:
-        return '"' + "".join(_ESCAPES.get(ch) or _control(ch) or ch for ch in text) + '"'
-    out = []
-    for i, ch in enumerate(text):
-        if ch == '"':
-            # Never let two quotes touch, nor one touch the closing delimiter.
-            out.append('\\"' if i + 1 == len(text) or text[i + 1] == '"' else '"')
-        elif ch in "\n\t":
-            out.append(ch)
-        else:
-            out.append(_ESCAPES.get(ch) or _control(ch) or ch)
-    return '"""\n' + "".join(out) + '"""'  # the newline after the opening quotes is not part of the string
-
-
-def _control(ch: str) -> str | None:
-    return f"\\u{ord(ch):04X}" if ord(ch) < 0x20 or ord(ch) == 0x7F else None
+def _dumps(data: dict) -> str:
+    return tomli_w.dumps(data, multiline_strings=True)
 
 
 # ---------------------------------------------------------------- what a step did, as a file records it

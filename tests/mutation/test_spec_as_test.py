@@ -164,17 +164,6 @@ if under_mutmut():
     corpus()  # at import: in mutmut's main process, which every mutant's process forks from
 
 
-@pytest.fixture(autouse=True)
-def lease_builder_under_the_mutant(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Build ``impl.indexed._new_lease`` again, inside the test.
-
-    It is made once at import, before mutmut activates any mutant (mutmut
-    switches mutants per call, in processes forked after the import), so a
-    mutant of ``_lease_builder`` would otherwise never run.
-    """
-    monkeypatch.setattr(fencepost.impl.indexed, "_new_lease", fencepost.impl.indexed._lease_builder())
-
-
 # ---------------------------------------------------------------- exact answers
 
 

@@ -89,7 +89,7 @@ STEPS = '\n[[steps]]\nop = "add_worker"\nworker = "w1"\ncapacity = 1\n'
 
 
 def test_needs_is_read_and_written_back_in_place() -> None:
-    text = HEAD + 'needs = ["restart"]\n' + STEPS
+    text = HEAD + 'needs = [\n    "restart",\n]\n' + STEPS  # arrays one item a line, as tomli-w writes them
     scenario = loads_scenario(text)
     assert scenario.needs == ("restart",) and needs_of(scenario) == ("restart",)
     assert dumps_scenario(scenario) == text

@@ -331,12 +331,46 @@ def test_toml_output_reads_like_a_hand_written_file() -> None:
         'op = "submit"\n'
         "priority = 1\n"
         "due_at = 3\n"
-        "expect = { task_id = 1 }\n"
         'note = """\n'
         "Line 1\n"
         "Line 2\n"
         '"""\n'
+        "\n"
+        "[steps.expect]\n"
+        "task_id = 1\n"
     )
+
+
+def test_short_steps_are_still_one_table_each() -> None:
+    """tomli-w alone would write short, flat steps as one inline array; the writer keeps ``[[steps]]`` tables."""
+    scenario = Scenario("T", (Step("restart", {}), Step("submit", {}, expect={"task_id": 1}),
+                              Step("advance", {"now": []}, expect="error")))
+    text = dumps_scenario(scenario)
+    assert text == (
+        'title = "T"\n'
+        "\n"
+        "[[steps]]\n"
+        'op = "restart"\n'
+        "\n"
+        "[[steps]]\n"
+        'op = "submit"\n'
+        "\n"
+        "[steps.expect]\n"
+        "task_id = 1\n"
+        "\n"
+        "[[steps]]\n"
+        'op = "advance"\n'
+        "now = []\n"
+        'expect = "error"\n'
+    )
+    assert loads_scenario(text, "toml", "x") == scenario
+
+
+def test_a_time_with_an_offset_is_not_written_as_toml() -> None:
+    aware = datetime.time(3, 4, tzinfo=datetime.timezone.utc)
+    scenario = Scenario("t", (Step("advance", {"now": aware}, expect="error"),))
+    with pytest.raises(ScenarioError, match=r"step 1: field 'now': TOML cannot hold 03:04:00\+00:00"):
+        dumps_scenario(scenario, "toml")
 
 
 def test_an_empty_scenario_round_trips() -> None:
@@ -410,7 +444,10 @@ _scenarios = st.builds(
 
 @given(_scenarios, st.sampled_from(["toml", "json"]))
 def test_any_scenario_round_trips(scenario: Scenario, fmt: str) -> None:
-    assert loads_scenario(dumps_scenario(scenario, fmt), fmt, "x") == scenario
+    text = dumps_scenario(scenario, fmt)
+    assert loads_scenario(text, fmt, "x") == scenario
+    if fmt == "toml":
+        assert text.count("\n[[steps]]\n") == len(scenario.steps)  # one table a step, whatever its length
 
 
 # ---------------------------------------------------------------- running and describing steps

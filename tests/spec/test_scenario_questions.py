@@ -18,7 +18,8 @@ from fencepost.spec.formats.scenario import (
 
 HEAD = 'title = "t"\n\n[[steps]]\nop = "add_worker"\nworker = "w1"\ncapacity = 1\n\n[[steps]]\n'
 DISPATCH = 'op = "dispatch"\nworker = "w1"\nnow = 0\nduration = 5\nexpect = "none"\n'
-QUESTION = 'ask = "What does it return?"\nchoices = ["a lease", "none"]\nanswer = 2\nwhy = "Nothing was submitted."\n'
+CHOICES = '[\n    "a lease",\n    "none",\n]'  # one item a line, as tomli-w writes an array
+QUESTION = f'ask = "What does it return?"\nchoices = {CHOICES}\nanswer = 2\nwhy = "Nothing was submitted."\n'
 
 
 def test_a_question_loads_with_its_step_and_writes_back_the_same() -> None:
@@ -79,7 +80,7 @@ def test_a_bad_question_is_one_line_naming_file_step_field_and_value(question: s
 def test_at_most_nine_choices_one_per_key() -> None:
     choices = ", ".join(f'"{n}"' for n in range(1, MAX_CHOICES + 2))
     with pytest.raises(ScenarioError, match="expected an array of 2 to 9 strings"):
-        loads_scenario(HEAD + DISPATCH + QUESTION.replace('["a lease", "none"]', f"[{choices}]"))
+        loads_scenario(HEAD + DISPATCH + QUESTION.replace(CHOICES, f"[{choices}]"))
 
 
 @pytest.mark.parametrize("command", ["replay", "tui"])

@@ -64,7 +64,7 @@ def test_a_scenario_records_its_variants_as_a_table() -> None:
     scenario = Scenario("t", (Step("add_worker", {"worker": "w1", "capacity": 1}),), None,
                         {"impl": "x:y", "variants": {"order": "any", "without": ["cancel", "fail"]}})
     text = dumps_scenario(scenario)
-    assert 'variants = { order = "any", without = ["cancel", "fail"] }' in text
+    assert '\n[meta.variants]\norder = "any"\nwithout = [\n    "cancel",\n    "fail",\n]\n' in text
     assert scenario_variants(loads_scenario(text)) == {"order": "any", "without": ["cancel", "fail"]}
     with pytest.raises(ScenarioError, match="meta.variants.*tokens must be one of"):
         loads_scenario('title = "t"\nsteps = []\n[meta]\nvariants = { tokens = "words" }\n')
