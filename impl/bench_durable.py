@@ -13,6 +13,14 @@ with ``NORMAL`` they are SQLite's and Python's own work.
 Reopen is the time to open a file of ``REOPEN_SIZE`` tasks (some running)
 and answer the first ``task()``: what a restarted process pays before its
 first call. Size is the file's bytes on disk per task after a checkpoint.
+
+The *batch rows* (``fencepost bench --durable --batches``, and the
+DurableScheduler line of ``fencepost bench --postgres``, which runs the same
+code): jobs per second of a job claimed and acknowledged, at batch size B
+one ``dispatch_many(limit=B)`` + one ``complete_many`` of the B leases (one
+``dispatch`` + one ``complete`` at B = 1) by a worker of capacity B, with
+``synchronous=FULL``, the tasks submitted before timing and the clock at 0.
+Batch sizes alternate within each round; each figure is the best round.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fencepost.impl.bench_timing import DURATION, Timing, priorities, timed
 from fencepost.impl.durable import SYNCHRONOUS_SETTINGS, DurableScheduler
@@ -38,6 +47,15 @@ TARGET_FLOOR_RATIO = 2.5
 TARGET_REOPEN_S = 2.0
 #: Leases left running in the reopened file, so opening has leases to load too.
 RUNNING_AT_REOPEN = 100
+#: The batch rows: batch sizes, and the issue's target at TARGET_BATCH over batch 1 (issue 22).
+BATCH_SIZES = (1, 10)
+TARGET_BATCH = 10
+TARGET_BATCH_RATIO = 5.0
+#: Timed jobs per batch row and round (every commit is an fsync), quick and full; rounds; untimed warm-up cycles.
+BATCH_JOBS = 400
+QUICK_BATCH_JOBS = 100
+BATCH_ROUNDS = 3
+BATCH_WARM_CYCLES = 50
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,76 @@ def cycle_loop(path: Path, size: int, cycles: int, synchronous: str, seed: int =
             complete(lease.task_id, lease.token, 0)
 
     return loop
+
+
+def job_cycle(s: Any, worker: str, batch: int, duration: int = DURATION) -> Callable[[], None]:
+    """One cycle of ``batch`` jobs on scheduler ``s`` at time 0: dispatch + complete, or their batches above 1."""
+    if batch == 1:
+        def cycle() -> None:
+            lease = s.dispatch(worker, 0, duration)
+            assert lease is not None and s.complete(lease.task_id, lease.token, 0).accepted
+        return cycle
+
+    def cycle() -> None:
+        leases = s.dispatch_many(worker, 0, duration, batch)
+        assert len(leases) == batch
+        assert all(o.accepted for o in s.complete_many([(lease.task_id, lease.token) for lease in leases], 0))
+    return cycle
+
+
+def batch_rate(jobs: int, batch: int, folder: str | None = None) -> float:
+    """DurableScheduler (``synchronous=FULL``) jobs per second at ``batch``, on a fresh file under ``folder``."""
+    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-", dir=folder) as work:
+        with DurableScheduler(Path(work) / "bench.db") as s:
+            s.add_worker("w", batch)
+            warm = BATCH_WARM_CYCLES * batch
+            s.submit_many([{}] * (jobs + warm))
+            cycle = job_cycle(s, "w", batch)
+            for _ in range(BATCH_WARM_CYCLES):
+                cycle()
+            start = time.perf_counter()
+            for _ in range(jobs // batch):
+                cycle()
+            return jobs // batch * batch / (time.perf_counter() - start)
+
+
+def measure_batches(jobs: int, rounds: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str | None = None,
+                    progress: Callable[[str], None] = lambda line: None) -> dict[int, float]:
+    """The best jobs/s at each batch size over ``rounds`` rounds, the sizes taking turns within a round."""
+    best: dict[int, float] = {}
+    for round_ in range(rounds):
+        for batch in batches:
+            rate = batch_rate(jobs, batch, folder)
+            best[batch] = max(rate, best.get(batch, 0.0))
+            progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, batch {batch}: {rate:,.0f} jobs/s "
+                     f"(load {os.getloadavg()[0]:.1f})")
+    return best
+
+
+def rates_line(best: dict[int, float]) -> str:
+    """The batch rows in one line, as ``fencepost bench --postgres`` prints them too."""
+    rates = ", ".join(f"batch {b}: {rate:,.0f}" for b, rate in best.items())
+    return f"DurableScheduler (SQLite, synchronous=FULL, 1 process): {rates} jobs/s"
+
+
+def batch_ratio(best: dict[int, float]) -> float | None:
+    """TARGET_BATCH's rate over batch 1's, if both were measured."""
+    one, many = best.get(1), best.get(TARGET_BATCH)
+    return many / one if one and many else None
+
+
+def format_batches(best: dict[int, float]) -> str:
+    """The batch rows and the target, judged."""
+    ratio = batch_ratio(best)
+    label = f"target: DurableScheduler batch {TARGET_BATCH} / its batch 1 >= {TARGET_BATCH_RATIO}x"
+    verdict = (f"not measured (needs batches 1 and {TARGET_BATCH})" if ratio is None
+               else f"{ratio:.2f}x  {'holds' if ratio >= TARGET_BATCH_RATIO else 'MISSED'}")
+    return "\n".join([
+        rates_line(best),
+        "jobs/s: a job is claimed and acknowledged; at batch B, B jobs per dispatch_many and per complete_many "
+        "(dispatch + complete at 1), every call one committed transaction; best of the rounds.",
+        f"{label}   {verdict}",
+    ])
 
 
 def reopen_seconds(path: Path, repeats: int = REOPEN_REPEATS) -> float:

@@ -53,3 +53,34 @@ def test_the_cli_runs_the_durable_bench(capsys, monkeypatch) -> None:
     assert main(["bench", "--durable", "--quick", "--cycles", "2", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "durable/floor" in out and "reopen of a 1,000-task file" in out
+
+
+def test_the_batch_rows_run_every_job_and_judge_the_target(tmp_path: Path) -> None:
+    lines = []
+    best = bench_durable.measure_batches(20, rounds=2, folder=str(tmp_path), progress=lines.append)
+    assert sorted(best) == [1, 10] and all(rate > 0 for rate in best.values())
+    assert len(lines) == 4 and all("load" in line for line in lines)  # two rounds, the sizes taking turns
+    text = bench_durable.format_batches(best)
+    assert "batch 1: " in text and "batch 10: " in text and "target: DurableScheduler batch 10 / its batch 1 >= 5.0x" in text
+    assert text.rstrip().endswith(("holds", "MISSED"))
+    assert "not measured" in bench_durable.format_batches({1: 10.0})
+    assert list(tmp_path.iterdir()) == []  # the files are removed afterwards
+
+
+def test_a_batch_cycle_claims_and_acknowledges_its_batch(tmp_path: Path) -> None:
+    with bench_durable.DurableScheduler(tmp_path / "cycle.db") as s:
+        s.add_worker("w", 3)
+        s.submit_many([{}] * 7)
+        bench_durable.job_cycle(s, "w", 3)()
+        bench_durable.job_cycle(s, "w", 1)()
+        assert [s.task(i).status for i in range(1, 8)] == ["succeeded"] * 4 + ["pending"] * 3
+
+
+def test_the_cli_runs_the_batch_rows_alone(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("TMPDIR", "/dev/shm" if Path("/dev/shm").is_dir() else tempfile.gettempdir())
+    assert main(["bench", "--durable", "--batches", "--cycles", "20", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "round 1/1: DurableScheduler, batch 10" in out and "target: DurableScheduler batch 10" in out
+    assert main(["bench", "--batches"]) == 2
+    assert "--batches goes with --durable" in capsys.readouterr().err
