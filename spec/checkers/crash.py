@@ -62,7 +62,7 @@ from fencepost.spec.formats.trace import TraceStep, format_call
 from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.minimize import minimize
 from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, check_output_path, load_factory
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS
+from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS
 
 #: Kills a run makes when ``--kills`` is not given.
 DEFAULT_KILLS = 50
@@ -94,7 +94,9 @@ class _Reporting:
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self._inner, name)
-        if name in OPERATIONS or name in BATCH_OPERATIONS:  # a batch is one call: all of it returned, or none
+        # prune and the batches too: a call the parent is not told of is missing from its model (a batch
+        # is one call: all of it returned, or none)
+        if name in OPERATIONS or name in OPTIONAL_OPERATIONS:
             return self._reported(name, attr)
         if name == "reopen":
             def reopen() -> _Reporting:
@@ -246,18 +248,22 @@ def probe_calls(states: list[model.State]) -> list[tuple[str, dict]]:
 
 
 def _observe(scheduler: object, op: str, args: dict, most_tasks: int) -> tuple:
-    """One probe call on the scheduler: its comparable result, then the clock and every view."""
+    """One probe call on the scheduler: its comparable result, then the clock and every view.
+
+    An id ``task()`` refuses is None: one prune forgot (views_problem has told
+    those from unknown ids already) or one past the last; trailing Nones are dropped.
+    """
     try:
         result = comparable(normalize(getattr(scheduler, op)(**args)))
     except ValueError:
         result = ("error",)
-    views = []
+    views: list[tuple | None] = []
     for task_id in range(1, most_tasks + 2):
         try:
             views.append(view_tuple(scheduler.task(task_id)))
         except ValueError:
-            break
-    return result, scheduler.now, views
+            views.append(None)
+    return result, scheduler.now, _trimmed(views)
 
 
 def _expected(state: model.State, op: str, args: dict) -> tuple[model.State, tuple]:
@@ -266,7 +272,14 @@ def _expected(state: model.State, op: str, args: dict) -> tuple[model.State, tup
         got = comparable(normalize(result))
     except ValueError:
         got = ("error",)
-    return state, (got, state.now, [view_tuple(model.view(t)) for t in state.tasks])
+    views = [None if t.forgotten else view_tuple(model.view(t)) for t in state.tasks]
+    return state, (got, state.now, _trimmed(views))
+
+
+def _trimmed(views: list[tuple | None]) -> list[tuple | None]:
+    while views and views[-1] is None:
+        views.pop()
+    return views
 
 
 def _say(value: object, op: str) -> str:

@@ -9,8 +9,6 @@ is already dead). Skipped, saying why, without a server.
 
 from __future__ import annotations
 
-import pytest
-
 import pg_server
 from fencepost.impl.postgres import opener
 from fencepost.spec.checkers.crash import crash_test
@@ -19,8 +17,6 @@ from fencepost.spec.checkers.crash import crash_test
 KILLS = 8
 
 
-@pytest.mark.xfail(strict=True, reason="known failure, open (seen 2026-12-01 after merging batches, prune and the "
-                   "fault handling): a kill run's recovery diverges from the model; not yet investigated")
 def test_a_killed_client_never_loses_a_returned_call_nor_half_applies_one() -> None:
     pg_server.require_server()
     report = crash_test(opener, kills=KILLS, seed=7)
