@@ -83,6 +83,7 @@ made again once the file is writable and has room succeeds (docs/faults.md).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sqlite3
@@ -202,6 +203,8 @@ _INSERT_KEY = "INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)"
 # The task a key names, with the arguments it was submitted with (submit's due_at as given).
 _KEYED_TASK = ("SELECT k.task_id, t.priority, k.due_at, t.max_attempts, t.retry_delay "
                "FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?")
+#: Rows one multi-row statement writes (five bound values each at most: far below SQLite's limit).
+_ROWS_PER_STATEMENT = 500
 # What a batch of reports reads of a task: the rejection's fields, then fail's.
 _REPORTED = "status, token, expired_token, attempts, max_attempts, retry_delay, cancel_requested"
 #: Ids bound in one ``IN (...)`` read: far below SQLite's limit on bound parameters.
@@ -404,8 +407,9 @@ class DurableScheduler:
     def submit_many(self, tasks: list[dict]) -> list[int]:
         """``submit(**entry)`` for each entry of ``tasks`` in order, all or nothing; returns the ids.
 
-        One INSERT of the new tasks (and one of their keys), as ``executemany``:
-        O(n log T) for n entries, plus one read per distinct key.
+        One multi-row INSERT of the new tasks (and one of their keys), per
+        ``_ROWS_PER_STATEMENT`` of them: O(n log T) for n entries, plus one read
+        per distinct key.
 
         Raises:
             ValueError: ``tasks`` is not a list of dicts of ``submit``'s keyword
@@ -442,9 +446,8 @@ class DurableScheduler:
             ids.append(task_id)
         if rows:
             with self._write() as conn:
-                conn.executemany(_INSERT_TASK, rows)
-                if key_rows:
-                    conn.executemany(_INSERT_KEY, key_rows)
+                _insert(conn, _INSERT_TASK, rows)
+                _insert(conn, _INSERT_KEY, key_rows)
                 self._touched = True
                 self._issued = task_id
         return ids
@@ -564,16 +567,18 @@ class DurableScheduler:
                 assert refused is not None, f"task {task_id}'s lease {token} is current in the file, not in memory"
                 outcomes.append(refused)
             if ended:
-                final = [(task_id, pairs[number][1]) for task_id, number in ended.items()]
-                if failing:
-                    changes = [(endings[i][0].value, endings[i][1], None if endings[i][0] is Status.RETRY_WAIT else now,
-                                i, token, now) for i, token in final]
-                    changed = conn.executemany(_FAIL, changes).rowcount
-                else:
-                    changed = conn.executemany(_COMPLETE, [(now, i, token, now) for i, token in final]).rowcount
+                final = []  # (task id, token, status, retry time, ended_at): the rows of _ended()'s VALUES
+                for task_id, number in ended.items():
+                    status, due_at = endings[task_id]
+                    final.append((task_id, pairs[number][1], status.value, due_at,
+                                  None if status is Status.RETRY_WAIT else now))
+                changed = 0
+                for start in range(0, len(final), _ROWS_PER_STATEMENT):
+                    part = final[start:start + _ROWS_PER_STATEMENT]
+                    changed += conn.execute(_ended(len(part)), [value for row in part for value in row] + [now]).rowcount
                 assert changed == len(final), f"{len(final)} leases are live in memory, {changed} in the file"
-                for _, token in final:
-                    self._release(token)
+                for row in final:
+                    self._release(row[1])
             return outcomes
 
     def _require_rows(self, pairs: list[tuple[int, int]]) -> None:
@@ -916,6 +921,35 @@ def _after_failure(now: int, attempts: int, max_attempts: int | None, retry_dela
         return Status.FAILED, None
     backoff = retry_delay * 2 ** (attempts - 1)
     return Status.RETRY_WAIT, _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
+
+
+@functools.lru_cache(maxsize=64)
+def _ended(rows: int) -> str:
+    """The UPDATE that ends ``rows`` leases at once, each under the single calls' fence.
+
+    Its VALUES rows are (task id, token, status, retry time or NULL, ended_at
+    or NULL), then the time, bound once; each matches at most one task (ids
+    are distinct in a batch's accepted reports), so the row count is how
+    many leases it ended.
+    """
+    return (f"UPDATE tasks SET status = r.column3, due_at = coalesce(r.column4, tasks.due_at), ended_at = r.column5, "
+            f"{_RELEASE} FROM ({_values(5, rows)}) AS r WHERE tasks.id = r.column1 AND tasks.status = 'running' "
+            "AND tasks.token = r.column2 AND tasks.expires_at > ?")
+
+
+@functools.lru_cache(maxsize=64)
+def _values(width: int, rows: int) -> str:
+    """``VALUES (?, ...), ...``: ``rows`` rows of ``width`` bound values."""
+    row = "(" + ", ".join("?" * width) + ")"
+    return "VALUES " + ", ".join([row] * rows)
+
+
+def _insert(conn: sqlite3.Connection, single: str, rows: list[tuple]) -> None:
+    """``single`` (an INSERT of one row, ``... VALUES (?, ...)``) made for every row, ``_ROWS_PER_STATEMENT`` a statement."""
+    head = single[:single.index(" VALUES ")]
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        part = rows[start:start + _ROWS_PER_STATEMENT]
+        conn.execute(f"{head} {_values(len(part[0]), len(part))}", [value for row in part for value in row])
 
 
 def _rows_by_id(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple]:

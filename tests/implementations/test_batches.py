@@ -140,7 +140,7 @@ def test_a_durable_batch_that_rolls_back_reloads_its_caches() -> None:
 
 
 def statements(s: object, call) -> int:
-    """How many SQL statements ``call()`` sends to the durable scheduler's file (each executemany step counts once)."""
+    """How many SQL statements ``call()`` sends to the durable scheduler's file."""
     sent = []
     s._conn.set_trace_callback(sent.append)
     try:
@@ -151,7 +151,7 @@ def statements(s: object, call) -> int:
 
 
 def test_a_durable_batch_is_a_few_statements_whatever_its_size() -> None:
-    """Set-based batches: the statements a batch sends grow by the executemany steps only, not per call."""
+    """Set-based batches: the statements a batch sends do not grow with its size."""
     counts = {}
     for size in (2, 20):
         s = durable_temporary()
@@ -163,9 +163,30 @@ def test_a_durable_batch_is_a_few_statements_whatever_its_size() -> None:
         counts[size] = (submitted, dispatched, completed)
         s.check_invariants()
         s.close()
-    # submit_many and complete_many: BEGIN, one executemany (a step per row), COMMIT; dispatch_many: BEGIN, one
-    # UPDATE, COMMIT (the clock's UPDATE at a new time). A fold of single calls sent three statements per call.
-    assert counts[2] == (2 + 2, 4, 2 + 2 + 1) and counts[20] == (2 + 20, 4, 2 + 20 + 1), counts
+    # Each: BEGIN, one statement for the whole batch (the INSERT, the claim, the reports' UPDATE), COMMIT, plus the
+    # clock's UPDATE at a new time. A fold of single calls sent three statements per call.
+    assert counts[2] == counts[20] == (3, 4, 4), counts
+
+
+def test_a_durable_batch_larger_than_one_statement_holds_answers_as_simple() -> None:
+    """Past the rows one statement writes: every row written, the answers SimpleScheduler's."""
+    from fencepost.impl.durable import _ROWS_PER_STATEMENT
+
+    size = 2 * _ROWS_PER_STATEMENT + 7
+    calls = [("add_worker", {"worker": "w", "capacity": size}),
+             ("submit_many", {"tasks": [{"priority": n % 3, "key": f"k{n}"} for n in range(size)]}),
+             ("dispatch_many", {"worker": "w", "now": 1, "duration": 5, "limit": size + 1})]
+    s, twin = durable_temporary(), SimpleScheduler()
+    got = [_answer(s, op, args) for op, args in calls]
+    assert got == [_answer(twin, op, args) for op, args in calls]
+    leases = got[-1]
+    half = [(lease.task_id, lease.token) for lease in leases[::2]]
+    more = [("complete_many", {"reports": half + half[:3], "now": 2}),
+            ("fail_many", {"reports": [(lease.task_id, lease.token) for lease in leases], "now": 3})]
+    assert [_answer(s, op, args) for op, args in more] == [_answer(twin, op, args) for op, args in more]
+    assert views(s) == views(twin)
+    s.check_invariants()
+    s.close()
 
 
 def simple_twin(calls: list) -> list:
