@@ -20,7 +20,8 @@ code): jobs per second of a job claimed and acknowledged, at batch size B
 one ``dispatch_many(limit=B)`` + one ``complete_many`` of the B leases (one
 ``dispatch`` + one ``complete`` at B = 1) by a worker of capacity B, with
 ``synchronous=FULL``, the tasks submitted before timing and the clock at 0.
-Batch sizes alternate within each round; each figure is the best round.
+Batch sizes take turns within each round, ``TURN_JOBS`` jobs at a time,
+each in its own file; each figure is the best round.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,8 @@ BATCH_JOBS = 400
 QUICK_BATCH_JOBS = 100
 BATCH_ROUNDS = 3
 BATCH_WARM_CYCLES = 50
+#: Jobs each batch size runs in its turn before the next size's turn (batch_rates).
+TURN_JOBS = 20
 
 
 @dataclass(frozen=True)
@@ -149,32 +153,48 @@ def job_cycle(s: Any, worker: str, batch: int, duration: int = DURATION) -> Call
     return cycle
 
 
-def batch_rate(jobs: int, batch: int, folder: str | None = None) -> float:
-    """DurableScheduler (``synchronous=FULL``) jobs per second at ``batch``, on a fresh file under ``folder``."""
-    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-", dir=folder) as work:
-        with DurableScheduler(Path(work) / "bench.db") as s:
+def batch_rates(jobs: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str | None = None) -> dict[int, float]:
+    """DurableScheduler (``synchronous=FULL``) jobs per second at each batch size, timed in turns.
+
+    One file per batch size, side by side under ``folder``, each with
+    ``jobs`` tasks (and the warm-up's) submitted first; then the sizes take
+    turns, ``TURN_JOBS`` jobs at a time, so that every size sees the same
+    disk: a shared disk's fsync time moves by several times within seconds,
+    and whole runs one after the other measure that as much as the batches.
+    """
+    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-", dir=folder) as work, ExitStack() as files:
+        cycles: dict[int, Callable[[], None]] = {}
+        for batch in batches:
+            s = files.enter_context(DurableScheduler(Path(work) / f"batch-{batch}.db"))
             s.add_worker("w", batch)
-            warm = BATCH_WARM_CYCLES * batch
-            s.submit_many([{}] * (jobs + warm))
-            cycle = job_cycle(s, "w", batch)
+            s.submit_many([{}] * (jobs + BATCH_WARM_CYCLES * batch))
+            cycles[batch] = job_cycle(s, "w", batch)
             for _ in range(BATCH_WARM_CYCLES):
-                cycle()
-            start = time.perf_counter()
-            for _ in range(jobs // batch):
-                cycle()
-            return jobs // batch * batch / (time.perf_counter() - start)
+                cycles[batch]()
+        spent = dict.fromkeys(batches, 0.0)
+        left = {batch: jobs // batch for batch in batches}  # cycles still to time
+        while any(left.values()):
+            for batch, cycle in cycles.items():
+                turn = min(left[batch], max(1, TURN_JOBS // batch))
+                start = time.perf_counter()
+                for _ in range(turn):
+                    cycle()
+                spent[batch] += time.perf_counter() - start
+                left[batch] -= turn
+        return {batch: jobs // batch * batch / spent[batch] for batch in batches}
 
 
 def measure_batches(jobs: int, rounds: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str | None = None,
                     progress: Callable[[str], None] = lambda line: None) -> dict[int, float]:
-    """The best jobs/s at each batch size over ``rounds`` rounds, the sizes taking turns within a round."""
+    """The best jobs/s at each batch size over ``rounds`` rounds of ``batch_rates``."""
     best: dict[int, float] = {}
     for round_ in range(rounds):
-        for batch in batches:
-            rate = batch_rate(jobs, batch, folder)
+        rates = batch_rates(jobs, batches, folder)
+        for batch, rate in rates.items():
             best[batch] = max(rate, best.get(batch, 0.0))
-            progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, batch {batch}: {rate:,.0f} jobs/s "
-                     f"(load {os.getloadavg()[0]:.1f})")
+        progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, "
+                 + ", ".join(f"batch {batch}: {rate:,.0f} jobs/s" for batch, rate in rates.items())
+                 + f" (load {os.getloadavg()[0]:.1f})")
     return best
 
 
@@ -199,7 +219,8 @@ def format_batches(best: dict[int, float]) -> str:
     return "\n".join([
         rates_line(best),
         "jobs/s: a job is claimed and acknowledged; at batch B, B jobs per dispatch_many and per complete_many "
-        "(dispatch + complete at 1), every call one committed transaction; best of the rounds.",
+        f"(dispatch + complete at 1), every call one committed transaction; the sizes in turns of {TURN_JOBS} jobs, "
+        "each on its own file; best of the rounds.",
         f"{label}   {verdict}",
     ])
 

@@ -241,11 +241,6 @@ def measure_once(kind: str, dsn: str, clients: int, jobs: int, batch: int = 1) -
         drop_schema(dsn, schema)
 
 
-def durable_rate(jobs: int, batch: int) -> float:
-    """DurableScheduler (``synchronous=FULL``) jobs per second at ``batch``: ``bench_durable.batch_rate``."""
-    return bench_durable.batch_rate(jobs, batch)
-
-
 def measure(dsn: str, counts: Sequence[int] = CLIENT_COUNTS, cycles: int = CYCLES, rounds: int = ROUNDS,
             batches: Sequence[int] = BATCH_SIZES, offered: dict[str, bool] | None = None,
             durable_jobs: int = DURABLE_JOBS, progress=print) -> dict[tuple[str, int, int], float]:
@@ -263,8 +258,8 @@ def measure(dsn: str, counts: Sequence[int] = CLIENT_COUNTS, cycles: int = CYCLE
                     best[kind, clients, batch] = max(rate, best.get((kind, clients, batch), 0.0))
                     progress(f"  round {round_ + 1}/{rounds}: {LABELS[kind]}, {clients} client(s), batch {batch}:"
                              f" {rate:,.0f} jobs/s")
-            if durable_jobs:
-                rate = durable_rate(durable_jobs, batch)
+        if durable_jobs:  # the batch sizes in turns, on one disk (bench_durable.batch_rates)
+            for batch, rate in bench_durable.batch_rates(durable_jobs, tuple(batches)).items():
                 best["durable", 1, batch] = max(rate, best.get(("durable", 1, batch), 0.0))
                 progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, batch {batch}: {rate:,.0f} jobs/s")
     return best

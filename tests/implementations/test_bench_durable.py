@@ -59,12 +59,31 @@ def test_the_batch_rows_run_every_job_and_judge_the_target(tmp_path: Path) -> No
     lines = []
     best = bench_durable.measure_batches(20, rounds=2, folder=str(tmp_path), progress=lines.append)
     assert sorted(best) == [1, 10] and all(rate > 0 for rate in best.values())
-    assert len(lines) == 4 and all("load" in line for line in lines)  # two rounds, the sizes taking turns
+    assert len(lines) == 2 and all("batch 1: " in line and "batch 10: " in line and "load" in line for line in lines)
     text = bench_durable.format_batches(best)
     assert "batch 1: " in text and "batch 10: " in text and "target: DurableScheduler batch 10 / its batch 1 >= 5.0x" in text
     assert text.rstrip().endswith(("holds", "MISSED"))
     assert "not measured" in bench_durable.format_batches({1: 10.0})
     assert list(tmp_path.iterdir()) == []  # the files are removed afterwards
+
+
+def test_the_batch_sizes_take_turns_each_on_its_own_file(tmp_path: Path, monkeypatch) -> None:
+    """Every size runs TURN_JOBS jobs, then the next size: both see the same disk, turn by turn."""
+    turns = []
+    real = bench_durable.job_cycle
+
+    def recorded(s, worker, batch, duration=bench_durable.DURATION):
+        cycle = real(s, worker, batch, duration)
+        return lambda: (turns.append((str(s.path.name), batch)), cycle())
+
+    monkeypatch.setattr(bench_durable, "job_cycle", recorded)
+    rates = bench_durable.batch_rates(60, folder=str(tmp_path))
+    assert sorted(rates) == [1, 10]
+    timed = turns[2 * bench_durable.BATCH_WARM_CYCLES:]
+    assert len(timed) == 60 + 6  # 60 dispatches at batch 1, 6 dispatch_many of 10
+    runs = [batch for n, (_, batch) in enumerate(timed) if n == 0 or timed[n - 1][1] != batch]
+    assert runs == [1, 10, 1, 10, 1, 10]  # 20 jobs a turn: three turns each
+    assert {name for name, _ in turns} == {"batch-1.db", "batch-10.db"}
 
 
 def test_a_batch_cycle_claims_and_acknowledges_its_batch(tmp_path: Path) -> None:
@@ -81,6 +100,6 @@ def test_the_cli_runs_the_batch_rows_alone(capsys, monkeypatch) -> None:
     monkeypatch.setenv("TMPDIR", "/dev/shm" if Path("/dev/shm").is_dir() else tempfile.gettempdir())
     assert main(["bench", "--durable", "--batches", "--cycles", "20", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
-    assert "round 1/1: DurableScheduler, batch 10" in out and "target: DurableScheduler batch 10" in out
+    assert "round 1/1: DurableScheduler, batch 1: " in out and "target: DurableScheduler batch 10" in out
     assert main(["bench", "--batches"]) == 2
     assert "--batches goes with --durable" in capsys.readouterr().err
