@@ -60,6 +60,11 @@ BATCH_ROUNDS = 3
 BATCH_WARM_CYCLES = 50
 #: Jobs each batch size runs in its turn before the next size's turn (batch_rates).
 TURN_JOBS = 20
+#: The write-ahead log's size once SQLite reuses it: its header, then the frames (a 24-byte header
+#: and a page each) up to the automatic checkpoint (SQLite's defaults: 4096-byte pages, 1000 pages).
+WAL_STEADY_BYTES = 32 + 1000 * (24 + 4096)
+#: At most this many warm-up cycles to fill the log (two commits a cycle, a page or more each).
+WAL_FILL_CYCLES = 500
 
 
 @dataclass(frozen=True)
@@ -157,19 +162,31 @@ def batch_rates(jobs: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str |
     """DurableScheduler (``synchronous=FULL``) jobs per second at each batch size, timed in turns.
 
     One file per batch size, side by side under ``folder``, each with
-    ``jobs`` tasks (and the warm-up's) submitted first; then the sizes take
-    turns, ``TURN_JOBS`` jobs at a time, so that every size sees the same
-    disk: a shared disk's fsync time moves by several times within seconds,
-    and whole runs one after the other measure that as much as the batches.
+    ``jobs`` tasks (and the warm-up's) submitted first, then warmed up until
+    its write-ahead log is full size (``WAL_STEADY_BYTES``): until then every
+    commit appends to the log, and on ext4 an fdatasync that grows a file
+    also commits the file system's journal (measured here: 210 to 330 us a
+    commit against 120 to 200 once the log is reused), which a running
+    scheduler pays only in its first thousand pages written, and a short run
+    at batch 10 would pay throughout. Then the sizes take turns,
+    ``TURN_JOBS`` jobs at a time, so that every size sees the same disk: a
+    shared disk's fsync time moves by several times within seconds, and
+    whole runs one after the other measure that as much as the batches.
     """
     with tempfile.TemporaryDirectory(prefix="fp-bench-batches-", dir=folder) as work, ExitStack() as files:
         cycles: dict[int, Callable[[], None]] = {}
         for batch in batches:
-            s = files.enter_context(DurableScheduler(Path(work) / f"batch-{batch}.db"))
+            path = Path(work) / f"batch-{batch}.db"
+            s = files.enter_context(DurableScheduler(path))
             s.add_worker("w", batch)
-            s.submit_many([{}] * (jobs + BATCH_WARM_CYCLES * batch))
+            s.submit_many([{}] * (jobs + (BATCH_WARM_CYCLES + WAL_FILL_CYCLES) * batch))
             cycles[batch] = job_cycle(s, "w", batch)
             for _ in range(BATCH_WARM_CYCLES):
+                cycles[batch]()
+            log = path.with_name(path.name + "-wal")
+            for _ in range(WAL_FILL_CYCLES):  # bounded: a cycle commits twice, a page or more each
+                if log.stat().st_size >= WAL_STEADY_BYTES:
+                    break
                 cycles[batch]()
         spent = dict.fromkeys(batches, 0.0)
         left = {batch: jobs // batch for batch in batches}  # cycles still to time

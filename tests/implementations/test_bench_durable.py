@@ -77,6 +77,7 @@ def test_the_batch_sizes_take_turns_each_on_its_own_file(tmp_path: Path, monkeyp
         return lambda: (turns.append((str(s.path.name), batch)), cycle())
 
     monkeypatch.setattr(bench_durable, "job_cycle", recorded)
+    monkeypatch.setattr(bench_durable, "WAL_STEADY_BYTES", 0)  # the log counts as full at once: no more warm-up
     rates = bench_durable.batch_rates(60, folder=str(tmp_path))
     assert sorted(rates) == [1, 10]
     timed = turns[2 * bench_durable.BATCH_WARM_CYCLES:]
@@ -84,6 +85,23 @@ def test_the_batch_sizes_take_turns_each_on_its_own_file(tmp_path: Path, monkeyp
     runs = [batch for n, (_, batch) in enumerate(timed) if n == 0 or timed[n - 1][1] != batch]
     assert runs == [1, 10, 1, 10, 1, 10]  # 20 jobs a turn: three turns each
     assert {name for name, _ in turns} == {"batch-1.db", "batch-10.db"}
+
+
+def test_the_warm_up_fills_the_write_ahead_log_before_timing(tmp_path: Path, monkeypatch) -> None:
+    """Timing starts once each file's log is full size, where a running scheduler's commits reuse it."""
+    sizes = {}
+    real = bench_durable.job_cycle
+
+    def recorded(s, worker, batch, duration=bench_durable.DURATION):
+        cycle, log = real(s, worker, batch, duration), s.path.with_name(s.path.name + "-wal")
+        return lambda: (sizes.setdefault(batch, []).append(log.stat().st_size), cycle())
+
+    monkeypatch.setattr(bench_durable, "job_cycle", recorded)
+    full = 1_500_000  # more than BATCH_WARM_CYCLES cycles write at either size
+    monkeypatch.setattr(bench_durable, "WAL_STEADY_BYTES", full)
+    bench_durable.batch_rates(20, folder=str(tmp_path))
+    for batch, seen in sizes.items():
+        assert seen[bench_durable.BATCH_WARM_CYCLES] < full <= seen[-(20 // batch)], batch
 
 
 def test_a_batch_cycle_claims_and_acknowledges_its_batch(tmp_path: Path) -> None:
