@@ -23,14 +23,20 @@ calls in order at the same ``now`` (``spec.model``), and each is one
 transaction, one commit and one fsync, whatever its size, made set-based
 rather than as a fold of single calls: ``submit_many`` is one
 ``executemany`` INSERT (ids in order, keys checked first); ``dispatch_many``
-one UPDATE that claims the ``min(limit, room)`` best due tasks in dispatch
-order, tokens consecutive in that order; ``complete_many`` and ``fail_many``
-judge each report in order against the live leases, an earlier report in the
-batch included (a token is accepted once, a stale one never), and change
-the accepted tasks with the single call's fenced UPDATE as one
-``executemany``, whose summed row count must equal the number accepted.
-Every check that can make the batch invalid (a forgotten id included) is made
-before its first change; one that only the write finds rolls it back whole.
+one SELECT of the ``min(limit, room)`` best due tasks (a walk of the
+dispatch index) and one ``executemany`` UPDATE that leases them by id, each
+re-checked as waiting, tokens consecutive in dispatch order; ``complete_many``
+and ``fail_many`` judge each report in order against the live leases, an
+earlier report in the batch included (a token is accepted once, a stale one
+never), and change the accepted tasks with the single call's fenced UPDATE
+as one ``executemany``. Each ``executemany``'s summed row count must equal
+the rows meant. Every check that can make the batch invalid (a forgotten id
+included) is made before its first change; one that only the write finds
+rolls it back whole. (One statement over all the rows -- ``UPDATE ... FROM``
+a CTE or ``VALUES`` -- runs fewer instructions, but SQLite fills a
+temporary table for it, whose page cache, allocated and freed at every
+batch, made ``malloc`` grow and trim the heap each time in some processes:
+measured, more time in the kernel than the statements saved.)
 
 **Journal and sync settings.** The file is in WAL mode
 (``PRAGMA journal_mode=WAL``) with ``PRAGMA synchronous=FULL`` by default.
@@ -83,7 +89,6 @@ made again once the file is writable and has room succeeds (docs/faults.md).
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import sqlite3
@@ -181,18 +186,16 @@ WHERE id = (SELECT id FROM tasks WHERE status IN ('pending', 'retry_wait') AND d
             ORDER BY priority DESC, due_at, id LIMIT 1)
 RETURNING id
 """
-# dispatch_many in one statement: the ? best waiting tasks that are due, by the index's order,
-# the n-th of them under token base + n (the model's dispatches in a row hand them out so).
-_DISPATCH_MANY = """
-WITH picked AS (
-    SELECT id, row_number() OVER (ORDER BY priority DESC, due_at, id) AS n
-    FROM (SELECT id, priority, due_at FROM tasks WHERE status IN ('pending', 'retry_wait') AND due_at <= ?
-          ORDER BY priority DESC, due_at, id LIMIT ?)
-)
-UPDATE tasks SET status = 'running', attempts = attempts + 1, token = ? + picked.n, worker = ?,
+# dispatch_many: the ? best waiting tasks that are due, by the index's order (a walk of it, no
+# sort), then each leased by id, re-checked as waiting, as one executemany.
+_WAITING = """
+SELECT id FROM tasks WHERE status IN ('pending', 'retry_wait') AND due_at <= ?
+ORDER BY priority DESC, due_at, id LIMIT ?
+"""
+_CLAIM = """
+UPDATE tasks SET status = 'running', attempts = attempts + 1, token = ?, worker = ?,
                  started_at = ?, expires_at = ?, expired_token = NULL
-FROM picked WHERE tasks.id = picked.id
-RETURNING id, token
+WHERE id = ? AND status IN ('pending', 'retry_wait')
 """
 # The fence: the change applies only to the task's current, live lease.
 _FENCE = "id = ? AND status = 'running' AND token = ? AND expires_at > ?"
@@ -203,8 +206,6 @@ _INSERT_KEY = "INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)"
 # The task a key names, with the arguments it was submitted with (submit's due_at as given).
 _KEYED_TASK = ("SELECT k.task_id, t.priority, k.due_at, t.max_attempts, t.retry_delay "
                "FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?")
-#: Rows one multi-row statement writes (five bound values each at most: far below SQLite's limit).
-_ROWS_PER_STATEMENT = 500
 # What a batch of reports reads of a task: the rejection's fields, then fail's.
 _REPORTED = "status, token, expired_token, attempts, max_attempts, retry_delay, cancel_requested"
 #: Ids bound in one ``IN (...)`` read: far below SQLite's limit on bound parameters.
@@ -247,8 +248,8 @@ class DurableScheduler:
     call reads nothing it need not and no index on running tasks has to be
     kept on disk: ``submit`` is one INSERT, ``dispatch`` and ``complete`` one
     UPDATE each (plus, when time moves, one UPDATE per expired lease and one
-    for the clock); a batch of them is the same statements, one for the
-    whole batch or one ``executemany``, in one transaction.
+    for the clock); a batch of them is the same statements, each one
+    ``executemany`` for the whole batch, in one transaction.
 
     Args:
         path: the database file.
@@ -397,9 +398,9 @@ class DurableScheduler:
     # -------------------------------------------------------------- batches
     #
     # Set-based: a batch is one transaction (one _write(): one commit, one fsync)
-    # of a few statements whatever its size, each entry a step of an executemany
-    # or a row of one statement, where the fold of single calls made three per
-    # entry (a SAVEPOINT, the call's statement, a RELEASE) and a read per report.
+    # of a few statements whatever its size, each entry a step of an executemany,
+    # where the fold of single calls made three per entry (a SAVEPOINT, the
+    # call's statement, a RELEASE) and a read per report.
     # Everything that can make the batch invalid is checked before its first
     # change; what only the transaction finds (a retry time past 64 bits) raises
     # inside it and rolls the whole batch back.
@@ -407,9 +408,8 @@ class DurableScheduler:
     def submit_many(self, tasks: list[dict]) -> list[int]:
         """``submit(**entry)`` for each entry of ``tasks`` in order, all or nothing; returns the ids.
 
-        One multi-row INSERT of the new tasks (and one of their keys), per
-        ``_ROWS_PER_STATEMENT`` of them: O(n log T) for n entries, plus one read
-        per distinct key.
+        One INSERT of the new tasks (and one of their keys), as ``executemany``:
+        O(n log T) for n entries, plus one read per distinct key.
 
         Raises:
             ValueError: ``tasks`` is not a list of dicts of ``submit``'s keyword
@@ -446,8 +446,9 @@ class DurableScheduler:
             ids.append(task_id)
         if rows:
             with self._write() as conn:
-                _insert(conn, _INSERT_TASK, rows)
-                _insert(conn, _INSERT_KEY, key_rows)
+                conn.executemany(_INSERT_TASK, rows)
+                if key_rows:
+                    conn.executemany(_INSERT_KEY, key_rows)
                 self._touched = True
                 self._issued = task_id
         return ids
@@ -467,8 +468,9 @@ class DurableScheduler:
 
         Those calls lease the ``min(limit, room)`` best eligible tasks, in
         dispatch order, with consecutive tokens (``room``: the worker's free
-        slots once the leases due at ``now`` have expired): one UPDATE claims
-        them all. O(n log T) for n leases, plus the expiry.
+        slots once the leases due at ``now`` have expired): one SELECT finds
+        them, one ``executemany`` UPDATE leases them. O(n log T) for n
+        leases, plus the expiry.
 
         Raises:
             ValueError: a bad worker, time or duration (as ``dispatch``), or
@@ -488,10 +490,11 @@ class DurableScheduler:
             if room <= 0:
                 return []
             base = self._last_token
-            claimed = conn.execute(_DISPATCH_MANY, (now, room, base, worker, now, expires_at)).fetchall()
+            claimed = [(task_id, base + n) for n, (task_id,) in enumerate(conn.execute(_WAITING, (now, room)), 1)]
             if not claimed:
                 return []
-            claimed.sort(key=lambda row: row[1])  # RETURNING's order is SQLite's; tokens are dispatch order
+            changed = conn.executemany(_CLAIM, [(token, worker, now, expires_at, task_id) for task_id, token in claimed]).rowcount
+            assert changed == len(claimed), f"{len(claimed)} tasks were waiting, {changed} were leased"
             self._touched = True
             self._last_token = base + len(claimed)
             for task_id, token in claimed:
@@ -567,18 +570,15 @@ class DurableScheduler:
                 assert refused is not None, f"task {task_id}'s lease {token} is current in the file, not in memory"
                 outcomes.append(refused)
             if ended:
-                final = []  # (task id, token, status, retry time, ended_at): the rows of _ended()'s VALUES
+                final = []  # _FAIL's parameters: status, retry time, ended_at, then the fence (id, token, now)
                 for task_id, number in ended.items():
                     status, due_at = endings[task_id]
-                    final.append((task_id, pairs[number][1], status.value, due_at,
-                                  None if status is Status.RETRY_WAIT else now))
-                changed = 0
-                for start in range(0, len(final), _ROWS_PER_STATEMENT):
-                    part = final[start:start + _ROWS_PER_STATEMENT]
-                    changed += conn.execute(_ended(len(part)), [value for row in part for value in row] + [now]).rowcount
+                    final.append((status.value, due_at, None if status is Status.RETRY_WAIT else now,
+                                  task_id, pairs[number][1], now))
+                changed = conn.executemany(_FAIL, final).rowcount
                 assert changed == len(final), f"{len(final)} leases are live in memory, {changed} in the file"
                 for row in final:
-                    self._release(row[1])
+                    self._release(row[4])
             return outcomes
 
     def _require_rows(self, pairs: list[tuple[int, int]]) -> None:
@@ -921,35 +921,6 @@ def _after_failure(now: int, attempts: int, max_attempts: int | None, retry_dela
         return Status.FAILED, None
     backoff = retry_delay * 2 ** (attempts - 1)
     return Status.RETRY_WAIT, _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
-
-
-@functools.lru_cache(maxsize=64)
-def _ended(rows: int) -> str:
-    """The UPDATE that ends ``rows`` leases at once, each under the single calls' fence.
-
-    Its VALUES rows are (task id, token, status, retry time or NULL, ended_at
-    or NULL), then the time, bound once; each matches at most one task (ids
-    are distinct in a batch's accepted reports), so the row count is how
-    many leases it ended.
-    """
-    return (f"UPDATE tasks SET status = r.column3, due_at = coalesce(r.column4, tasks.due_at), ended_at = r.column5, "
-            f"{_RELEASE} FROM ({_values(5, rows)}) AS r WHERE tasks.id = r.column1 AND tasks.status = 'running' "
-            "AND tasks.token = r.column2 AND tasks.expires_at > ?")
-
-
-@functools.lru_cache(maxsize=64)
-def _values(width: int, rows: int) -> str:
-    """``VALUES (?, ...), ...``: ``rows`` rows of ``width`` bound values."""
-    row = "(" + ", ".join("?" * width) + ")"
-    return "VALUES " + ", ".join([row] * rows)
-
-
-def _insert(conn: sqlite3.Connection, single: str, rows: list[tuple]) -> None:
-    """``single`` (an INSERT of one row, ``... VALUES (?, ...)``) made for every row, ``_ROWS_PER_STATEMENT`` a statement."""
-    head = single[:single.index(" VALUES ")]
-    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-        part = rows[start:start + _ROWS_PER_STATEMENT]
-        conn.execute(f"{head} {_values(len(part[0]), len(part))}", [value for row in part for value in row])
 
 
 def _rows_by_id(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple]:
