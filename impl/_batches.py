@@ -5,9 +5,11 @@ exactly the single calls they stand for, in order, as one call that is all or
 nothing on an invalid argument (``spec.model`` defines them so). A scheduler
 whose single calls are cheap in memory (``SimpleScheduler``,
 ``IndexedScheduler``) gets them by checking the whole batch first and then
-making the single calls; one that stores its state (``DurableScheduler``) also
-wraps the fold in one transaction (``_batch_transaction``), so a batch is one
-commit, and rolls the whole batch back if a call inside it raises after all.
+making the single calls. A scheduler that stores its state could wrap the
+fold in one transaction (``_batch_transaction``), so a batch is one commit,
+rolled back whole if a call inside it raises after all; the shipped stored
+ones (``DurableScheduler``, ``PostgresScheduler``) write their batches
+set-based instead, a few statements per batch, and do not use this mixin.
 
 The host class provides ``now``, ``submit``, ``dispatch``, ``complete``,
 ``fail``, ``advance`` and the hooks below. Costs: the single calls' costs,

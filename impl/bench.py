@@ -337,6 +337,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--durable", action="store_true",
                         help="instead: DurableScheduler against a bare SQLite floor (both synchronous settings), "
                         "its reopen time at 100,000 tasks and its bytes on disk per task; files under TMPDIR")
+    parser.add_argument("--batches", action="store_true",
+                        help="with --durable: instead, only DurableScheduler's batch rows of --postgres (batch sizes "
+                        "1 and 10, synchronous=FULL, alternating rounds) and their target, no server needed; "
+                        "--cycles sets the jobs per round (default 400, quick 100), --repeats the rounds (default 3)")
     parser.add_argument("--runner", action="store_true",
                         help="instead: 100,000 no-op tasks through Runner beside ThreadPoolExecutor, 1 and 4 workers")
     parser.add_argument("--tricks", action="store_true",
@@ -362,6 +366,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.postgres and (args.durable or args.runner):
         raise UsageError("--postgres is a separate run: give it without --durable or --runner")
+    if args.batches and not args.durable:
+        raise UsageError("--batches goes with --durable (the batch rows of --postgres run alone)")
     if args.postgres:
         return _run_postgres(args)
     if args.durable and args.runner:
@@ -441,6 +447,8 @@ def run_durable(args: argparse.Namespace) -> int:
     """``--durable``: the durable table, reopen time and size (see ``impl.bench_durable``)."""
     from fencepost.impl import bench_durable
 
+    if args.batches:
+        return run_durable_batches(args)
     pending, cycles, repeats, warm = DURABLE_QUICK if args.quick else DURABLE_RUN
     pending = args.sizes[0] if args.sizes else pending
     cycles, repeats = args.cycles or cycles, args.repeats or repeats
@@ -452,4 +460,27 @@ def run_durable(args: argparse.Namespace) -> int:
     )
     print()
     print(bench_durable.format_durable(report))
+    return 0
+
+
+def run_durable_batches(args: argparse.Namespace) -> int:
+    """``--durable --batches``: DurableScheduler's batch rows alone (``impl.bench_durable.measure_batches``)."""
+    import os
+
+    from fencepost.impl import bench_durable
+
+    if args.sizes:
+        from fencepost.spec.arguments import UsageError
+
+        raise UsageError("--sizes does not go with --durable --batches (its tasks are only the jobs it runs)")
+    jobs = args.cycles or (bench_durable.QUICK_BATCH_JOBS if args.quick else bench_durable.BATCH_JOBS)
+    rounds = args.repeats or (1 if args.quick else bench_durable.BATCH_ROUNDS)
+    folder = bench_durable.default_folder()
+    print(f"fencepost bench --durable --batches: {jobs:,} timed jobs per batch size per round, {rounds} round(s), "
+          f"files under {folder}; load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    best = bench_durable.measure_batches(jobs, rounds, bench_durable.BATCH_SIZES, folder,
+                                         progress=lambda line: print(line, flush=True))
+    print()
+    print(bench_durable.format_batches(best))
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0

@@ -13,6 +13,15 @@ with ``NORMAL`` they are SQLite's and Python's own work.
 Reopen is the time to open a file of ``REOPEN_SIZE`` tasks (some running)
 and answer the first ``task()``: what a restarted process pays before its
 first call. Size is the file's bytes on disk per task after a checkpoint.
+
+The *batch rows* (``fencepost bench --durable --batches``, and the
+DurableScheduler line of ``fencepost bench --postgres``, which runs the same
+code): jobs per second of a job claimed and acknowledged, at batch size B
+one ``dispatch_many(limit=B)`` + one ``complete_many`` of the B leases (one
+``dispatch`` + one ``complete`` at B = 1) by a worker of capacity B, with
+``synchronous=FULL``, the tasks submitted before timing and the clock at 0.
+Batch sizes take turns within each round, ``TURN_JOBS`` jobs at a time,
+each in its own file; each figure is the best round.
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from fencepost.impl.bench_timing import DURATION, Timing, priorities, timed
 from fencepost.impl.durable import SYNCHRONOUS_SETTINGS, DurableScheduler
@@ -38,6 +49,22 @@ TARGET_FLOOR_RATIO = 2.5
 TARGET_REOPEN_S = 2.0
 #: Leases left running in the reopened file, so opening has leases to load too.
 RUNNING_AT_REOPEN = 100
+#: The batch rows: batch sizes, and the issue's target at TARGET_BATCH over batch 1 (issue 22).
+BATCH_SIZES = (1, 10)
+TARGET_BATCH = 10
+TARGET_BATCH_RATIO = 5.0
+#: Timed jobs per batch row and round (every commit is an fsync), quick and full; rounds; untimed warm-up cycles.
+BATCH_JOBS = 400
+QUICK_BATCH_JOBS = 100
+BATCH_ROUNDS = 3
+BATCH_WARM_CYCLES = 50
+#: Jobs each batch size runs in its turn before the next size's turn (batch_rates).
+TURN_JOBS = 20
+#: The write-ahead log's size once SQLite reuses it: its header, then the frames (a 24-byte header
+#: and a page each) up to the automatic checkpoint (SQLite's defaults: 4096-byte pages, 1000 pages).
+WAL_STEADY_BYTES = 32 + 1000 * (24 + 4096)
+#: At most this many warm-up cycles to fill the log (two commits a cycle, a page or more each).
+WAL_FILL_CYCLES = 500
 
 
 @dataclass(frozen=True)
@@ -114,6 +141,105 @@ def cycle_loop(path: Path, size: int, cycles: int, synchronous: str, seed: int =
             complete(lease.task_id, lease.token, 0)
 
     return loop
+
+
+def job_cycle(s: Any, worker: str, batch: int, duration: int = DURATION) -> Callable[[], None]:
+    """One cycle of ``batch`` jobs on scheduler ``s`` at time 0: dispatch + complete, or their batches above 1."""
+    if batch == 1:
+        def cycle() -> None:
+            lease = s.dispatch(worker, 0, duration)
+            assert lease is not None and s.complete(lease.task_id, lease.token, 0).accepted
+        return cycle
+
+    def cycle() -> None:
+        leases = s.dispatch_many(worker, 0, duration, batch)
+        assert len(leases) == batch
+        assert all(o.accepted for o in s.complete_many([(lease.task_id, lease.token) for lease in leases], 0))
+    return cycle
+
+
+def batch_rates(jobs: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str | None = None) -> dict[int, float]:
+    """DurableScheduler (``synchronous=FULL``) jobs per second at each batch size, timed in turns.
+
+    One file per batch size, side by side under ``folder``, each with
+    ``jobs`` tasks (and the warm-up's) submitted first, then warmed up until
+    its write-ahead log is full size (``WAL_STEADY_BYTES``): until then every
+    commit appends to the log, and on ext4 an fdatasync that grows a file
+    also commits the file system's journal (measured here: 210 to 330 us a
+    commit against 120 to 200 once the log is reused), which a running
+    scheduler pays only in its first thousand pages written, and a short run
+    at batch 10 would pay throughout. Then the sizes take turns,
+    ``TURN_JOBS`` jobs at a time, so that every size sees the same disk: a
+    shared disk's fsync time moves by several times within seconds, and
+    whole runs one after the other measure that as much as the batches.
+    """
+    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-", dir=folder) as work, ExitStack() as files:
+        cycles: dict[int, Callable[[], None]] = {}
+        for batch in batches:
+            path = Path(work) / f"batch-{batch}.db"
+            s = files.enter_context(DurableScheduler(path))
+            s.add_worker("w", batch)
+            s.submit_many([{}] * (jobs + (BATCH_WARM_CYCLES + WAL_FILL_CYCLES) * batch))
+            cycles[batch] = job_cycle(s, "w", batch)
+            for _ in range(BATCH_WARM_CYCLES):
+                cycles[batch]()
+            log = path.with_name(path.name + "-wal")
+            for _ in range(WAL_FILL_CYCLES):  # bounded: a cycle commits twice, a page or more each
+                if log.stat().st_size >= WAL_STEADY_BYTES:
+                    break
+                cycles[batch]()
+        spent = dict.fromkeys(batches, 0.0)
+        left = {batch: jobs // batch for batch in batches}  # cycles still to time
+        while any(left.values()):
+            for batch, cycle in cycles.items():
+                turn = min(left[batch], max(1, TURN_JOBS // batch))
+                start = time.perf_counter()
+                for _ in range(turn):
+                    cycle()
+                spent[batch] += time.perf_counter() - start
+                left[batch] -= turn
+        return {batch: jobs // batch * batch / spent[batch] for batch in batches}
+
+
+def measure_batches(jobs: int, rounds: int, batches: tuple[int, ...] = BATCH_SIZES, folder: str | None = None,
+                    progress: Callable[[str], None] = lambda line: None) -> dict[int, float]:
+    """The best jobs/s at each batch size over ``rounds`` rounds of ``batch_rates``."""
+    best: dict[int, float] = {}
+    for round_ in range(rounds):
+        rates = batch_rates(jobs, batches, folder)
+        for batch, rate in rates.items():
+            best[batch] = max(rate, best.get(batch, 0.0))
+        progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, "
+                 + ", ".join(f"batch {batch}: {rate:,.0f} jobs/s" for batch, rate in rates.items())
+                 + f" (load {os.getloadavg()[0]:.1f})")
+    return best
+
+
+def rates_line(best: dict[int, float]) -> str:
+    """The batch rows in one line, as ``fencepost bench --postgres`` prints them too."""
+    rates = ", ".join(f"batch {b}: {rate:,.0f}" for b, rate in best.items())
+    return f"DurableScheduler (SQLite, synchronous=FULL, 1 process): {rates} jobs/s"
+
+
+def batch_ratio(best: dict[int, float]) -> float | None:
+    """TARGET_BATCH's rate over batch 1's, if both were measured."""
+    one, many = best.get(1), best.get(TARGET_BATCH)
+    return many / one if one and many else None
+
+
+def format_batches(best: dict[int, float]) -> str:
+    """The batch rows and the target, judged."""
+    ratio = batch_ratio(best)
+    label = f"target: DurableScheduler batch {TARGET_BATCH} / its batch 1 >= {TARGET_BATCH_RATIO}x"
+    verdict = (f"not measured (needs batches 1 and {TARGET_BATCH})" if ratio is None
+               else f"{ratio:.2f}x  {'holds' if ratio >= TARGET_BATCH_RATIO else 'MISSED'}")
+    return "\n".join([
+        rates_line(best),
+        "jobs/s: a job is claimed and acknowledged; at batch B, B jobs per dispatch_many and per complete_many "
+        f"(dispatch + complete at 1), every call one committed transaction; the sizes in turns of {TURN_JOBS} jobs, "
+        "each on its own file; best of the rounds.",
+        f"{label}   {verdict}",
+    ])
 
 
 def reopen_seconds(path: Path, repeats: int = REOPEN_REPEATS) -> float:

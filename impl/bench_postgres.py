@@ -47,14 +47,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import psycopg
 
-from fencepost.impl import bench_peers
+from fencepost.impl import bench_durable, bench_peers
 from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
 
 #: Client process counts and batch sizes measured; the targets are judged at TARGET_CLIENTS.
@@ -66,15 +64,15 @@ TARGET_RATIO = 0.5
 #: At TARGET_BATCH and TARGET_CLIENTS, PostgresScheduler over pgqueuer's own batched worker loop (issue 22).
 TARGET_BATCH = 10
 TARGET_PEER_RATIO = 1.3
-#: DurableScheduler at TARGET_BATCH over its own batch-size-1 rate (issue 22).
-TARGET_DURABLE_RATIO = 5.0
+#: DurableScheduler at TARGET_BATCH over its own batch-size-1 rate (issue 22): bench_durable's batch rows.
+TARGET_DURABLE_RATIO = bench_durable.TARGET_BATCH_RATIO
 #: Timed jobs per client per round, and untimed warm-up cycles before them (plans, caches).
 CYCLES = 1_000
 QUICK_CYCLES = 200
 WARM_CYCLES = 50
 #: Jobs per round of DurableScheduler (one process; every call at batch size 1 is an fsync).
-DURABLE_JOBS = 400
-QUICK_DURABLE_JOBS = 100
+DURABLE_JOBS = bench_durable.BATCH_JOBS
+QUICK_DURABLE_JOBS = bench_durable.QUICK_BATCH_JOBS
 #: Rounds of every measurement; the best is reported.
 ROUNDS = 3
 #: Lease length: far longer than any run, so no lease expires.
@@ -150,17 +148,7 @@ def _floor_cycle(kind: str, conn: psycopg.Connection, schema: str, worker: str, 
 
 
 def _scheduler_cycle(s: PostgresScheduler, worker: str, batch: int) -> Callable[[], None]:
-    if batch == 1:
-        def cycle() -> None:
-            lease = s.dispatch(worker, 0, DURATION)
-            assert lease is not None and s.complete(lease.task_id, lease.token, 0).accepted
-        return cycle
-
-    def cycle() -> None:
-        leases = s.dispatch_many(worker, 0, DURATION, batch)
-        assert len(leases) == batch
-        assert all(o.accepted for o in s.complete_many([(lease.task_id, lease.token) for lease in leases], 0))
-    return cycle
+    return bench_durable.job_cycle(s, worker, batch, DURATION)
 
 
 def _client(kind: str, dsn: str, schema: str, worker: str, jobs: int, batch: int, warm: int, barrier, results) -> None:
@@ -253,24 +241,6 @@ def measure_once(kind: str, dsn: str, clients: int, jobs: int, batch: int = 1) -
         drop_schema(dsn, schema)
 
 
-def durable_rate(jobs: int, batch: int) -> float:
-    """DurableScheduler (``synchronous=FULL``) jobs per second at ``batch``: dispatch(+_many) and complete(+_many)."""
-    from fencepost.impl.durable import DurableScheduler
-
-    with tempfile.TemporaryDirectory(prefix="fp-bench-batches-") as folder:
-        with DurableScheduler(Path(folder) / "bench.db") as s:
-            s.add_worker("w", batch)
-            warm = WARM_CYCLES * batch if batch > 1 else WARM_CYCLES
-            s.submit_many([{}] * (jobs + warm))
-            cycle = _scheduler_cycle(s, "w", batch)
-            for _ in range(warm // batch):
-                cycle()
-            start = time.monotonic()
-            for _ in range(jobs // batch):
-                cycle()
-            return jobs // batch * batch / (time.monotonic() - start)
-
-
 def measure(dsn: str, counts: Sequence[int] = CLIENT_COUNTS, cycles: int = CYCLES, rounds: int = ROUNDS,
             batches: Sequence[int] = BATCH_SIZES, offered: dict[str, bool] | None = None,
             durable_jobs: int = DURABLE_JOBS, progress=print) -> dict[tuple[str, int, int], float]:
@@ -288,8 +258,8 @@ def measure(dsn: str, counts: Sequence[int] = CLIENT_COUNTS, cycles: int = CYCLE
                     best[kind, clients, batch] = max(rate, best.get((kind, clients, batch), 0.0))
                     progress(f"  round {round_ + 1}/{rounds}: {LABELS[kind]}, {clients} client(s), batch {batch}:"
                              f" {rate:,.0f} jobs/s")
-            if durable_jobs:
-                rate = durable_rate(durable_jobs, batch)
+        if durable_jobs:  # the batch sizes in turns, on one disk (bench_durable.batch_rates)
+            for batch, rate in bench_durable.batch_rates(durable_jobs, tuple(batches)).items():
                 best["durable", 1, batch] = max(rate, best.get(("durable", 1, batch), 0.0))
                 progress(f"  round {round_ + 1}/{rounds}: DurableScheduler, batch {batch}: {rate:,.0f} jobs/s")
     return best
@@ -314,8 +284,7 @@ def format_table(best: dict[tuple[str, int, int], float], counts: Sequence[int],
             cells = [f"{best[k, clients, batch]:>29,.0f}" if (k, clients, batch) in best else f"{'-':>29}" for k in kinds]
             lines.append(f"{batch:>5} {clients:>7}" + "".join(f"  {c}" for c in cells))
     if any(key[0] == "durable" for key in best):
-        rates = ", ".join(f"batch {b}: {best['durable', 1, b]:,.0f}" for b in batches if ("durable", 1, b) in best)
-        lines.append(f"DurableScheduler (SQLite, synchronous=FULL, 1 process): {rates} jobs/s")
+        lines.append(bench_durable.rates_line({b: best["durable", 1, b] for b in batches if ("durable", 1, b) in best}))
     lines.append("jobs/s: a job is claimed and acknowledged; at batch B, B jobs per claim and per acknowledgement")
     lines.append("(PostgresScheduler: dispatch + complete at 1, dispatch_many + complete_many above); best of the rounds.")
     lines.append("Floors: claim-and-delete (one statement), claim then delete (two), bare lease (token-fenced, not")
@@ -379,7 +348,7 @@ def _notes(best: dict[tuple[str, int, int], float]) -> list[str]:
     one, ten = best.get(("durable", 1, 1)), best.get(("durable", 1, TARGET_BATCH))
     if one and ten:
         lines.append(f"- DurableScheduler: {ten:,.0f} jobs/s at batch {TARGET_BATCH}, {ten / one:.1f}x its {one:,.0f} "
-                     "at batch 1: a batch's calls share one fsync (`synchronous=FULL`), which is most of a call's cost.")
+                     "at batch 1: a batch is one transaction, one fsync (`synchronous=FULL`), of a few statements whatever its size.")
     if lines:
         lines.append("- Every kind here waits for the disk at every commit (`synchronous_commit=on`), and the "
                      "server shares its CPUs with the clients and the rest of the machine's load (above): the "

@@ -17,10 +17,26 @@ the synchronous setting or journal mode", sqlite.org/pragma.html). Recovery of a
 its ``expires_at`` across restarts, and the first timed call at or past it
 takes the task back. Nothing special-cases a restart.
 
-**A batch is one transaction.** ``submit_many``, ``dispatch_many``,
-``complete_many`` and ``fail_many`` make their single calls inside one
-``batch()``: one commit, one fsync, for the whole batch; a call in it that
-raises rolls every one back (all or nothing).
+**A batch is one transaction of a few statements.** ``submit_many``,
+``dispatch_many``, ``complete_many`` and ``fail_many`` each mean the single
+calls in order at the same ``now`` (``spec.model``), and each is one
+transaction, one commit and one fsync, whatever its size, made set-based
+rather than as a fold of single calls: ``submit_many`` is one
+``executemany`` INSERT (ids in order, keys checked first); ``dispatch_many``
+one SELECT of the ``min(limit, room)`` best due tasks (a walk of the
+dispatch index) and one ``executemany`` UPDATE that leases them by id, each
+re-checked as waiting, tokens consecutive in dispatch order; ``complete_many``
+and ``fail_many`` judge each report in order against the live leases, an
+earlier report in the batch included (a token is accepted once, a stale one
+never), and change the accepted tasks with the single call's fenced UPDATE
+as one ``executemany``. Each ``executemany``'s summed row count must equal
+the rows meant. Every check that can make the batch invalid (a forgotten id
+included) is made before its first change; one that only the write finds
+rolls it back whole. (One statement over all the rows -- ``UPDATE ... FROM``
+a CTE or ``VALUES`` -- runs fewer instructions, but SQLite fills a
+temporary table for it, whose page cache, allocated and freed at every
+batch, made ``malloc`` grow and trim the heap each time in some processes:
+measured, more time in the kernel than the statements saved.)
 
 **Journal and sync settings.** The file is in WAL mode
 (``PRAGMA journal_mode=WAL``) with ``PRAGMA synchronous=FULL`` by default.
@@ -79,12 +95,11 @@ import sqlite3
 import tempfile
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl import _validate as v
-from fencepost.impl._batches import FoldedBatches
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
@@ -171,8 +186,30 @@ WHERE id = (SELECT id FROM tasks WHERE status IN ('pending', 'retry_wait') AND d
             ORDER BY priority DESC, due_at, id LIMIT 1)
 RETURNING id
 """
+# dispatch_many: the ? best waiting tasks that are due, by the index's order (a walk of it, no
+# sort), then each leased by id, re-checked as waiting, as one executemany.
+_WAITING = """
+SELECT id FROM tasks WHERE status IN ('pending', 'retry_wait') AND due_at <= ?
+ORDER BY priority DESC, due_at, id LIMIT ?
+"""
+_CLAIM = """
+UPDATE tasks SET status = 'running', attempts = attempts + 1, token = ?, worker = ?,
+                 started_at = ?, expires_at = ?, expired_token = NULL
+WHERE id = ? AND status IN ('pending', 'retry_wait')
+"""
 # The fence: the change applies only to the task's current, live lease.
 _FENCE = "id = ? AND status = 'running' AND token = ? AND expires_at > ?"
+_COMPLETE = f"UPDATE tasks SET status = 'succeeded', ended_at = ?, {_RELEASE} WHERE {_FENCE}"
+_FAIL = f"UPDATE tasks SET status = ?, due_at = coalesce(?, due_at), ended_at = ?, {_RELEASE} WHERE {_FENCE}"
+_INSERT_TASK = "INSERT INTO tasks (id, priority, due_at, max_attempts, retry_delay) VALUES (?, ?, ?, ?, ?)"
+_INSERT_KEY = "INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)"
+# The task a key names, with the arguments it was submitted with (submit's due_at as given).
+_KEYED_TASK = ("SELECT k.task_id, t.priority, k.due_at, t.max_attempts, t.retry_delay "
+               "FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?")
+# What a batch of reports reads of a task: the rejection's fields, then fail's.
+_REPORTED = "status, token, expired_token, attempts, max_attempts, retry_delay, cancel_requested"
+#: Ids bound in one ``IN (...)`` read: far below SQLite's limit on bound parameters.
+_IDS_PER_READ = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +231,7 @@ class StorageError(sqlite3.OperationalError):
     """The file could not be written (full, read-only, an I/O error); the call changed nothing."""
 
 
-class DurableScheduler(FoldedBatches):
+class DurableScheduler:
     """A lease scheduler whose state lives in the SQLite file at ``path``.
 
     Opening a missing (or empty) file creates the schema; opening a file of
@@ -211,7 +248,8 @@ class DurableScheduler(FoldedBatches):
     call reads nothing it need not and no index on running tasks has to be
     kept on disk: ``submit`` is one INSERT, ``dispatch`` and ``complete`` one
     UPDATE each (plus, when time moves, one UPDATE per expired lease and one
-    for the clock).
+    for the clock); a batch of them is the same statements, each one
+    ``executemany`` for the whole batch, in one transaction.
 
     Args:
         path: the database file.
@@ -357,30 +395,204 @@ class DurableScheduler(FoldedBatches):
         """Make the call durable before it returns (a mutant overrides this to ack early)."""
         conn.execute("COMMIT")
 
-    # -------------------------------------------------------------- batches (impl._batches)
+    # -------------------------------------------------------------- batches
     #
-    # submit_many, dispatch_many, complete_many and fail_many are the single calls
-    # inside one batch(): one transaction, one commit (one fsync) per batch. A call
-    # that raises inside it (a key conflict, a retry time past 64 bits) rolls the
-    # whole batch back, so keys are checked by the transaction, not beforehand.
+    # Set-based: a batch is one transaction (one _write(): one commit, one fsync)
+    # of a few statements whatever its size, each entry a step of an executemany,
+    # where the fold of single calls made three per entry (a SAVEPOINT, the
+    # call's statement, a RELEASE) and a read per report.
+    # Everything that can make the batch invalid is checked before its first
+    # change; what only the transaction finds (a retry time past 64 bits) raises
+    # inside it and rolls the whole batch back.
 
-    def _batch_keys(self) -> None:
-        return None
+    def submit_many(self, tasks: list[dict]) -> list[int]:
+        """``submit(**entry)`` for each entry of ``tasks`` in order, all or nothing; returns the ids.
 
-    def _issued_ids(self) -> int:
-        return self._issued
+        One INSERT of the new tasks (and one of their keys), as ``executemany``:
+        O(n log T) for n entries, plus one read per distinct key.
 
-    def _check_dispatch_arguments(self, worker: object, now: object, duration: object) -> None:
-        super()._check_dispatch_arguments(worker, now, duration)
+        Raises:
+            ValueError: ``tasks`` is not a list of dicts of ``submit``'s keyword
+                arguments, or an entry is an invalid submit (named by its
+                index), a key conflict with a known key or an earlier entry
+                among them; nothing is submitted and no id is consumed.
+        """
+        entries = v.check_list("tasks", tasks)
+        known = self._known_keys(entries)
+        v.check_submit_entries(entries, known, self._issued + 1)
+        for number, entry in enumerate(entries):
+            try:
+                for name in ("priority", "due_at", "max_attempts", "retry_delay"):
+                    if entry.get(name) is not None:
+                        _fits(name, entry[name])
+            except ValueError as exc:
+                raise v.entry_error("tasks", number, exc) from None
+        ids: list[int] = []
+        rows, key_rows = [], []
+        named: dict[str, int] = {}  # the keys this batch submits, by the id each gets
+        task_id = self._issued  # explicit ids: SQLite would reuse a pruned largest id
+        for entry in entries:
+            key = entry.get("key")
+            if key is not None and (key in named or key in known):  # an earlier task with the same arguments
+                ids.append(named[key] if key in named else known[key][0])
+                continue
+            task_id += 1
+            due_at = entry.get("due_at")
+            rows.append((task_id, entry.get("priority", 0), self._now if due_at is None else due_at,
+                         entry.get("max_attempts"), entry.get("retry_delay", 1)))
+            if key is not None:
+                named[key] = task_id
+                key_rows.append((key, task_id, due_at))
+            ids.append(task_id)
+        if rows:
+            with self._write() as conn:
+                conn.executemany(_INSERT_TASK, rows)
+                if key_rows:
+                    conn.executemany(_INSERT_KEY, key_rows)
+                self._touched = True
+                self._issued = task_id
+        return ids
+
+    def _known_keys(self, entries: list) -> dict[str, tuple[int, tuple]]:
+        """The known idempotency keys among ``entries``' (``_validate.keyed_task``'s map): one read per distinct key."""
+        keys = {e["key"] for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)}
+        known = {}
+        for key in keys:
+            row = self._conn.execute(_KEYED_TASK, (key,)).fetchone()
+            if row is not None:
+                known[key] = (row[0], tuple(row[1:]))
+        return known
+
+    def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list[Lease]:
+        """Up to ``limit`` ``dispatch(worker, now, duration)`` calls, stopping at the first None; the leases.
+
+        Those calls lease the ``min(limit, room)`` best eligible tasks, in
+        dispatch order, with consecutive tokens (``room``: the worker's free
+        slots once the leases due at ``now`` have expired): one SELECT finds
+        them, one ``executemany`` UPDATE leases them. O(n log T) for n
+        leases, plus the expiry.
+
+        Raises:
+            ValueError: a bad worker, time or duration (as ``dispatch``), or
+                ``limit`` not an int >= 1; nothing changes.
+        """
+        v.check_worker_name(worker)
+        if worker not in self._capacity:
+            raise v.unknown_worker(worker)
+        v.check_time(self._now, now)
+        v.check_min("duration", duration, 1)
         _fits("now", now)
-        _fits("now + duration", now + duration)
+        expires_at = _fits("now + duration", now + duration)
+        v.check_min("limit", limit, 1)
+        with self._write() as conn:
+            self._expire(conn, now)
+            room = min(limit, self._capacity[worker] - self._load_of[worker])
+            if room <= 0:
+                return []
+            base = self._last_token
+            claimed = [(task_id, base + n) for n, (task_id,) in enumerate(conn.execute(_WAITING, (now, room)), 1)]
+            if not claimed:
+                return []
+            changed = conn.executemany(_CLAIM, [(token, worker, now, expires_at, task_id) for task_id, token in claimed]).rowcount
+            assert changed == len(claimed), f"{len(claimed)} tasks were waiting, {changed} were leased"
+            self._touched = True
+            self._last_token = base + len(claimed)
+            for task_id, token in claimed:
+                self._leases[token] = [task_id, worker, expires_at]
+            self._load_of[worker] += len(claimed)
+            return [Lease(task_id, worker, token, now, expires_at) for task_id, token in claimed]
 
-    def _check_batch_time(self, now: object) -> None:
+    def complete_many(self, reports: list, now: int) -> list[Outcome]:
+        """``complete(task_id, token, now)`` for each ``(task_id, token)`` pair in order; the outcomes.
+
+        Each report is judged as its own ``complete`` would be, after the
+        reports before it: a stale token is refused whatever was accepted
+        before it. The accepted ones are one fenced UPDATE each, as one
+        ``executemany``; reading a task is needed only to word a refusal.
+        O(n log T) for n reports, plus the expiry.
+
+        Raises:
+            ValueError: ``reports`` is not a list of pairs, a pair has an
+                unknown or forgotten id or a non-int token, or ``now`` is bad;
+                nothing changes.
+        """
+        return self._reports_many(reports, now, failing=False)
+
+    def fail_many(self, reports: list, now: int) -> list[Outcome]:
+        """``fail(task_id, token, now)`` for each ``(task_id, token)`` pair in order; the outcomes.
+
+        As ``complete_many``, plus one read of the accepted tasks (their
+        attempts, budget, retry delay and cancel request decide where each goes).
+
+        Raises: as ``complete_many``; also a retry time past 64 bits, which
+        rolls the whole batch back.
+        """
+        return self._reports_many(reports, now, failing=True)
+
+    def _reports_many(self, reports: object, now: object, failing: bool) -> list[Outcome]:
+        pairs = v.check_reports(reports, self._issued)
         v.check_time(self._now, now)
         _fits("now", now)
+        self._require_rows(pairs)
+        if not pairs:
+            self.advance(now)  # a timed call even when empty: due leases expire
+            return []
+        with self._write() as conn:
+            self._expire(conn, now)
+            # In order, as the single calls: a report is accepted if its token is the task's
+            # live lease and no earlier report in the batch ended that lease.
+            leases = self._leases
+            ended: dict[int, int] = {}  # task id -> the number of the report that ended its lease
+            for number, (task_id, token) in enumerate(pairs):
+                lease = leases.get(token)
+                if lease is not None and lease[0] == task_id and task_id not in ended:
+                    ended[task_id] = number
+            # What the refusals and the failures need, read before any change: the tasks as they were.
+            unread = {task_id for number, (task_id, _) in enumerate(pairs) if ended.get(task_id, len(pairs)) > number}
+            rows = _rows_by_id(conn, unread | set(ended) if failing else unread)
+            endings: dict[int, tuple[Status, int | None]] = {}
+            for task_id, number in ended.items():
+                try:
+                    endings[task_id] = _after_failure(now, *rows[task_id][3:]) if failing else (Status.SUCCEEDED, None)
+                except ValueError as exc:  # raising rolls the expiry back: nothing changes
+                    raise v.entry_error("reports", number, exc) from None
+            outcomes = []
+            for number, (task_id, token) in enumerate(pairs):
+                if ended.get(task_id) == number:
+                    outcomes.append(ACCEPTED)
+                    continue
+                if ended.get(task_id, number) < number:  # its lease ended earlier in the batch
+                    lease = _Lease(endings[task_id][0], None, None)
+                else:
+                    status, current, expired = rows[task_id][:3]
+                    lease = _Lease(Status(status), current if status == Status.RUNNING else None, expired)
+                refused = SimpleScheduler._rejection(lease, token)
+                assert refused is not None, f"task {task_id}'s lease {token} is current in the file, not in memory"
+                outcomes.append(refused)
+            if ended:
+                final = []  # _FAIL's parameters: status, retry time, ended_at, then the fence (id, token, now)
+                for task_id, number in ended.items():
+                    status, due_at = endings[task_id]
+                    final.append((status.value, due_at, None if status is Status.RETRY_WAIT else now,
+                                  task_id, pairs[number][1], now))
+                changed = conn.executemany(_FAIL, final).rowcount
+                assert changed == len(final), f"{len(final)} leases are live in memory, {changed} in the file"
+                for row in final:
+                    self._release(row[4])
+            return outcomes
 
-    def _batch_transaction(self) -> AbstractContextManager[None]:
-        return self.batch()
+    def _require_rows(self, pairs: list[tuple[int, int]]) -> None:
+        """Raise (naming the entry) at the first report whose task prune forgot; a live lease needs no read."""
+        leases, present = self._leases, set()
+        for number, (task_id, token) in enumerate(pairs):
+            lease = leases.get(token)
+            if (lease is not None and lease[0] == task_id) or task_id in present:
+                continue
+            try:
+                self._require_row(task_id)
+            except ValueError as exc:
+                raise v.entry_error("reports", number, exc) from None
+            present.add(task_id)
 
     # -------------------------------------------------------------- queries
 
@@ -429,12 +641,9 @@ class DurableScheduler(FoldedBatches):
                 if known is not None:
                     return known
             task_id = self._issued + 1  # explicit: SQLite would reuse a pruned largest id
-            conn.execute(
-                "INSERT INTO tasks (id, priority, due_at, max_attempts, retry_delay) VALUES (?, ?, ?, ?, ?)",
-                (task_id, priority, self._now if due_at is None else due_at, max_attempts, retry_delay),
-            )
+            conn.execute(_INSERT_TASK, (task_id, priority, self._now if due_at is None else due_at, max_attempts, retry_delay))
             if key is not None:
-                conn.execute("INSERT INTO keys (key, task_id, due_at) VALUES (?, ?, ?)", (key, task_id, due_at))
+                conn.execute(_INSERT_KEY, (key, task_id, due_at))
             self._touched = True
             self._issued = task_id
             return task_id
@@ -455,10 +664,7 @@ class DurableScheduler(FoldedBatches):
 
         The comparison and its message are ``impl._validate.keyed_task``'s, over the one row the key has.
         """
-        row = conn.execute(
-            "SELECT k.task_id, t.priority, k.due_at, t.max_attempts, t.retry_delay "
-            "FROM keys k JOIN tasks t ON t.id = k.task_id WHERE k.key = ?", (key,),
-        ).fetchone()
+        row = conn.execute(_KEYED_TASK, (key,)).fetchone()
         known = {} if row is None else {key: (row[0], tuple(row[1:]))}
         return v.keyed_task(known, key, (priority, due_at, max_attempts, retry_delay))
 
@@ -511,8 +717,7 @@ class DurableScheduler(FoldedBatches):
         bound = self._check_lease_call(task_id, token, now)
         with self._write() as conn:
             self._expire(conn, now)
-            changed = conn.execute(f"UPDATE tasks SET status = 'succeeded', ended_at = ?, {_RELEASE} WHERE {_FENCE}",
-                                   (now, task_id, bound, now)).rowcount
+            changed = conn.execute(_COMPLETE, (now, task_id, bound, now)).rowcount
             if not changed:
                 return self._rejection(conn, task_id, token)
             if effect is not None:
@@ -529,22 +734,13 @@ class DurableScheduler(FoldedBatches):
         ).fetchone()
         if row is None:
             raise v.forgotten_task(task_id)
-        status, current, attempts, max_attempts, retry_delay, cancel_requested = row
-        due_at = None
-        if cancel_requested:
-            ending = Status.CANCELLED
-        elif max_attempts is not None and attempts >= max_attempts:
-            ending = Status.FAILED
-        else:
-            ending = Status.RETRY_WAIT
-            if status == Status.RUNNING and current == token:  # else the fence refuses it below
-                backoff = retry_delay * 2 ** (attempts - 1)
-                due_at = _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
+        status, current, *rest = row
+        # Where the task goes is computed only for its current lease: the fence refuses any other below.
+        ending, due_at = _after_failure(now, *rest) if status == Status.RUNNING and current == token else (Status.FAILED, None)
         with self._write() as conn:
             self._expire(conn, now)
             changed = conn.execute(
-                f"UPDATE tasks SET status = ?, due_at = coalesce(?, due_at), ended_at = ?, {_RELEASE} WHERE {_FENCE}",
-                (ending.value, due_at, None if ending is Status.RETRY_WAIT else now, task_id, bound, now),
+                _FAIL, (ending.value, due_at, None if ending is Status.RETRY_WAIT else now, task_id, bound, now),
             ).rowcount
             if not changed:
                 return self._rejection(conn, task_id, token)
@@ -649,10 +845,13 @@ class DurableScheduler(FoldedBatches):
             return
         self._touched = True
         ended = [token for token, (_, _, expires_at) in self._leases.items() if expires_at <= now]
+        expired = []
         for token in ended:
             task_id, worker, _ = self._leases.pop(token)
-            conn.execute(_EXPIRE, (now, task_id))
+            expired.append((now, task_id))
             self._load_of[worker] -= 1
+        if expired:
+            conn.executemany(_EXPIRE, expired)
         conn.execute("UPDATE scheduler SET now = ?", (now,))
         self._now = now
 
@@ -708,6 +907,32 @@ class DurableScheduler(FoldedBatches):
         self._load()
         fresh = (self._now, self._issued, self._last_token, self._capacity, self._leases, self._load_of)
         assert cached == fresh, f"the in-memory caches differ from the file: {cached} != {fresh}"
+
+
+def _after_failure(now: int, attempts: int, max_attempts: int | None, retry_delay: int,
+                   cancel_requested: int) -> tuple[Status, int | None]:
+    """Where an accepted ``fail`` at ``now`` sends a task, and its retry time (None unless it retries).
+
+    Raises ``ValueError`` if the retry time ``now + retry_delay * 2 ** (attempts - 1)`` leaves 64 bits.
+    """
+    if cancel_requested:
+        return Status.CANCELLED, None
+    if max_attempts is not None and attempts >= max_attempts:
+        return Status.FAILED, None
+    backoff = retry_delay * 2 ** (attempts - 1)
+    return Status.RETRY_WAIT, _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
+
+
+def _rows_by_id(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple]:
+    """``_REPORTED`` of each task in ``ids`` that has a row, by id: one read per ``_IDS_PER_READ`` ids."""
+    found: dict[int, tuple] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), _IDS_PER_READ):
+        part = ordered[start:start + _IDS_PER_READ]
+        marks = ", ".join("?" * len(part))
+        for row in conn.execute(f"SELECT id, {_REPORTED} FROM tasks WHERE id IN ({marks})", part):
+            found[row[0]] = row[1:]
+    return found
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:

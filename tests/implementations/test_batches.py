@@ -139,6 +139,158 @@ def test_a_durable_batch_that_rolls_back_reloads_its_caches() -> None:
     reopened.close()
 
 
+class _Counting:
+    """A connection that counts the statements sent to it (an executemany counts once)."""
+
+    def __init__(self, conn: object) -> None:
+        self.conn, self.sent = conn, 0
+
+    def execute(self, *args: object) -> object:
+        self.sent += 1
+        return self.conn.execute(*args)
+
+    def executemany(self, *args: object) -> object:
+        self.sent += 1
+        return self.conn.executemany(*args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.conn, name)
+
+
+def statements(s: object, call) -> int:
+    """How many statements ``call()`` sends to the durable scheduler's file."""
+    counting = s._conn = _Counting(s._conn)
+    try:
+        call()
+    finally:
+        s._conn = counting.conn
+    return counting.sent
+
+
+def test_a_durable_batch_is_a_few_statements_whatever_its_size() -> None:
+    """Set-based batches: the statements a batch sends do not grow with its size."""
+    counts = {}
+    for size in (2, 20):
+        s = durable_temporary()
+        s.add_worker("w", size)
+        submitted = statements(s, lambda: s.submit_many([{}] * size))
+        leases = []
+        dispatched = statements(s, lambda: leases.extend(s.dispatch_many("w", 1, 5, size)))
+        completed = statements(s, lambda: s.complete_many([(lease.task_id, lease.token) for lease in leases], 2))
+        counts[size] = (submitted, dispatched, completed)
+        s.check_invariants()
+        s.close()
+    # BEGIN, the batch's statements (the INSERT; the SELECT and the UPDATE; the UPDATE), COMMIT, plus the clock's
+    # UPDATE at a new time. A fold of single calls sent three statements per call.
+    assert counts[2] == counts[20] == (3, 5, 4), counts
+
+
+def test_a_large_durable_batch_answers_as_simple() -> None:
+    """A thousand rows a batch, keys on all, duplicates in the reports: every row written, SimpleScheduler's answers."""
+    size = 1007
+    calls = [("add_worker", {"worker": "w", "capacity": size}),
+             ("submit_many", {"tasks": [{"priority": n % 3, "key": f"k{n}"} for n in range(size)]}),
+             ("dispatch_many", {"worker": "w", "now": 1, "duration": 5, "limit": size + 1})]
+    s, twin = durable_temporary(), SimpleScheduler()
+    got = [_answer(s, op, args) for op, args in calls]
+    assert got == [_answer(twin, op, args) for op, args in calls]
+    leases = got[-1]
+    half = [(lease.task_id, lease.token) for lease in leases[::2]]
+    more = [("complete_many", {"reports": half + half[:3], "now": 2}),
+            ("fail_many", {"reports": [(lease.task_id, lease.token) for lease in leases], "now": 3})]
+    assert [_answer(s, op, args) for op, args in more] == [_answer(twin, op, args) for op, args in more]
+    assert views(s) == views(twin)
+    s.check_invariants()
+    s.close()
+
+
+def simple_twin(calls: list) -> list:
+    """The answers SimpleScheduler gives to ``calls`` ((op, kwargs) pairs): reasons included."""
+    s = SimpleScheduler()
+    return [_answer(s, op, args) for op, args in calls]
+
+
+def _answer(s: object, op: str, args: dict) -> object:
+    try:
+        return getattr(s, op)(**args)
+    except ValueError as exc:
+        return ("ValueError", str(exc).split(":")[0])
+
+
+def test_durable_report_batches_judge_each_report_after_the_ones_before_it() -> None:
+    """Twice the same report, a stale token after an accepted one, an expired lease: answers and reasons as SimpleScheduler's."""
+    calls = [
+        ("add_worker", {"worker": "w", "capacity": 4}),
+        ("submit_many", {"tasks": [{}, {}, {"max_attempts": 1}, {}]}),
+        ("dispatch_many", {"worker": "w", "now": 1, "duration": 3, "limit": 2}),  # tasks 1, 2: tokens 1, 2
+        ("dispatch_many", {"worker": "w", "now": 2, "duration": 10, "limit": 9}),  # tasks 3, 4: tokens 3, 4
+        ("complete_many", {"reports": [[1, 2], [1, 1], [1, 1], [2, 1], [3, 3]], "now": 3}),
+        ("fail_many", {"reports": [[2, 2], [4, 4], [4, 4], [3, 3]], "now": 4}),  # task 2's lease ended at 4
+        ("dispatch_many", {"worker": "w", "now": 5, "duration": 10, "limit": 9}),  # task 2, then 4 (due at 5)
+        ("cancel", {"task_id": 2, "now": 5}),
+        ("fail_many", {"reports": [[2, 5], [2, 5]], "now": 6}),  # cancel requested: cancelled, then already final
+        ("complete_many", {"reports": [[2, 5], [4, 6], [9, 1]], "now": 6}),  # an unknown id: the whole batch refused
+        ("complete_many", {"reports": [[4, 6]], "now": 7}),
+    ]
+    s = durable_temporary()
+    got = [_answer(s, op, args) for op, args in calls]
+    s.check_invariants()
+    assert got == simple_twin(calls)
+    assert [view.status for view in views(s)] == ["succeeded", "cancelled", "succeeded", "succeeded"]
+    reopened = s.reopen()
+    assert [view.status for view in views(reopened)] == ["succeeded", "cancelled", "succeeded", "succeeded"]
+    reopened.close()
+
+
+def test_a_durable_fail_many_whose_retry_time_leaves_64_bits_changes_nothing() -> None:
+    s = durable_temporary()
+    s.add_worker("w", 2)
+    s.submit_many([{}, {"retry_delay": 2**62}])
+    a, b = s.dispatch_many("w", 2**62, 5, 2)
+    s.complete(a.task_id, a.token, 2**62)  # only b is left running, under a lease that the retry must outlive
+    before = views(s)
+    with pytest.raises(ValueError, match=r"reports\[1\].*64-bit"):
+        s.fail_many([(a.task_id, a.token), (b.task_id, b.token)], 2**62 + 1)
+    assert views(s) == before and s.now == 2**62
+    s.check_invariants()
+    s.close()
+
+
+def test_a_durable_report_batch_naming_a_forgotten_task_changes_nothing() -> None:
+    s = durable_temporary()
+    s.add_worker("w", 2)
+    s.submit_many([{}, {}, {}])
+    first = s.dispatch("w", 1, 5)
+    assert s.complete(first.task_id, first.token, 2).accepted
+    assert s.prune(3, 3) == 1
+    second, third = s.dispatch_many("w", 3, 5, 2)
+    with pytest.raises(ValueError, match=r"reports\[1\]"):
+        s.complete_many([(second.task_id, second.token), (first.task_id, first.token), (third.task_id, third.token)], 4)
+    assert [s.task(2).status, s.task(3).status] == ["running", "running"] and s.now == 3
+    s.check_invariants()
+    s.close()
+
+
+def test_durable_submit_many_keys_as_the_single_submits_would() -> None:
+    calls = [
+        ("submit_many", {"tasks": [{"key": "a"}, {}, {"key": "a"}, {"key": "b", "priority": 3}]}),  # a twice: one task
+        ("submit_many", {"tasks": [{"key": "b", "priority": 3}, {"key": "c"}]}),  # b known: its id, c new
+        ("submit_many", {"tasks": [{"key": "d"}, {"key": "b"}]}),  # b with other arguments: all refused
+        ("submit_many", {"tasks": [{"key": "d"}, {"priority": 2**63}]}),  # past 64 bits (the model has no bound)
+        ("submit_many", {"tasks": [{"key": "d"}]}),
+        ("submit_many", {"tasks": []}),
+    ]
+    s = durable_temporary()
+    got = [_answer(s, op, args) for op, args in calls]
+    want = simple_twin(calls)
+    assert got[:3] == want[:3] and got[4:] == want[4:] == [[5], []]
+    assert got[3] == ("ValueError", "tasks[1]") and want[3] == [5, 6]
+    s.check_invariants()
+    reopened = s.reopen()
+    assert reopened.submit(key="a") == 1 and reopened.submit(key="d") == 5 and reopened.submit() == 6
+    reopened.close()
+
+
 def test_a_postgres_batch_is_one_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
     s = postgres()
     s.add_worker("w", 10)

@@ -9,8 +9,6 @@ is already dead). Skipped, saying why, without a server.
 
 from __future__ import annotations
 
-import pytest
-
 import pg_server
 from fencepost.impl.postgres import opener
 from fencepost.spec.checkers.crash import crash_test
