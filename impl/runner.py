@@ -97,6 +97,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -130,6 +131,10 @@ STOP_TIMEOUT = 60.0
 
 #: Ticks a final task's record is kept by default: ten minutes of ``MonotonicClock``'s milliseconds.
 DEFAULT_RETENTION = 600_000
+
+#: Tries a slot makes to take the lock back after user work, yielding the GIL between them, before
+#: it blocks on the lock (``Runner._relock``).
+RELOCK_TRIES = 20
 
 #: A time after every lease's end.
 _NEVER = float("inf")
@@ -715,7 +720,26 @@ class Runner:
         try:
             return self._execute(attempt)
         finally:
-            self._lock.acquire()
+            self._relock()
+
+    def _relock(self) -> None:
+        """Take the lock back after user work: try, and while another thread holds it, yield the GIL.
+
+        A thread blocked on the lock makes every release of it wake that thread
+        (a system call), which then mostly finds the lock taken again: with
+        no-op work, slots queued for the lock that way cost several calls per
+        task. Held by a thread that runs Python, the lock is free again once
+        that thread has had the GIL for a moment, so a slot yields the GIL
+        (``time.sleep(0)``) and tries again, and blocks only after
+        ``RELOCK_TRIES`` tries (the holder waits on something else: a
+        scheduler over a network, say).
+        """
+        lock = self._lock
+        for _ in range(RELOCK_TRIES):
+            if lock.acquire(False):
+                return
+            time.sleep(0)  # releases the GIL: the holder runs, and may release the lock meanwhile
+        lock.acquire()
 
     def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
