@@ -98,6 +98,7 @@ class Attempt:
     number: int  # 1 for the task's first attempt
     slot: str
     expires_at: int  # as renewed; the scheduler's own expiry is the truth
+    record: TaskRecord  # the task's record, as it was at the dispatch (the one in the runner's records)
     cancel_requested: bool = False
     expired: bool = False  # the runner saw a timed call at or after expires_at
     renew_refused: bool = False  # heartbeat answers False from then on

@@ -110,7 +110,7 @@ def run_in_child(runner: object, attempt: Attempt) -> tuple[str, object]:
 
     ``runner`` is the ``fencepost.impl.runner.Runner`` whose slot runs the attempt."""
     link = ThreadLink(runner, attempt)
-    fn = runner._tasks[attempt.task_id].fn
+    fn = attempt.record.fn
     wake_reader, wake_writer = _CONTEXT.Pipe(duplex=False)
     with runner._lock:
         if attempt.kill:

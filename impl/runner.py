@@ -261,7 +261,12 @@ class Runner:
         # in protocol order, value, error message): tuples, not dicts, so a long trace stays small.
         self._trace: list[tuple[str, tuple, object, str | None]] | None = [] if trace else None
         self._retention = retention
-        self._ended: deque[tuple[int, int]] = deque()  # (time it became final, task id), in that order
+        # The retained final tasks in the order they became final: their ids, and beside them the
+        # times (two deques of ints: no tuple per task); the first time from which the oldest is
+        # forgotten (``_NEVER``: none is retained, or records are kept for ever).
+        self._ended: deque[int] = deque()
+        self._ended_times: deque[int] = deque()
+        self._next_forget: float = _NEVER
         self._last_id = 0  # the largest task id this runner has held a record of
         self._prunes = callable(getattr(scheduler, "prune", None))
         self._now_seen = 0  # the time of the runner's latest timed call: when an untimed read notices an end
@@ -674,8 +679,9 @@ class Runner:
 
     def _next_attempt(self, slot: str) -> Attempt | None:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
-        self._drain()
-        if self._proven_idle():
+        if self._queued:
+            self._drain()
+        if self._idle_proof is not None and self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
         try:
             lease, now = self._timed_call("dispatch", {"worker": slot, "now": None, "duration": self._lease})
@@ -706,7 +712,7 @@ class Runner:
         task.status = _RUNNING
         task.attempts += 1
         self._mode.claim(lease.task_id, task, new)
-        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
         self._running[slot] = attempt
         if lease.expires_at < self._soonest_expiry:
             self._soonest_expiry = lease.expires_at
@@ -743,7 +749,7 @@ class Runner:
 
     def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
-        task = self._tasks[attempt.task_id]  # a dict read; entries are never removed
+        task = attempt.record
         if task.problem is not None:
             return ("error", LookupError(task.problem))  # nothing here can run it; fail the attempt
         return self._runs.run(self, attempt, task)
@@ -755,15 +761,17 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            answer, now = self._report(op, attempt)
+            try:  # the first try of _report's, without its frame
+                answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+            except OutcomeUnknown:
+                answer, now = self._report(op, attempt, lost=True)
             if answer.accepted:
-                task = self._tasks[attempt.task_id]
+                task = attempt.record
                 if kind == "ok":
                     task.result = value
                     task.completed_here = True
                     task.status = _SUCCEEDED  # what an accepted completion always does
-                    if self._retention is not None:
-                        self._ended.append((now, attempt.task_id))  # _ended_at, inline: once a task
+                    self._ended_at(now, attempt.task_id)
                 else:
                     if kind == "error":
                         task.error = value
@@ -775,16 +783,24 @@ class Runner:
             del self._running[attempt.slot]
             self._changed.notify_all()  # the task may be final (the pool's idleness: see _slot_loop)
 
-    def _report(self, op: str, attempt: Attempt) -> tuple[Outcome, int]:
+    def _report(self, op: str, attempt: Attempt, lost: bool = False) -> tuple[Outcome, int]:
         """Under the lock: ``complete`` or ``fail`` the attempt; its answer and the time it was made at
-        (for a lost answer resolved by reading the task, the clock's time when read)."""
+        (for a lost answer resolved by reading the task, the clock's time when read).
+
+        ``lost``: the first call was made (``_finish`` makes it itself) and its
+        answer lost, so this starts by resolving it. Each lost answer is
+        resolved before the call is made again, ``UNKNOWN_RETRIES`` calls in all.
+        """
         for _ in range(UNKNOWN_RETRIES):
-            try:
-                return self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
-            except OutcomeUnknown:
-                answer = self._resolve(op, attempt)
-                if answer is not None:
-                    return answer, self._clock.now
+            if not lost:
+                try:
+                    return self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    pass
+            lost = False
+            answer = self._resolve(op, attempt)
+            if answer is not None:
+                return answer, self._clock.now
         raise RuntimeError(f"{op} of task {attempt.task_id} lost its answer {UNKNOWN_RETRIES} times in a row")
 
     def _resolve(self, op: str, attempt: Attempt) -> Outcome | None:
@@ -839,10 +855,12 @@ class Runner:
         return True
 
     def _after_timed_call(self, now: int) -> None:
-        """Under the lock, after any timed call at ``now``: notice leases the scheduler expired.
+        """Under the lock, after any timed call at ``now``: notice leases the scheduler expired,
+        and forget the records whose retention window has passed.
 
-        O(1) while ``now`` is before the soonest live lease's end (the common case:
-        a lease outlives many calls); O(workers) when a lease may have ended.
+        ``_timed_call`` calls it only when there may be something to do: a live
+        lease may have ended (O(workers)) or a record's window passed (O(records
+        forgotten)); most timed calls come before both.
         """
         if now >= self._soonest_expiry:
             soonest = _NEVER
@@ -858,8 +876,7 @@ class Runner:
                 elif attempt.expires_at < soonest:
                     soonest = attempt.expires_at
             self._soonest_expiry = soonest
-        ended = self._ended
-        if ended and self._retention is not None and ended[0][0] < now - self._retention:
+        if now >= self._next_forget:
             self._forget_before(now - self._retention, now)
 
     def _heartbeat(self, attempt: Attempt, duration: int | None) -> bool:
@@ -934,7 +951,8 @@ class Runner:
                 now = args["now"] = fresh
                 continue
             self._now_seen = now
-            self._after_timed_call(now)
+            if now >= self._soonest_expiry or now >= self._next_forget:
+                self._after_timed_call(now)
             return value, now
         raise ValueError(f"{op}: the scheduler refused {TIME_RETRIES} times in a row a time the clock had just given")
 
@@ -952,7 +970,10 @@ class Runner:
     def _ended_at(self, now: int, task_id: int) -> None:
         """The task became final at ``now``: its record is kept for the retention window from then."""
         if self._retention is not None:
-            self._ended.append((now, task_id))
+            if not self._ended:
+                self._next_forget = now + self._retention + 1  # forgotten once it ended before now - retention
+            self._ended.append(task_id)
+            self._ended_times.append(now)
 
     def _forget_before(self, before: int, now: int) -> None:
         """Drop the records of tasks that became final before ``before``, and prune the scheduler so.
@@ -961,10 +982,11 @@ class Runner:
         shared scheduler's prune may be refused as behind its clock (another
         client moved it on): nothing is lost, the next timed call prunes.
         """
-        ended, tasks = self._ended, self._tasks
-        while ended and ended[0][0] < before:
-            _, task_id = ended.popleft()
-            tasks.pop(task_id, None)
+        ended, times, tasks = self._ended, self._ended_times, self._tasks
+        while times and times[0] < before:
+            times.popleft()
+            tasks.pop(ended.popleft(), None)
+        self._next_forget = times[0] + self._retention + 1 if times else _NEVER
         if self._prunes:
             try:
                 self._call("prune", {"before": before, "now": now})
