@@ -8,12 +8,19 @@ lock, then reports ``complete`` (it returned) or ``fail`` (it raised). Time
 comes from a clock (``ManualClock`` for tests, ``MonotonicClock`` for real
 use), in ticks; the lease duration is in the same ticks.
 
-Concurrency, in the shape of CPython's ``concurrent.futures.thread``: one
-lock, held only around the runner's bookkeeping and the protocol calls, and
-one condition variable that every state change notifies (a submit, a slot
-freed, time moved). User work never runs under the lock, so it may call
-``submit``, ``cancel`` and ``task`` on the runner, and other threads may do
-so while user work is blocked.
+Concurrency: one lock, held only around the runner's bookkeeping and the
+protocol calls, and condition variables on it for who waits for what (idle
+slots for work, ``wait`` for a task's end, ``wait_idle`` for an idle pool),
+each notified only when what its waiters wait for may have come. User work
+never runs under the lock, so it may call ``submit``, ``cancel`` and ``task``
+on the runner, and other threads may do so while user work is blocked. A
+runner on the scheduler it made itself is that scheduler's only client, so
+its submits do not take the lock: each is checked by the scheduler's own
+rules, given the id the scheduler will issue, and queued; whoever takes the
+lock next makes the queued submits first (``_queue_submit``, ``_drain``).
+A slot takes the lock back after user work by trying it and yielding the GIL
+between tries (``_relock``): a thread blocked on a lock costs every release
+of it a system call.
 
 What a lease guarantees, and what it does not:
 
@@ -219,7 +226,7 @@ class Runner:
         if missing:
             raise ValueError(f"clock must offer now, subscribe, unsubscribe and seconds_until; {clock!r} lacks {', '.join(missing)}")
         # A runner that made its own scheduler is its only client, and knows its rules: see _queue_submit.
-        queues = scheduler is None and payloads is None and not trace
+        queues = scheduler is None and payloads is None
         if scheduler is None:
             from fencepost.impl import Scheduler
 
@@ -387,7 +394,11 @@ class Runner:
         """Submit ``fn``, to be called as ``fn(ctx)``; return the task's id.
 
         The options are the scheduler's ``submit`` arguments (``due_at`` in
-        clock ticks; ``None`` means at once). ``key``, an idempotency key, is
+        clock ticks; ``None`` means at once). A runner on the scheduler it made
+        itself checks them by the scheduler's rules and queues the submit
+        without taking its lock (the next call that takes it makes the submit
+        first, so every call sees the task); ``key`` is made under the lock.
+        ``key``, an idempotency key, is
         passed on only when given (a scheduler without keys never sees it):
         a key the scheduler already knows names the task it made then, which
         keeps its first function. May be called from user work.
@@ -475,7 +486,13 @@ class Runner:
         if not (type(priority) is int and (due_at is None or (type(due_at) is int and due_at >= 0))
                 and (max_attempts is None or (type(max_attempts) is int and max_attempts >= 1))
                 and type(retry_delay) is int and retry_delay >= 1):
-            check_submit(priority, due_at, max_attempts, retry_delay)  # plain ints pass as above; others here
+            try:
+                check_submit(priority, due_at, max_attempts, retry_delay)  # plain ints pass as above; others here
+            except ValueError as exc:
+                if self._trace is not None:  # as a locked submit records its refusal (it changes nothing)
+                    with self._lock:
+                        self._trace.append(("submit", (priority, due_at, max_attempts, retry_delay), None, str(exc)))
+                raise
         with self._submit_lock:
             task_id = self._issued = self._issued + 1
             self._queued.append((task_id, fn, priority, due_at, max_attempts, retry_delay))
@@ -490,10 +507,14 @@ class Runner:
         queued = self._queued
         if not queued:
             return
-        submit, tasks, hints = self._scheduler.submit, self._tasks, self._due_hints
-        while queued:
+        submit, tasks, hints, trace = self._scheduler.submit, self._tasks, self._due_hints, self._trace
+        for _ in range(len(queued)):  # those queued now: a submitter that keeps up cannot keep this here
             task_id, fn, priority, due_at, max_attempts, retry_delay = queued.popleft()
-            issued = submit(priority, due_at, max_attempts, retry_delay)
+            if trace is None:
+                issued = submit(priority, due_at, max_attempts, retry_delay)
+            else:
+                issued = self._call("submit", {"priority": priority, "due_at": due_at, "max_attempts": max_attempts,
+                                               "retry_delay": retry_delay})
             if issued != task_id:  # only a scheduler with another client could; this one has none
                 raise RuntimeError(f"a queued submit expected task id {task_id}, the scheduler issued {issued}")
             tasks[task_id] = TaskRecord(fn)
@@ -634,6 +655,7 @@ class Runner:
         if self._trace is None:
             raise RuntimeError("save_trace needs a trace: make the runner with Runner(trace=True), which records every call")
         with self._lock:
+            self._drain()  # the queued submits are calls the scheduler is about to see
             calls = list(self._trace)
         steps = []
         for op, values, value, error in calls:
@@ -1048,6 +1070,7 @@ class Runner:
         taken back; what fell due is dispatched by the pool's threads.
         """
         with self._lock:
+            self._drain()  # submitted before time moved: the scheduler sees them before it moves
             if not self._stopping:
                 self._expire_due_leases()
             self._mode.others_may_have_worked(self)  # shared: retries and due tasks others submitted may be eligible
