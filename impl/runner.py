@@ -706,7 +706,16 @@ class Runner:
         if self._idle_proof is not None and self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
         try:
-            lease, now = self._timed_call("dispatch", {"worker": slot, "now": None, "duration": self._lease})
+            if self._trace is None:  # the call by keyword, as _timed_call makes it, without the dict
+                now = self._clock.now
+                try:
+                    lease = self._scheduler.dispatch(worker=slot, now=now, duration=self._lease)
+                except ValueError as exc:
+                    lease, now = self._timed_retry("dispatch", {"worker": slot, "now": now, "duration": self._lease}, exc)
+                else:
+                    self._timed_done(now)
+            else:
+                lease, now = self._timed_call("dispatch", {"worker": slot, "now": None, "duration": self._lease})
         except OutcomeUnknown:
             # A lease it may have made is nobody's here: it ends at its expiry, by clock.now + lease
             # at the latest, and its task is eligible again then, which no idle proof may hide.
@@ -783,8 +792,19 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            try:  # the first try of _report's, without its frame
-                answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+            try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                if self._trace is None:
+                    now = self._clock.now
+                    report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                    try:
+                        answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                    except ValueError as exc:
+                        answer, now = self._timed_retry(
+                            op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                    else:
+                        self._timed_done(now)
+                else:
+                    answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
             except OutcomeUnknown:
                 answer, now = self._report(op, attempt, lost=True)
             if answer.accepted:
@@ -961,22 +981,34 @@ class Runner:
         ``ValueError`` is raised.
         """
         now = args["now"] = self._clock.now
-        trace = self._trace
+        try:
+            value = self._call(op, args)
+        except ValueError as exc:
+            return self._timed_retry(op, args, exc)
+        self._timed_done(now)
+        return value, now
+
+    def _timed_retry(self, op: str, args: dict, refused: ValueError) -> tuple[object, int]:
+        """``_timed_call`` after its first call at ``args["now"]`` was refused with ``refused``."""
         for _ in range(TIME_RETRIES):
+            now, fresh = args["now"], self._clock.now
+            if BACKWARDS not in str(refused) or fresh <= now:
+                raise refused
+            args["now"] = fresh
             try:
-                # without a trace, the call itself (``_call`` would only add a frame)
-                value = getattr(self._scheduler, op)(**args) if trace is None else self._call(op, args)
+                value = self._call(op, args)
             except ValueError as exc:
-                fresh = self._clock.now
-                if BACKWARDS not in str(exc) or fresh <= now:
-                    raise
-                now = args["now"] = fresh
+                refused = exc
                 continue
-            self._now_seen = now
-            if now >= self._soonest_expiry or now >= self._next_forget:
-                self._after_timed_call(now)
-            return value, now
+            self._timed_done(fresh)
+            return value, fresh
         raise ValueError(f"{op}: the scheduler refused {TIME_RETRIES} times in a row a time the clock had just given")
+
+    def _timed_done(self, now: int) -> None:
+        """After a timed call at ``now`` took effect: the time seen, and what may have ended by it."""
+        self._now_seen = now
+        if now >= self._soonest_expiry or now >= self._next_forget:
+            self._after_timed_call(now)
 
     def _refresh(self, task_id: int, now: int | None = None) -> TaskView:
         """Read the task's view and keep its status; a task found final starts its retention
