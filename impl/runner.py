@@ -1118,7 +1118,7 @@ class _Signal(threading.Condition):
 
     A busy pool notifies at every submit and every finish, and then usually
     nobody waits (every slot is running work): ``Condition.notify`` would still
-    check the lock's owner and look at its waiters, about half a microsecond a
+    check the lock's owner and look at its waiters, about 0.4 us a
     call. ``waiting`` counts the threads in ``wait`` (``wait_for`` waits through
     it); it changes only with the lock held, as ``notify`` is called.
     """
