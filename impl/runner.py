@@ -517,7 +517,7 @@ class Runner:
                                                "retry_delay": retry_delay})
             if issued != task_id:  # only a scheduler with another client could; this one has none
                 raise RuntimeError(f"a queued submit expected task id {task_id}, the scheduler issued {issued}")
-            tasks[task_id] = TaskRecord(fn)
+            tasks[issued] = TaskRecord(fn)  # the scheduler's int as the key: one int object per task, not two
             self._own += 1
             if due_at is not None:
                 heapq.heappush(hints, due_at)  # see submit: only a task not due at once needs a hint
