@@ -2,7 +2,8 @@
 
 ``TaskContext`` is what user work gets; ``TaskRecord`` and ``Attempt`` are the
 runner's bookkeeping of a task and of one lease being worked on; a
-``ThreadLink`` is a context's runner side for work in a pool thread. The
+``ThreadContext`` is the context of work in a pool thread, and a
+``ThreadLink`` the runner side a child process's context is served from. The
 runner (``impl.runner``), its process isolation (``impl.isolation``) and its
 shared mode (``impl.shared_runner``) all build on these, and none of them is
 imported here.
@@ -75,7 +76,7 @@ class TaskContext:
         return self._link.submit(fn, options)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: one is kept per live or retained task, and made per submit
 class TaskRecord:
     """The runner's record of one task: the user's function and what came of it."""
 
@@ -88,7 +89,7 @@ class TaskRecord:
     problem: str | None = None  # shared: why this runner cannot run the task (no payload, unknown function)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: one is made per dispatch
 class Attempt:
     """One lease being worked on by one slot."""
 
@@ -97,6 +98,7 @@ class Attempt:
     number: int  # 1 for the task's first attempt
     slot: str
     expires_at: int  # as renewed; the scheduler's own expiry is the truth
+    record: TaskRecord  # the task's record, as it was at the dispatch (the one in the runner's records)
     cancel_requested: bool = False
     expired: bool = False  # the runner saw a timed call at or after expires_at
     renew_refused: bool = False  # heartbeat answers False from then on
@@ -109,8 +111,45 @@ class Attempt:
             self.wake()
 
 
+class ThreadContext(TaskContext):
+    """The ``TaskContext`` of an attempt running in a pool thread: its own link, one object per attempt.
+
+    What ``TaskContext(ThreadLink(runner, attempt), ...)`` would be, without the
+    second object (a context is made for every attempt): every method that
+    would go through ``_link`` reads the runner and the attempt itself, so
+    ``_link`` stays unset.
+    """
+
+    __slots__ = ("_runner", "_attempt")
+
+    def __init__(self, runner: object, attempt: Attempt) -> None:  # runner: a fencepost.impl.runner.Runner
+        self._runner = runner
+        self._attempt = attempt
+        self.task_id = attempt.task_id
+        self.attempt = attempt.number
+        self.token = attempt.token
+
+    @property
+    def now(self) -> int:
+        """The runner's clock, now."""
+        return self._runner._clock.now
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once ``cancel`` was accepted while this attempt runs."""
+        return self._attempt.cancel_requested
+
+    def heartbeat(self, duration: int | None = None) -> bool:
+        """As ``TaskContext.heartbeat``."""
+        return self._runner._heartbeat(self._attempt, duration)
+
+    def submit(self, fn: Callable[[TaskContext], object], **options: object) -> int:
+        """As ``TaskContext.submit``."""
+        return self._runner.submit(fn, **options)
+
+
 class ThreadLink:
-    """``TaskContext``'s runner side for an attempt running in a pool thread."""
+    """``TaskContext``'s runner side for an attempt served from a pool thread (a child process's, say)."""
 
     __slots__ = ("_runner", "_attempt")
 

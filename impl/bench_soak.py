@@ -9,7 +9,8 @@ clock moves ``RETENTION + 1`` ticks, past the window, so the records (and
 scheduler rows) of one interval are forgotten by the next interval's calls:
 the runner holds at most two intervals' tasks at any moment.
 
-* the default scheduler (``IndexedScheduler``);
+* the default scheduler (``IndexedScheduler``), made by the runner itself,
+  as ``Runner()`` makes it;
 * ``DurableScheduler`` on a temporary file (``synchronous="NORMAL"``: the
   soak measures memory and file size, not fsyncs), whose file size (the
   database and its write-ahead log) is printed too.
@@ -76,7 +77,10 @@ def heap_bytes() -> int:
 
 def soak(scheduler: object, tasks: int, interval: int = INTERVAL, file: Callable[[], int] | None = None,
          progress: Callable[[Sample], None] | None = None) -> list[Sample]:
-    """Run ``tasks`` no-ops through a runner over ``scheduler``, sampling after every ``interval``; O(tasks)."""
+    """Run ``tasks`` no-ops through a runner over ``scheduler``, sampling after every ``interval``; O(tasks).
+
+    ``scheduler`` None: the runner makes its default one, as ``Runner()`` does (and then queues its submits).
+    """
     clock = ManualClock(0)
     samples = []
     tracemalloc.start()
@@ -131,8 +135,8 @@ def run_soaks(tasks: int, interval: int) -> list[str]:
     from fencepost.impl.indexed import IndexedScheduler
 
     verdicts = []
-    samples = soak(IndexedScheduler(), tasks, interval,
-                   progress=lambda s: print(format_sample("IndexedScheduler", s), flush=True))
+    samples = soak(None, tasks, interval,  # the default scheduler, made by the runner as a user's is
+                   progress=lambda s: print(format_sample(IndexedScheduler.__name__, s), flush=True))
     verdicts.append(verdict("IndexedScheduler", samples))
     import tempfile
 

@@ -22,7 +22,7 @@ import multiprocessing
 import pickle
 from multiprocessing import connection
 
-from fencepost.impl.attempts import Attempt, TaskContext, TaskRecord, ThreadLink
+from fencepost.impl.attempts import Attempt, TaskContext, TaskRecord, ThreadContext, ThreadLink
 
 #: Children are spawned, never forked: the parent runs threads, and a fork copies their locks mid-use.
 _CONTEXT = multiprocessing.get_context("spawn")
@@ -57,7 +57,7 @@ class ThreadIsolation:
 
     def run(self, runner: object, attempt: Attempt, task: TaskRecord) -> tuple[str, object]:
         """Call ``task.fn(ctx)`` here (no runner lock held): ``("ok", value)`` or ``("error", exc)``."""
-        ctx = TaskContext(ThreadLink(runner, attempt), attempt.task_id, attempt.number, attempt.token)
+        ctx = ThreadContext(runner, attempt)
         try:
             return ("ok", task.fn(ctx))
         except BaseException as exc:  # user work's failure is data, never the pool's end
@@ -110,7 +110,7 @@ def run_in_child(runner: object, attempt: Attempt) -> tuple[str, object]:
 
     ``runner`` is the ``fencepost.impl.runner.Runner`` whose slot runs the attempt."""
     link = ThreadLink(runner, attempt)
-    fn = runner._tasks[attempt.task_id].fn
+    fn = attempt.record.fn
     wake_reader, wake_writer = _CONTEXT.Pipe(duplex=False)
     with runner._lock:
         if attempt.kill:

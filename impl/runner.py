@@ -8,12 +8,19 @@ lock, then reports ``complete`` (it returned) or ``fail`` (it raised). Time
 comes from a clock (``ManualClock`` for tests, ``MonotonicClock`` for real
 use), in ticks; the lease duration is in the same ticks.
 
-Concurrency, in the shape of CPython's ``concurrent.futures.thread``: one
-lock, held only around the runner's bookkeeping and the protocol calls, and
-one condition variable that every state change notifies (a submit, a slot
-freed, time moved). User work never runs under the lock, so it may call
-``submit``, ``cancel`` and ``task`` on the runner, and other threads may do
-so while user work is blocked.
+Concurrency: one lock, held only around the runner's bookkeeping and the
+protocol calls, and condition variables on it for who waits for what (idle
+slots for work, ``wait`` for a task's end, ``wait_idle`` for an idle pool),
+each notified only when what its waiters wait for may have come. User work
+never runs under the lock, so it may call ``submit``, ``cancel`` and ``task``
+on the runner, and other threads may do so while user work is blocked. A
+runner on the scheduler it made itself is that scheduler's only client, so
+its submits do not take the lock: each is checked by the scheduler's own
+rules, given the id the scheduler will issue, and queued; whoever takes the
+lock next makes the queued submits first (``_queue_submit``, ``_drain``).
+A slot takes the lock back after user work by trying it and yielding the GIL
+between tries (``_relock``): a thread blocked on a lock costs every release
+of it a system call.
 
 What a lease guarantees, and what it does not:
 
@@ -97,10 +104,12 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from fencepost.impl._validate import check_submit
 from fencepost.impl.attempts import FINAL, Attempt, Cancelled, TaskContext, TaskRecord
 from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.isolation import MODES
@@ -129,6 +138,13 @@ STOP_TIMEOUT = 60.0
 
 #: Ticks a final task's record is kept by default: ten minutes of ``MonotonicClock``'s milliseconds.
 DEFAULT_RETENTION = 600_000
+
+#: Tries a slot makes to take the lock back after user work, yielding the GIL between them, before
+#: it blocks on the lock (``Runner._relock``).
+RELOCK_TRIES = 20
+
+#: A time after every lease's end.
+_NEVER = float("inf")
 
 #: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers), or
 #: ``NAME-w1`` .. ``NAME-wN`` for a runner given a ``name`` (unique among runners sharing a scheduler).
@@ -209,6 +225,8 @@ class Runner:
         missing = [name for name in ("now", "subscribe", "unsubscribe", "seconds_until") if not hasattr(clock, name)]
         if missing:
             raise ValueError(f"clock must offer now, subscribe, unsubscribe and seconds_until; {clock!r} lacks {', '.join(missing)}")
+        # A runner that made its own scheduler is its only client, and knows its rules: see _queue_submit.
+        queues = scheduler is None and payloads is None
         if scheduler is None:
             from fencepost.impl import Scheduler
 
@@ -221,20 +239,41 @@ class Runner:
         self._runs = MODES[isolation]  # how user work runs: in the slot's thread, or in a child process
         self._mode = mode  # whose tasks: this runner's own (alone), or any of a shared scheduler's
         self._lock = threading.Lock()  # guards everything below and every call on the scheduler
-        self._changed = threading.Condition(self._lock)  # notified on every state change
+        # Who waits for what, apart, so that no state change wakes a thread it cannot concern:
+        # callers of ``wait`` wait on ``_changed`` (a task may be final), of ``wait_idle`` on
+        # ``_idle`` (a slot found nothing and none runs), idle slots on ``_work`` (work may be
+        # eligible). A busy pool's finishes then wake nobody, and its submits no caller.
+        self._changed = _Signal(self._lock)
+        self._idle = _Signal(self._lock)
+        self._work = _Signal(self._lock)
         # The expiry thread waits apart, woken only when a lease may end sooner than it planned
         # for, so the state changes of every task do not wake it (each wake costs a lock handoff).
-        self._expiry_changed = threading.Condition(self._lock)
-        self._expiry_wakes_at: float = float("inf")  # the earliest lease end the expiry thread waits for
+        self._expiry_changed = _Signal(self._lock)
+        self._expiry_wakes_at: float = _NEVER  # the earliest lease end the expiry thread waits for
         self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, TaskRecord] = {}
+        # Submits that went around the lock (``_queue_submit``), oldest first, as (id, fn, priority,
+        # due_at, max_attempts, retry_delay): appended without the lock, taken off under it by
+        # whoever holds it next (``_drain``), before anything that reads the scheduler or the records.
+        self._queued: deque[tuple] | None = deque() if queues else None
+        self._submit_lock = threading.Lock()  # orders queued submits: their ids are their order
+        self._issued = 0  # ids the scheduler issued, plus those queued for it (queued mode only)
+        self._idle_slots = 0  # slots waiting for work (a queued submit wakes one when there is one)
         self._running: dict[str, Attempt] = {}  # slot -> the attempt its thread works on (zombies too)
+        # At most the end of the soonest live lease in ``_running`` (a lease renewed or finished since
+        # leaves it early, never late): no timed call before it can have expired one of them.
+        self._soonest_expiry: float = _NEVER
         # With trace=True, every protocol call, in the scheduler's order, as (op, argument values
         # in protocol order, value, error message): tuples, not dicts, so a long trace stays small.
         self._trace: list[tuple[str, tuple, object, str | None]] | None = [] if trace else None
         self._retention = retention
-        self._ended: deque[tuple[int, int]] = deque()  # (time it became final, task id), in that order
+        # The retained final tasks in the order they became final: their ids, and beside them the
+        # times (two deques of ints: no tuple per task); the first time from which the oldest is
+        # forgotten (``_NEVER``: none is retained, or records are kept for ever).
+        self._ended: deque[int] = deque()
+        self._ended_times: deque[int] = deque()
+        self._next_forget: float = _NEVER
         self._last_id = 0  # the largest task id this runner has held a record of
         self._prunes = callable(getattr(scheduler, "prune", None))
         self._now_seen = 0  # the time of the runner's latest timed call: when an untimed read notices an end
@@ -328,6 +367,7 @@ class Runner:
         """
         with self._lock:
             self._stopping = True
+            self._drain()  # the tasks stay pending in the scheduler, as a locked submit leaves them
             for attempt in self._running.values():
                 attempt.wake_up()
             self._wake_all()
@@ -354,7 +394,11 @@ class Runner:
         """Submit ``fn``, to be called as ``fn(ctx)``; return the task's id.
 
         The options are the scheduler's ``submit`` arguments (``due_at`` in
-        clock ticks; ``None`` means at once). ``key``, an idempotency key, is
+        clock ticks; ``None`` means at once). A runner on the scheduler it made
+        itself checks them by the scheduler's rules and queues the submit
+        without taking its lock (the next call that takes it makes the submit
+        first, so every call sees the task); ``key`` is made under the lock.
+        ``key``, an idempotency key, is
         passed on only when given (a scheduler without keys never sees it):
         a key the scheduler already knows names the task it made then, which
         keeps its first function. May be called from user work.
@@ -377,6 +421,8 @@ class Runner:
         if not callable(fn):
             raise ValueError(f"fn must be callable (it is called as fn(ctx)), got {fn!r}")
         self._runs.check_fn(fn)
+        if self._queued is not None and key is None and not self._stopping:
+            return self._queue_submit(fn, priority, due_at, max_attempts, retry_delay)
         key, unstore = self._mode.store(self, fn, key)  # shared: the payload, committed before the submit
         with self._lock:
             if self._stopping:
@@ -388,7 +434,14 @@ class Runner:
             if key is not None:
                 args["key"] = key
             try:
-                task_id = self._call("submit", args)
+                if self._queued is None:
+                    task_id = self._call("submit", args)
+                else:
+                    with self._submit_lock:  # no queued submit takes an id meanwhile
+                        self._drain()
+                        task_id = self._call("submit", args)
+                        if task_id > self._issued:
+                            self._issued = task_id
             except ValueError:
                 unstore()  # the scheduler refused the submit: leave nothing behind
                 raise
@@ -402,10 +455,75 @@ class Runner:
                 self._tasks[task_id] = TaskRecord(fn)
                 if task_id > self._last_id:
                     self._last_id = task_id
-            heapq.heappush(self._due_hints, self._clock.now if due_at is None else due_at)
+            if due_at is not None:
+                # A task due at once needs no hint: the version bump voids every idle proof made
+                # before it, and any proof made after it was made at a time it was already due.
+                heapq.heappush(self._due_hints, due_at)
             self._version += 1
-            self._changed.notify_all()
+            self._wake_pool()
         return task_id
+
+    def _queue_submit(self, fn: Callable[[TaskContext], object], priority: int, due_at: int | None,
+                      max_attempts: int | None, retry_delay: int) -> int:
+        """``submit`` without the runner's lock, for a runner alone on the scheduler it made itself.
+
+        Such a scheduler (``fencepost.impl.Scheduler``) has no other client, so
+        the id it will issue is known (ids are 1, 2, 3... in submit order, and a
+        refused submit consumes none), and so are its rules: ``_validate``'s
+        ``check_submit``, which its own ``submit`` applies, refuses here
+        exactly what it would refuse there, with its message. The submit is
+        queued with its id and made, in queue order, by the next holder of the
+        lock (``_drain``), before that holder reads the scheduler or the
+        records: every call on the runner that could see the task drains first,
+        so none can tell the submit was queued. The pool's slots, which take
+        the lock for every task, then never make a submitter wait (nor it them).
+        An idle slot is woken, as a locked submit would (the order of the two
+        checks is what makes the wake-up never lost: see ``_slot_loop``).
+
+        Raises:
+            ValueError: an option the scheduler would refuse (nothing is queued).
+        """
+        if not (type(priority) is int and (due_at is None or (type(due_at) is int and due_at >= 0))
+                and (max_attempts is None or (type(max_attempts) is int and max_attempts >= 1))
+                and type(retry_delay) is int and retry_delay >= 1):
+            try:
+                check_submit(priority, due_at, max_attempts, retry_delay)  # plain ints pass as above; others here
+            except ValueError as exc:
+                if self._trace is not None:  # as a locked submit records its refusal (it changes nothing)
+                    with self._lock:
+                        self._trace.append(("submit", (priority, due_at, max_attempts, retry_delay), None, str(exc)))
+                raise
+        with self._submit_lock:
+            task_id = self._issued = self._issued + 1
+            self._queued.append((task_id, fn, priority, due_at, max_attempts, retry_delay))
+        if self._idle_slots:  # read after the append (see _slot_loop)
+            with self._lock:
+                # one task due at once wants one slot; a later due time, every idle slot's new timeout
+                self._work.notify_all() if due_at is not None else self._work.notify()
+        return task_id
+
+    def _drain(self) -> None:
+        """Under the lock: make the queued submits, in their order (O(1) when none is queued)."""
+        queued = self._queued
+        if not queued:
+            return
+        submit, tasks, hints, trace = self._scheduler.submit, self._tasks, self._due_hints, self._trace
+        for _ in range(len(queued)):  # those queued now: a submitter that keeps up cannot keep this here
+            task_id, fn, priority, due_at, max_attempts, retry_delay = queued.popleft()
+            if trace is None:
+                issued = submit(priority, due_at, max_attempts, retry_delay)
+            else:
+                issued = self._call("submit", {"priority": priority, "due_at": due_at, "max_attempts": max_attempts,
+                                               "retry_delay": retry_delay})
+            if issued != task_id:  # only a scheduler with another client could; this one has none
+                raise RuntimeError(f"a queued submit expected task id {task_id}, the scheduler issued {issued}")
+            tasks[issued] = TaskRecord(fn)  # the scheduler's int as the key: one int object per task, not two
+            self._own += 1
+            if due_at is not None:
+                heapq.heappush(hints, due_at)  # see submit: only a task not due at once needs a hint
+        if task_id > self._last_id:
+            self._last_id = task_id
+        self._version += 1
 
     def cancel(self, task_id: int, *, force: bool = False) -> Outcome:
         """Cancel the task: a waiting task never runs; a running one is asked to stop.
@@ -421,8 +539,9 @@ class Runner:
         """
         self._runs.check_force(force)
         with self._lock:
+            self._drain()
             self._known(task_id)
-            outcome, now = self._timed_call("cancel", lambda now: {"task_id": task_id, "now": now})
+            outcome, now = self._timed_call("cancel", {"task_id": task_id, "now": None})
             if outcome.accepted:
                 view = self._refresh(task_id, now)
                 for attempt in self._running.values():
@@ -431,7 +550,7 @@ class Runner:
                         if force:
                             attempt.kill = True
                             attempt.wake_up()
-            self._changed.notify_all()
+            self._wake_pool()
         return outcome
 
     def task(self, task_id: int) -> TaskView:
@@ -440,6 +559,7 @@ class Runner:
         A shared runner answers for any task of the scheduler, whoever submitted it.
         """
         with self._lock:
+            self._drain()
             self._known(task_id)
             return self._scheduler.task(task_id)
 
@@ -455,6 +575,7 @@ class Runner:
                 its status), or (shared) it succeeded in another process.
         """
         with self._lock:
+            self._drain()
             task = self._known(task_id)
             self._mode.before_result(self, task_id, task)
             if task.status != Status.SUCCEEDED.value:
@@ -471,11 +592,13 @@ class Runner:
             ValueError: unknown id.
         """
         with self._lock:
+            self._drain()
             return self._known(task_id).error
 
     def submitted(self) -> int:
         """How many tasks this runner has submitted (alone on its scheduler, ids run from 1 to this)."""
         with self._lock:
+            self._drain()
             return self._own
 
     def wait(self, task_id: int, timeout: float) -> TaskView:
@@ -492,6 +615,7 @@ class Runner:
         _check_timeout(timeout)
         with self._lock:
             self._check_broken()
+            self._drain()
             task = self._known(task_id)
             return self._mode.wait(self, task_id, task, timeout)
 
@@ -511,7 +635,8 @@ class Runner:
         with self._lock:
             self._mode.others_may_have_worked(self)  # shared: another process may have made work: look again
             self._check_broken()
-            if not self._changed.wait_for(lambda: self._is_idle() or self._broken is not None, timeout):
+            self._drain()
+            if not self._idle.wait_for(lambda: self._is_idle() or self._broken is not None, timeout):
                 self._check_broken()
                 raise TimeoutError(
                     f"wait_idle: after {timeout} s, {len(self._running)} user function(s) still run "
@@ -530,6 +655,7 @@ class Runner:
         if self._trace is None:
             raise RuntimeError("save_trace needs a trace: make the runner with Runner(trace=True), which records every call")
         with self._lock:
+            self._drain()  # the queued submits are calls the scheduler is about to see
             calls = list(self._trace)
         steps = []
         for op, values, value, error in calls:
@@ -558,17 +684,38 @@ class Runner:
                 if attempt is _ASK_AGAIN:
                     continue
                 if attempt is None:
-                    self._changed.wait(self._seconds_to_next_due())
+                    if not self._running:
+                        self._idle.notify_all()  # nothing runs and this slot found nothing: wait_idle may hold
+                    # Counted before the queue is looked at, and a queued submit looks at the count
+                    # after its append: either this sees the submit or the submit sees this slot
+                    # waiting (and notifies it, once it waits), so no wake-up is lost.
+                    self._idle_slots += 1
+                    try:
+                        if not self._queued:
+                            self._work.wait(self._seconds_to_next_due())
+                    finally:
+                        self._idle_slots -= 1
                     continue
                 outcome = self._run_attempt(attempt)
                 self._finish(attempt, outcome)
 
     def _next_attempt(self, slot: str) -> Attempt | None:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
-        if self._proven_idle():
+        if self._queued:
+            self._drain()
+        if self._idle_proof is not None and self._proven_idle():
             return None  # a free slot already found nothing, and nothing new came or fell due since
         try:
-            lease, now = self._timed_call("dispatch", lambda now: dict(worker=slot, now=now, duration=self._lease))
+            if self._trace is None:  # the call by keyword, as _timed_call makes it, without the dict
+                now = self._clock.now
+                try:
+                    lease = self._scheduler.dispatch(worker=slot, now=now, duration=self._lease)
+                except ValueError as exc:
+                    lease, now = self._timed_retry("dispatch", {"worker": slot, "now": now, "duration": self._lease}, exc)
+                else:
+                    self._timed_done(now)
+            else:
+                lease, now = self._timed_call("dispatch", {"worker": slot, "now": None, "duration": self._lease})
         except OutcomeUnknown:
             # A lease it may have made is nobody's here: it ends at its expiry, by clock.now + lease
             # at the latest, and its task is eligible again then, which no idle proof may hide.
@@ -578,7 +725,6 @@ class Runner:
             return _ASK_AGAIN
         if lease is None:
             self._idle_proof = (self._version, now)
-            self._changed.notify_all()
             return None
         # Every due time up to now is behind every later dispatch, so no later idle proof needs
         # it; dropping them here keeps the heap to the tasks not yet due while the pool is busy.
@@ -594,11 +740,13 @@ class Runner:
             task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
             if lease.task_id > self._last_id:
                 self._last_id = lease.task_id
-        task.status = Status.RUNNING.value
+        task.status = _RUNNING
         task.attempts += 1
         self._mode.claim(lease.task_id, task, new)
-        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
         self._running[slot] = attempt
+        if lease.expires_at < self._soonest_expiry:
+            self._soonest_expiry = lease.expires_at
         if lease.expires_at < self._expiry_wakes_at:
             self._expiry_changed.notify()  # it sleeps past this lease's end: it must plan again
         return attempt
@@ -609,11 +757,30 @@ class Runner:
         try:
             return self._execute(attempt)
         finally:
-            self._lock.acquire()
+            self._relock()
+
+    def _relock(self) -> None:
+        """Take the lock back after user work: try, and while another thread holds it, yield the GIL.
+
+        A thread blocked on the lock makes every release of it wake that thread
+        (a system call), which then mostly finds the lock taken again: with
+        no-op work, slots queued for the lock that way cost several calls per
+        task. Held by a thread that runs Python, the lock is free again once
+        that thread has had the GIL for a moment, so a slot yields the GIL
+        (``time.sleep(0)``) and tries again, and blocks only after
+        ``RELOCK_TRIES`` tries (the holder waits on something else: a
+        scheduler over a network, say).
+        """
+        lock = self._lock
+        for _ in range(RELOCK_TRIES):
+            if lock.acquire(False):
+                return
+            time.sleep(0)  # releases the GIL: the holder runs, and may release the lock meanwhile
+        lock.acquire()
 
     def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
-        task = self._tasks[attempt.task_id]  # a dict read; entries are never removed
+        task = attempt.record
         if task.problem is not None:
             return ("error", LookupError(task.problem))  # nothing here can run it; fail the attempt
         return self._runs.run(self, attempt, task)
@@ -625,9 +792,23 @@ class Runner:
             if kind == "killed" and not attempt.cancel_requested:
                 return  # terminated because its lease expired: the scheduler already took the task back
             op = "complete" if kind == "ok" else "fail"
-            answer, now = self._report(op, attempt)
+            try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                if self._trace is None:
+                    now = self._clock.now
+                    report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                    try:
+                        answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                    except ValueError as exc:
+                        answer, now = self._timed_retry(
+                            op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                    else:
+                        self._timed_done(now)
+                else:
+                    answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+            except OutcomeUnknown:
+                answer, now = self._report(op, attempt, lost=True)
             if answer.accepted:
-                task = self._tasks[attempt.task_id]
+                task = attempt.record
                 if kind == "ok":
                     task.result = value
                     task.completed_here = True
@@ -639,20 +820,29 @@ class Runner:
                     view = self._refresh(attempt.task_id, now)
                     if view.status == Status.RETRY_WAIT:
                         heapq.heappush(self._due_hints, view.due_at)
+                        self._work.notify_all()  # idle slots wake at the retry's due time
         finally:
             del self._running[attempt.slot]
-            self._changed.notify_all()
+            self._changed.notify_all()  # the task may be final (the pool's idleness: see _slot_loop)
 
-    def _report(self, op: str, attempt: Attempt) -> tuple[Outcome, int]:
+    def _report(self, op: str, attempt: Attempt, lost: bool = False) -> tuple[Outcome, int]:
         """Under the lock: ``complete`` or ``fail`` the attempt; its answer and the time it was made at
-        (for a lost answer resolved by reading the task, the clock's time when read)."""
+        (for a lost answer resolved by reading the task, the clock's time when read).
+
+        ``lost``: the first call was made (``_finish`` makes it itself) and its
+        answer lost, so this starts by resolving it. Each lost answer is
+        resolved before the call is made again, ``UNKNOWN_RETRIES`` calls in all.
+        """
         for _ in range(UNKNOWN_RETRIES):
-            try:
-                return self._timed_call(op, lambda now: {"task_id": attempt.task_id, "token": attempt.token, "now": now})
-            except OutcomeUnknown:
-                answer = self._resolve(op, attempt)
-                if answer is not None:
-                    return answer, self._clock.now
+            if not lost:
+                try:
+                    return self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    pass
+            lost = False
+            answer = self._resolve(op, attempt)
+            if answer is not None:
+                return answer, self._clock.now
         raise RuntimeError(f"{op} of task {attempt.task_id} lost its answer {UNKNOWN_RETRIES} times in a row")
 
     def _resolve(self, op: str, attempt: Attempt) -> Outcome | None:
@@ -688,10 +878,10 @@ class Runner:
             while not self._stopping:
                 self._mode.look_around(self)
                 if self._expire_due_leases():
-                    self._changed.notify_all()
+                    self._wake_pool()
                     continue
                 live = [a.expires_at for a in self._running.values() if not a.expired]
-                self._expiry_wakes_at = min(live) if live else float("inf")
+                self._expiry_wakes_at = min(live) if live else _NEVER
                 wait = self._clock.seconds_until(self._expiry_wakes_at) if live else None
                 self._expiry_changed.wait(self._mode.bound_wait(wait))
 
@@ -703,19 +893,32 @@ class Runner:
         now = self._clock.now
         if not any(not a.expired and a.expires_at <= now for a in self._running.values()):
             return False
-        self._timed_call("advance", lambda now: {"now": now})
+        self._timed_call("advance", {"now": None})
         return True
 
     def _after_timed_call(self, now: int) -> None:
-        """Under the lock, after any timed call at ``now``: notice leases the scheduler expired."""
-        for attempt in self._running.values():
-            if not attempt.expired and attempt.expires_at <= now:
-                attempt.expired = True
-                self._refresh(attempt.task_id, now)
-                self._version += 1  # the task is eligible again
-                self._runs.lease_lost(attempt)  # process isolation: terminate its child
-        ended = self._ended
-        if ended and self._retention is not None and ended[0][0] < now - self._retention:
+        """Under the lock, after any timed call at ``now``: notice leases the scheduler expired,
+        and forget the records whose retention window has passed.
+
+        ``_timed_call`` calls it only when there may be something to do: a live
+        lease may have ended (O(workers)) or a record's window passed (O(records
+        forgotten)); most timed calls come before both.
+        """
+        if now >= self._soonest_expiry:
+            soonest = _NEVER
+            for attempt in self._running.values():
+                if attempt.expired:
+                    continue
+                if attempt.expires_at <= now:
+                    attempt.expired = True
+                    self._refresh(attempt.task_id, now)
+                    self._version += 1  # the task is eligible again (or final: out of attempts)
+                    self._runs.lease_lost(attempt)  # process isolation: terminate its child
+                    self._wake_pool()
+                elif attempt.expires_at < soonest:
+                    soonest = attempt.expires_at
+            self._soonest_expiry = soonest
+        if now >= self._next_forget:
             self._forget_before(now - self._retention, now)
 
     def _heartbeat(self, attempt: Attempt, duration: int | None) -> bool:
@@ -724,9 +927,8 @@ class Runner:
         with self._lock:
             length = self._lease if duration is None else duration
             try:
-                answer, now = self._timed_call("renew", lambda now: dict(
-                    task_id=attempt.task_id, token=attempt.token, now=now, duration=length,
-                ))
+                answer, now = self._timed_call(
+                    "renew", {"task_id": attempt.task_id, "token": attempt.token, "now": None, "duration": length})
             except OutcomeUnknown:
                 # accepted exactly when the lease is still this attempt's and ends where the renewal put it
                 view = self._refresh(attempt.task_id)
@@ -736,9 +938,11 @@ class Runner:
                 now = view.expires_at - length if accepted else now
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
+                if attempt.expires_at < self._soonest_expiry:
+                    self._soonest_expiry = attempt.expires_at  # a shorter renewal ends sooner
             else:
                 attempt.renew_refused = True
-            self._changed.notify_all()
+            self._wake_pool()
             return answer.accepted
 
     # ------------------------------------------------------------ helpers (all under the lock)
@@ -761,8 +965,12 @@ class Runner:
         trace.append((op, tuple(args.values()), value, None))
         return value
 
-    def _timed_call(self, op: str, args_at: Callable[[int], dict]) -> tuple[object, int]:
+    def _timed_call(self, op: str, args: dict) -> tuple[object, int]:
         """Make a timed call at the clock's ``now``; return its value and the ``now`` it was made at.
+
+        ``args`` are the call's arguments in protocol order (as ``_call``), with a
+        placeholder for ``now``, which is filled in with the clock's time: a dict
+        per call, no closure.
 
         When the scheduler refuses the time as behind its clock ("time can't go
         backwards": another client moved the shared clock on after this runner
@@ -772,20 +980,35 @@ class Runner:
         stays behind the scheduler's cannot catch up by retrying: its
         ``ValueError`` is raised.
         """
-        now = self._clock.now
+        now = args["now"] = self._clock.now
+        try:
+            value = self._call(op, args)
+        except ValueError as exc:
+            return self._timed_retry(op, args, exc)
+        self._timed_done(now)
+        return value, now
+
+    def _timed_retry(self, op: str, args: dict, refused: ValueError) -> tuple[object, int]:
+        """``_timed_call`` after its first call at ``args["now"]`` was refused with ``refused``."""
         for _ in range(TIME_RETRIES):
+            now, fresh = args["now"], self._clock.now
+            if BACKWARDS not in str(refused) or fresh <= now:
+                raise refused
+            args["now"] = fresh
             try:
-                value = self._call(op, args_at(now))
+                value = self._call(op, args)
             except ValueError as exc:
-                fresh = self._clock.now
-                if BACKWARDS not in str(exc) or fresh <= now:
-                    raise
-                now = fresh
+                refused = exc
                 continue
-            self._now_seen = now
-            self._after_timed_call(now)
-            return value, now
+            self._timed_done(fresh)
+            return value, fresh
         raise ValueError(f"{op}: the scheduler refused {TIME_RETRIES} times in a row a time the clock had just given")
+
+    def _timed_done(self, now: int) -> None:
+        """After a timed call at ``now`` took effect: the time seen, and what may have ended by it."""
+        self._now_seen = now
+        if now >= self._soonest_expiry or now >= self._next_forget:
+            self._after_timed_call(now)
 
     def _refresh(self, task_id: int, now: int | None = None) -> TaskView:
         """Read the task's view and keep its status; a task found final starts its retention
@@ -801,7 +1024,10 @@ class Runner:
     def _ended_at(self, now: int, task_id: int) -> None:
         """The task became final at ``now``: its record is kept for the retention window from then."""
         if self._retention is not None:
-            self._ended.append((now, task_id))
+            if not self._ended:
+                self._next_forget = now + self._retention + 1  # forgotten once it ended before now - retention
+            self._ended.append(task_id)
+            self._ended_times.append(now)
 
     def _forget_before(self, before: int, now: int) -> None:
         """Drop the records of tasks that became final before ``before``, and prune the scheduler so.
@@ -810,19 +1036,26 @@ class Runner:
         shared scheduler's prune may be refused as behind its clock (another
         client moved it on): nothing is lost, the next timed call prunes.
         """
-        ended, tasks = self._ended, self._tasks
-        while ended and ended[0][0] < before:
-            _, task_id = ended.popleft()
-            tasks.pop(task_id, None)
+        ended, times, tasks = self._ended, self._ended_times, self._tasks
+        while times and times[0] < before:
+            times.popleft()
+            tasks.pop(ended.popleft(), None)
+        self._next_forget = times[0] + self._retention + 1 if times else _NEVER
         if self._prunes:
             try:
                 self._call("prune", {"before": before, "now": now})
             except ValueError:
                 pass  # behind a shared clock: the next window's prune forgets these too
 
+    def _wake_pool(self) -> None:
+        """Wake idle slots (work may be eligible) and callers of wait and wait_idle."""
+        self._work.notify_all()
+        self._changed.notify_all()
+        self._idle.notify_all()
+
     def _wake_all(self) -> None:
         """Wake every waiting thread: the pool, the expiry thread, callers of wait and wait_idle."""
-        self._changed.notify_all()
+        self._wake_pool()
         self._expiry_changed.notify_all()
 
     def _known(self, task_id: int) -> TaskRecord:
@@ -837,7 +1070,7 @@ class Runner:
         return task
 
     def _is_idle(self) -> bool:
-        return not self._running and self._proven_idle()
+        return not self._running and not self._queued and self._proven_idle()
 
     def _proven_idle(self) -> bool:
         """True when a dispatch now would find nothing eligible.
@@ -869,6 +1102,7 @@ class Runner:
         taken back; what fell due is dispatched by the pool's threads.
         """
         with self._lock:
+            self._drain()  # submitted before time moved: the scheduler sees them before it moves
             if not self._stopping:
                 self._expire_due_leases()
             self._mode.others_may_have_worked(self)  # shared: retries and due tasks others submitted may be eligible
@@ -876,6 +1110,37 @@ class Runner:
 
 
 _SUCCEEDED = Status.SUCCEEDED.value
+_RUNNING = Status.RUNNING.value
+
+
+class _Signal(threading.Condition):
+    """A condition variable whose notify costs nothing when no thread waits on it.
+
+    A busy pool notifies at every submit and every finish, and then usually
+    nobody waits (every slot is running work): ``Condition.notify`` would still
+    check the lock's owner and look at its waiters, about 0.4 us a
+    call. ``waiting`` counts the threads in ``wait`` (``wait_for`` waits through
+    it); it changes only with the lock held, as ``notify`` is called.
+    """
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.waiting = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting += 1
+        try:
+            return super().wait(timeout)
+        finally:
+            self.waiting -= 1
+
+    def notify(self, n: int = 1) -> None:
+        if self.waiting:
+            super().notify(n)
+
+    def notify_all(self) -> None:
+        if self.waiting:
+            super().notify_all()
 
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
 _ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}

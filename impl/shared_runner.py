@@ -235,7 +235,7 @@ class SharedMode:
     def others_may_have_worked(self, runner: object) -> None:
         """Drop the idle proof: another process may have made work, or time moved for its tasks."""
         runner._version += 1
-        runner._changed.notify_all()
+        runner._wake_pool()
 
     def look_around(self, runner: object) -> None:
         """If another process made a task or moved time, look for work.

@@ -23,6 +23,7 @@ import pytest
 from runner_helpers import BOUND, replay_mismatches
 from runner_mutants import CompletesWithFirstToken
 
+from fencepost.impl import Scheduler
 from fencepost.impl.runner import ManualClock, Runner
 
 #: Examples per run: each starts a pool of threads, so fewer than the spec's machine runs.
@@ -99,11 +100,16 @@ class Workload:
             self.blocked.clear()
 
 
-def run_workload(runner_class: type, workers: int, lease: int, task_specs: list, script: list, folder: Path) -> None:
-    """Run one workload through a runner of ``runner_class`` and assert everything the module docstring lists."""
+def run_workload(runner_class: type, workers: int, lease: int, task_specs: list, script: list, folder: Path,
+                 given_scheduler: bool = False) -> None:
+    """Run one workload through a runner of ``runner_class`` and assert everything the module docstring lists.
+
+    ``given_scheduler``: the runner is given its scheduler (its submits are made under its lock)
+    instead of making its own (its submits are queued: ``Runner._queue_submit``)."""
     clock = ManualClock()
     workload = Workload([spec[0] for spec in task_specs])
-    runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True)
+    given = {"scheduler": Scheduler()} if given_scheduler else {}
+    runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True, **given)
     runner.start()
     try:
         ids = [
@@ -146,9 +152,11 @@ def run_workload(runner_class: type, workers: int, lease: int, task_specs: list,
     lease=st.integers(1, 5),
     task_specs=st.lists(tasks, min_size=1, max_size=5),
     script=st.lists(actions, max_size=12),
+    given_scheduler=st.booleans(),
 )
-def test_random_workloads_replay_against_the_model(workers, lease, task_specs, script, tmp_path_factory) -> None:
-    run_workload(Runner, workers, lease, task_specs, script, Path(tmp_path_factory.mktemp("trace")))
+def test_random_workloads_replay_against_the_model(workers, lease, task_specs, script, given_scheduler,
+                                                   tmp_path_factory) -> None:
+    run_workload(Runner, workers, lease, task_specs, script, Path(tmp_path_factory.mktemp("trace")), given_scheduler)
 
 
 def test_a_workload_catches_a_runner_that_reports_with_the_first_token(tmp_path: Path) -> None:
