@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.notifications import Notification, Notify
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
@@ -212,11 +212,13 @@ class FencepostApp(App[None]):
 
     # The footer is refreshed by refresh_keys, only when a key's state changes:
     # rebuilding it on every step would cost more than drawing the step.
-    step: reactive[int] = reactive(0, init=False)
-    playing: reactive[bool] = reactive(False, init=False)
-    speed: reactive[int] = reactive(DEFAULT_SPEED, init=False)
-    side: reactive[str] = reactive("impl", init=False)
-    interactive: reactive[bool] = reactive(False, init=False)
+    # vars, not reactives: an App's reactive repaints the whole screen on every change,
+    # where the watchers already update just the widgets that show the value.
+    step: var[int] = var(0, init=False)
+    playing: var[bool] = var(False, init=False)
+    speed: var[int] = var(DEFAULT_SPEED, init=False)
+    side: var[str] = var("impl", init=False)
+    interactive: var[bool] = var(False, init=False)
 
     def __init__(
         self,
