@@ -15,7 +15,7 @@ import bisect
 from collections.abc import Sequence
 
 from rich.cells import cell_len
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
@@ -75,8 +75,31 @@ class LineList(ScrollView, can_focus=False):
         self._window = window
         size = Size(width, count)
         if self.virtual_size != size:
-            self.virtual_size = size
+            self._set_virtual_size(size)
         self.refresh()
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Take ``size`` as the scrollable size, laying the screen out again only if that shows.
+
+        Setting ``virtual_size`` lays out the whole screen (Textual's reactive is
+        ``layout=True``), which costs more than drawing a step. For a list whose own
+        size the stylesheet fixes, a new line count matters to the layout only when a
+        scrollbar appears or goes, or a visible one has its thumb to redraw; otherwise
+        the size is stored as it is and the scroll position kept within it.
+        """
+        width, height = self.container_size
+        old = self.virtual_size
+        crosses = (old.width > width) != (size.width > width) or (old.height > height) != (size.height > height)
+        styles = self.styles
+        drawn = (self.show_vertical_scrollbar and styles.scrollbar_size_vertical) or (
+            self.show_horizontal_scrollbar and styles.scrollbar_size_horizontal
+        )
+        if crosses or drawn or not self.container_size:
+            self.virtual_size = size
+            return
+        self.set_reactive(LineList.virtual_size, size)
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -394,10 +417,27 @@ def _last_space(text: str, width: int) -> int:
     return text.rfind(" ", 0, _cells_prefix(text, width) + 1)
 
 
-class WorkerStrip(Static):
-    """Every worker with its used/total slots."""
+class FittedStatic(Static):
+    """A ``Static`` whose new content lays the screen out again only when it changes the widget's height.
 
-    _shown_length = -1
+    ``Static.update`` lays out the whole screen every time, which costs more than
+    drawing a step; most steps change a panel's words, not its number of lines.
+    """
+
+    def show_content(self, content: RenderableType) -> None:
+        """Show ``content``; a layout only if its height at the current width differs from
+        the height laid out (or the widget has no size yet). O(the content's length)."""
+        self.update(content, layout=False)
+        width, height = self.content_size
+        rule = self.styles.width  # None: as wide as the container, whatever the content
+        if not (self.display and width) or (rule is not None and rule.is_auto):
+            self.refresh(layout=True)
+        elif self.get_content_height(Size(0, 0), Size(0, 0), width) != height:
+            self.refresh(layout=True)
+
+
+class WorkerStrip(FittedStatic):
+    """Every worker with its used/total slots."""
 
     COMPONENT_CLASSES = {"worker-strip--name", "worker-strip--used", "worker-strip--free", "worker-strip--full"}
 
@@ -406,7 +446,7 @@ class WorkerStrip(Static):
 
     def show(self, workers: Sequence[WorkerLoad]) -> None:
         if not workers:
-            self.update(Text("no workers yet: add_worker adds one", style=self._style("free")))
+            self.show_content(Text("no workers yet: add_worker adds one", style=self._style("free")))
             return
         text = Text()
         for number, w in enumerate(workers):
@@ -420,9 +460,7 @@ class WorkerStrip(Static):
                 text.append("▯" * max(0, w.capacity - w.used), self._style("free"))
                 text.append(" ")
             text.append(f"{w.used}/{w.capacity}", self._style("full" if full else "name"))
-        # A step changes counts, rarely the length: only a new length may need another line.
-        self.update(text, layout=len(text) != self._shown_length)
-        self._shown_length = len(text)
+        self.show_content(text)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"worker-strip--{name}", partial=True)
@@ -512,7 +550,7 @@ class SidePanel(VerticalScroll, can_focus=False):
         self.border_subtitle = self.HINTS[y > 0, y < bottom]
 
 
-class StepSummary(Static):
+class StepSummary(FittedStatic):
     """The step on screen: its call, its answer, what happened, and what comes next."""
 
     COMPONENT_CLASSES = {
@@ -530,7 +568,7 @@ class StepSummary(Static):
             text.append(f"Step {frame.index} of {last}\n", s("heading"))
             text.append(frame.call + "\n", s("call"))
             text.append("→ ? (your prediction first)", s("next"))
-            self.update(text)
+            self.show_content(text)
             return
         if frame.step is None:
             text.append("Before the first step", s("heading"))
@@ -544,7 +582,7 @@ class StepSummary(Static):
         if upcoming is not None:
             text.append("next: " + upcoming.call, s("next"))
         text.rstrip()  # the last step has no "next:" line: no blank line in its place
-        self.update(text)
+        self.show_content(text)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"step-summary--{name}", partial=True)
@@ -565,7 +603,7 @@ class Narration(Static):
         self.update(RichMarkdown(markdown, hyperlinks=False) if markdown else "")
 
 
-class Differences(Static):
+class Differences(FittedStatic):
     """Where the implementation parts from the model at the step on screen."""
 
     COMPONENT_CLASSES = {"differences--heading", "differences--line"}
@@ -586,13 +624,13 @@ class Differences(Static):
                 text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
             for line in lines:
                 text.append(f"• {line}\n", s("line"))
-        self.update(text)
+        self.show_content(text)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"differences--{name}", partial=True)
 
 
-class QuestionPanel(Static):
+class QuestionPanel(FittedStatic):
     """A step's question: its choices while open; then the verdict, the right choice and why."""
 
     COMPONENT_CLASSES = {
@@ -628,7 +666,7 @@ class QuestionPanel(Static):
                 verdict = f"Not quite: the answer is {question.answer}."
             after = Text(f"{verdict} {score}\n", s("right" if picked == question.answer else "wrong"))
             after.append(question.why.strip())
-        self.update(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
+        self.show_content(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"question-panel--{name}", partial=True)
