@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Self
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
@@ -23,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -44,8 +45,59 @@ BAR_WIDTH = 6
 DONE_BADGES = {"succeeded": "✓", "failed": "✗", "cancelled": "⊘"}
 
 
-class LineList(ScrollView, can_focus=False):
-    """A scrolling list that formats only the lines on screen (Textual's Line API)."""
+class BorderTitles:
+    """Border titles that repaint only their border row, and only when their words change.
+
+    Textual repaints the whole widget on every assignment to ``border_title`` or
+    ``border_subtitle``, the same words or not, and a step retitles most lists
+    (their counts); here the assignment's own repaint is held back and only the
+    row the title is drawn on is repainted.
+
+    A mixin for a widget class, named before its Textual base: not a ``Widget`` itself,
+    so Textual still takes the default CSS from that base (it follows the first base
+    that is a DOM node).
+    """
+
+    _title_shown: str | None = None
+    _subtitle_shown: str | None = None
+    _retitling = False  # True while a title is assigned: its repaint of the whole widget is held back
+
+    def show_title(self, title: str) -> None:
+        if title != self._title_shown:
+            self._title_shown = title
+            self._retitle("border_title", title, 0)
+
+    def show_subtitle(self, subtitle: str) -> None:
+        if subtitle != self._subtitle_shown:
+            self._subtitle_shown = subtitle
+            self._retitle("border_subtitle", subtitle, self.outer_size.height - 1)
+
+    def _retitle(self, name: str, words: str, row: int) -> None:
+        """Assign ``words`` to the title ``name`` on row ``row`` of the widget (border included),
+        repainting that row only."""
+        if not self.outer_size:  # not laid out yet: the first paint draws everything
+            setattr(self, name, words)
+            return
+        self._retitling = True
+        try:
+            setattr(self, name, words)
+        finally:
+            self._retitling = False
+        # refresh takes regions relative to the content, which starts past the border and padding
+        self.refresh(Region(-self.content_offset.x, row - self.content_offset.y, self.outer_size.width, 1))
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        if self._retitling and not (regions or layout or recompose):
+            return self  # the title's own repaint of everything: _retitle repaints its row instead
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
+class LineList(BorderTitles, ScrollView, can_focus=False):
+    """A scrolling list that formats only the lines on screen (Textual's Line API).
+
+    A step repaints only the lines on screen whose words changed (``set_line_count``):
+    Textual redraws a line, its border and background, for each line marked dirty.
+    """
 
     #: Component classes of a subclass are named ``PREFIX--name``.
     PREFIX = ""
@@ -56,7 +108,8 @@ class LineList(ScrollView, can_focus=False):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._count = 0
-        self._window: tuple = ()  # the visible lines as last drawn
+        self._window: tuple = ()  # what the lines on screen were drawn for: (size, scroll offset)
+        self._drawn: tuple = ()  # the lines on screen as last drawn, a Line (or EMPTY, or None) per row
         self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # a line's parts -> its drawn strip
         self._base: Style | None = None  # self.rich_style, which is slow to compute per line
 
@@ -64,19 +117,38 @@ class LineList(ScrollView, can_focus=False):
         """Line ``index`` (0 <= index < the count given to ``set_line_count``)."""
         raise NotImplementedError
 
-    def set_line_count(self, count: int, width: int = 0) -> None:
-        """Show ``count`` lines (``line`` already answers for them); repaint only if what
-        is on screen changed, so a step repaints the lists it touched and no others."""
+    def set_line_count(self, count: int, width: int = 0, scroll_y: int | None = None) -> None:
+        """Show ``count`` lines (``line`` already answers for them), scrolled to ``scroll_y``
+        if given; repaint only the rows on screen whose line changed, so a step repaints
+        the rows it touched and no others. O(rows on screen)."""
         self._count = count
-        top, height = round(self.scroll_y), self.size.height
-        window = (count, width, top, tuple(self.line(i) for i in range(top, min(count, top + height))))
-        if window == self._window:
-            return
-        self._window = window
         size = Size(width, count)
         if self.virtual_size != size:
             self._set_virtual_size(size)
-        self.refresh()
+        if scroll_y is not None:
+            # force: before the first layout with enough lines there is no scrollbar yet,
+            # and an unforced scroll would be refused
+            self.scroll_to(y=scroll_y, animate=False, force=True)
+        top, height = self.scroll_offset.y, self.scrollable_content_region.height
+        drawn = tuple(
+            self.line(i) if i < count else (self.EMPTY if i == 0 else None) for i in range(top, top + height)
+        )
+        window, old = (self.size, self.scroll_offset), self._drawn
+        self._drawn = drawn
+        if window != self._window or len(old) != len(drawn):
+            self._window = window
+            self.refresh()  # moved or resized: every row (a scroll has repainted them already)
+            return
+        row = 0
+        while row < height:  # runs of changed rows, one region each
+            if drawn[row] == old[row]:
+                row += 1
+                continue
+            end = row + 1
+            while end < height and drawn[end] != old[end]:
+                end += 1
+            self.refresh(Region(0, row, self.scrollable_content_region.width, end - row))
+            row = end
 
     def _set_virtual_size(self, size: Size) -> None:
         """Take ``size`` as the scrollable size, laying the screen out again only if that shows.
@@ -163,8 +235,8 @@ class TaskColumn(LineList):
         super().__init__(id=id, classes=f"task-column -{kind}")
         self.kind = kind
         self.EMPTY = self.EMPTIES[kind]
-        self.border_title = self.TITLES[kind]
-        self.border_subtitle = self.LEGENDS[kind]
+        self.show_title(self.TITLES[kind])
+        self.show_subtitle(self.LEGENDS[kind])
         self._rows: Sequence[Row] = ()
         self._board: Board | None = None
         self._id_width = 1
@@ -174,7 +246,7 @@ class TaskColumn(LineList):
         self._rows, self._board = rows, board
         # ids are 1..n, so the widest is at most as wide as the number of tasks
         self._id_width = len(str(len(board.pending) + len(board.running) + len(board.done)))
-        self.border_title = f"{self.TITLES[self.kind]} {len(rows):,}"
+        self.show_title(f"{self.TITLES[self.kind]} {len(rows):,}")
         self.set_line_count(len(rows))
 
     def line(self, index: int) -> Line:
@@ -306,7 +378,7 @@ class EventLog(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.border_title = "Events"
+        self.show_title("Events")
         self._timeline: Timeline | None = None
         self._index = 0
         self._wrap_width = 0  # the width _starts was computed for (0: no wrapping)
@@ -322,12 +394,9 @@ class EventLog(LineList):
         first, end = timeline.log_end[max(0, index - 1)] if index else 0, timeline.log_end[index]
         self._wrap_up_to(end)
         start, count = self._starts[first], self._starts[end]
-        self.border_subtitle = f"step {index}" if index else ""
-        self.set_line_count(count)
+        self.show_subtitle(f"step {index}" if index else "")
         height = self.scrollable_content_region.height or 1
-        # force: before the first layout with enough lines there is no scrollbar yet,
-        # and an unforced scroll would be refused
-        self.scroll_to(y=max(0, min(start, count - height)), animate=False, force=True)
+        self.set_line_count(count, scroll_y=max(0, min(start, count - height)))
 
     def on_resize(self) -> None:
         if self._timeline is not None and self.scrollable_content_region.width != self._wrap_width:
@@ -524,7 +593,7 @@ class StatusBar(Static):
         return self.get_component_rich_style(f"status-bar--{name}", partial=True)
 
 
-class SidePanel(VerticalScroll, can_focus=False):
+class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
     """The step panel: summary, differences from the model, narration.
 
     It never takes the keys (they step through time): the app's PgUp/PgDn and
@@ -547,7 +616,7 @@ class SidePanel(VerticalScroll, can_focus=False):
 
     def show_hint(self) -> None:
         y, bottom = round(self.scroll_y), self.max_scroll_y
-        self.border_subtitle = self.HINTS[y > 0, y < bottom]
+        self.show_subtitle(self.HINTS[y > 0, y < bottom])
 
 
 class StepSummary(FittedStatic):
