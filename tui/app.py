@@ -8,6 +8,7 @@ side is shown); ``tui.timeline`` computed everything it shows; the widgets in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import re
 from collections.abc import Callable, Iterable
@@ -360,7 +361,7 @@ class FencepostApp(App[None]):
         if self.has_class("-lanes"):
             self.query_one(LanesView).show(timeline, shown)
         else:
-            for column in self.query(TaskColumn):
+            for column in self.task_columns:
                 column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
         self.query_one(EventLog).show(timeline, shown)
@@ -385,6 +386,11 @@ class FencepostApp(App[None]):
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    @functools.cached_property
+    def task_columns(self) -> tuple[TaskColumn, ...]:
+        """Pending, Running, Done: composed once, looked up once (a query walks the DOM every step)."""
+        return tuple(self.query(TaskColumn))
 
     def next_walkthrough(self) -> str | None:
         """The walkthrough after this one in the curriculum (None: not a curriculum walkthrough, or the last)."""

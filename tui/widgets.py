@@ -45,6 +45,34 @@ BAR_WIDTH = 6
 DONE_BADGES = {"succeeded": "✓", "failed": "✗", "cancelled": "⊘"}
 
 
+class ComponentStyles:
+    """The Rich style of each of a widget's component classes, kept until the CSS changes.
+
+    Textual recomputes a component's style after every repaint of the widget (its
+    cache is cleared by ``refresh``), and a step asks for a few dozen of them.
+    A mixin, named before the widget's Textual base (see ``BorderTitles``).
+    """
+
+    #: Component classes of a subclass are named ``PREFIX--name``.
+    PREFIX = ""
+
+    _component_styles_cache: dict[str, Style] | None = None
+
+    def _style(self, name: str) -> Style:
+        """The partial style (not combined with the widget's) of component ``PREFIX--name``."""
+        cache = self._component_styles_cache
+        if cache is None:
+            cache = self._component_styles_cache = {}
+        style = cache.get(name)
+        if style is None:
+            style = cache[name] = self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component_styles_cache = None  # new CSS (a theme, a class): every style is stale
+
+
 class BorderTitles:
     """Border titles that repaint only their border row, and only when their words change.
 
@@ -92,15 +120,12 @@ class BorderTitles:
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
 
-class LineList(BorderTitles, ScrollView, can_focus=False):
+class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
     """A scrolling list that formats only the lines on screen (Textual's Line API).
 
     A step repaints only the lines on screen whose words changed (``set_line_count``):
     Textual redraws a line, its border and background, for each line marked dirty.
     """
-
-    #: Component classes of a subclass are named ``PREFIX--name``.
-    PREFIX = ""
 
     #: Shown, dimmed, when there are no lines.
     EMPTY = ""
@@ -199,9 +224,6 @@ class LineList(BorderTitles, ScrollView, can_focus=False):
             strip = self._strips[key] = Strip(segments).crop_extend(scroll_x, scroll_x + width, row_style)
         return strip
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
-
 
 class TaskColumn(LineList):
     """One of Pending, Running and Done at one frame."""
@@ -240,12 +262,14 @@ class TaskColumn(LineList):
         self._rows: Sequence[Row] = ()
         self._board: Board | None = None
         self._id_width = 1
+        self._room = 0  # the columns a row has
 
     def show(self, board: Board) -> None:
         rows: Sequence[Row] = getattr(board, self.kind)
         self._rows, self._board = rows, board
         # ids are 1..n, so the widest is at most as wide as the number of tasks
         self._id_width = len(str(len(board.pending) + len(board.running) + len(board.done)))
+        self._room = self.scrollable_content_region.width  # a slow property: once a show, not once a row
         self.show_title(f"{self.TITLES[self.kind]} {len(rows):,}")
         self.set_line_count(len(rows))
 
@@ -253,7 +277,7 @@ class TaskColumn(LineList):
         row, board = self._rows[index], self._board
         row_class = "changed" if row.id in board.changed else None
         parts = getattr(self, f"_format_{self.kind}")(row, board)
-        return row_class, fit(parts, self.scrollable_content_region.width)
+        return row_class, fit(parts, self._room)
 
     def on_resize(self) -> None:
         if self._board is not None:  # a new width may show more of a row, or need less of it
@@ -505,8 +529,10 @@ class FittedStatic(Static):
             self.refresh(layout=True)
 
 
-class WorkerStrip(FittedStatic):
+class WorkerStrip(ComponentStyles, FittedStatic):
     """Every worker with its used/total slots."""
+
+    PREFIX = "worker-strip"
 
     COMPONENT_CLASSES = {"worker-strip--name", "worker-strip--used", "worker-strip--free", "worker-strip--full"}
 
@@ -531,12 +557,12 @@ class WorkerStrip(FittedStatic):
             text.append(f"{w.used}/{w.capacity}", self._style("full" if full else "name"))
         self.show_content(text)
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"worker-strip--{name}", partial=True)
 
 
-class StatusBar(Static):
+class StatusBar(ComponentStyles, Static):
     """Title, ``step K/N``, ``t=T``, autoplay, and the marks of the step on screen."""
+
+    PREFIX = "status-bar"
 
     COMPONENT_CLASSES = {
         "status-bar--title",
@@ -589,8 +615,6 @@ class StatusBar(Static):
         text.append(title, s("title"))
         self.update(text, layout=False)  # always one line
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"status-bar--{name}", partial=True)
 
 
 class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
@@ -619,8 +643,10 @@ class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
         self.show_subtitle(self.HINTS[y > 0, y < bottom])
 
 
-class StepSummary(FittedStatic):
+class StepSummary(ComponentStyles, FittedStatic):
     """The step on screen: its call, its answer, what happened, and what comes next."""
+
+    PREFIX = "step-summary"
 
     COMPONENT_CLASSES = {
         "step-summary--heading",
@@ -653,8 +679,6 @@ class StepSummary(FittedStatic):
         text.rstrip()  # the last step has no "next:" line: no blank line in its place
         self.show_content(text)
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"step-summary--{name}", partial=True)
 
 
 class Narration(Static):
@@ -672,8 +696,10 @@ class Narration(Static):
         self.update(RichMarkdown(markdown, hyperlinks=False) if markdown else "")
 
 
-class Differences(FittedStatic):
+class Differences(ComponentStyles, FittedStatic):
     """Where the implementation parts from the model at the step on screen."""
+
+    PREFIX = "differences"
 
     COMPONENT_CLASSES = {"differences--heading", "differences--line"}
 
@@ -695,12 +721,12 @@ class Differences(FittedStatic):
                 text.append(f"• {line}\n", s("line"))
         self.show_content(text)
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"differences--{name}", partial=True)
 
 
-class QuestionPanel(FittedStatic):
+class QuestionPanel(ComponentStyles, FittedStatic):
     """A step's question: its choices while open; then the verdict, the right choice and why."""
+
+    PREFIX = "question-panel"
 
     COMPONENT_CLASSES = {
         "question-panel--ask",
@@ -737,5 +763,3 @@ class QuestionPanel(FittedStatic):
             after.append(question.why.strip())
         self.show_content(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"question-panel--{name}", partial=True)

@@ -48,3 +48,23 @@ async def test_a_jump_and_the_model_side_leave_the_screen_a_fresh_app_draws(size
     assert step == 2
     assert stepped == (await screen_at(step, size))[1]
 
+
+
+async def test_a_new_theme_repaints_every_row_in_its_colours():
+    """The widgets keep their rows' styles between steps; new CSS (a theme from ctrl+p) must drop them."""
+    step = len(SCENARIO.steps) - 30
+
+    async def shot(switch: bool) -> str:
+        app = FencepostApp(open_timeline(SCENARIO, Scheduler))
+        app.set_reactive(FencepostApp.step, step)
+        if not switch:
+            app.theme = "textual-light"  # before the first paint
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            if switch:
+                app.theme = "textual-light"
+            await pilot.press("right", "left")
+            await pilot.pause()
+            return app.export_screenshot(title="fencepost")
+
+    assert await shot(switch=True) == await shot(switch=False)
