@@ -528,6 +528,13 @@ class FittedStatic(Static):
         elif self.get_content_height(Size(0, 0), Size(0, 0), width) != height:
             self.refresh(layout=True)
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Textual (8.2) stores the virtual size it gives a widget in a layout through a
+        # reactive that lays the screen out once more, right after the layout that resized
+        # it; a Static does not scroll, so its virtual size changes nothing there. (A private
+        # hook: tests/tui/test_repaint.py counts the layouts a step costs, and would see it go.)
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
 
 class WorkerStrip(ComponentStyles, FittedStatic):
     """Every worker with its used/total slots."""

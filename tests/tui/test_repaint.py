@@ -9,10 +9,12 @@ so a row a step should have repainted and did not shows up as a difference.
 from __future__ import annotations
 
 import pytest
+from textual.screen import Screen
 
 from fencepost.impl import Scheduler
 from fencepost.tui.app import FencepostApp, open_timeline
 from fencepost.tui.bench import generate
+from fencepost.tui.widgets import LineList, StepSummary
 
 #: A scenario with every kind of event, small enough to open in a moment.
 SCENARIO = generate(tasks=120, rounds=30)
@@ -48,6 +50,40 @@ async def test_a_jump_and_the_model_side_leave_the_screen_a_fresh_app_draws(size
     assert step == 2
     assert stepped == (await screen_at(step, size))[1]
 
+
+
+async def test_a_step_lays_the_screen_out_only_when_a_height_changes_and_then_once(monkeypatch):
+    """A layout costs more than drawing a step. Textual asks for one on every Static.update and
+    every new virtual size, and once more after a layout changed a widget's size; here a step
+    lays out only when the step panel's summary grows or shrinks, then once, or when a list
+    starts or stops overflowing (its scrollbar comes or goes, and Textual lays out for that)."""
+    layouts = []
+    lay_out = Screen._refresh_layout
+
+    def counted(screen, *args, **kwargs):
+        layouts.append(screen)
+        return lay_out(screen, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    app = FencepostApp(open_timeline(SCENARIO, Scheduler))
+    app.set_reactive(FencepostApp.step, len(SCENARIO.steps) - 30)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        summary, lists = app.query_one(StepSummary), app.query(LineList)
+
+        def heights() -> tuple:
+            return summary.outer_size.height, tuple(widget.show_vertical_scrollbar for widget in lists)
+
+        keys = []
+        for key in ["right"] * 15 + ["left"] * 10:
+            before, (height, overflowing) = len(layouts), heights()
+            await pilot.press(key)
+            await pilot.pause()
+            new_height, new_overflowing = heights()
+            keys.append((len(layouts) - before, new_height != height, new_overflowing != overflowing))
+    assert all(count == 0 for count, taller, overflows in keys if not (taller or overflows))
+    assert all(count == 1 for count, taller, overflows in keys if taller and not overflows)
+    assert sum(taller for _, taller, _ in keys) > 5 and sum(not taller for _, taller, _ in keys) > 5
 
 
 async def test_a_new_theme_repaints_every_row_in_its_colours():
