@@ -517,9 +517,16 @@ class FittedStatic(Static):
     drawing a step; most steps change a panel's words, not its number of lines.
     """
 
+    _shown: RenderableType | None = None
+
     def show_content(self, content: RenderableType) -> None:
         """Show ``content``; a layout only if its height at the current width differs from
-        the height laid out (or the widget has no size yet). O(the content's length)."""
+        the height laid out (or the widget has no size yet), and nothing at all if it is
+        the content already shown (``Text`` compares by its words and styles).
+        O(the content's length)."""
+        if content == self._shown:
+            return
+        self._shown = content
         self.update(content, layout=False)
         width, height = self.content_size
         rule = self.styles.width  # None: as wide as the container, whatever the content
