@@ -377,3 +377,9 @@ class LanesView(LineList):
         # Shown the first time before it had a size (it was hidden): draw again at the real width.
         if self._shown is not None:
             self.show(*self._shown)
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        # More lanes than rows: the scrollbar that comes takes a column from the lanes, and the
+        # widget's size stays (no resize): draw again at the new width, once the layout is done.
+        if self._shown is not None:
+            self.call_later(self.show, *self._shown)

@@ -104,3 +104,13 @@ async def test_a_new_theme_repaints_every_row_in_its_colours():
             return app.export_screenshot(title="fencepost")
 
     assert await shot(switch=True) == await shot(switch=False)
+
+
+@SIZES
+async def test_steps_in_the_lanes_view_leave_the_screen_a_fresh_app_draws(size):
+    """With more lanes than rows the scrollbar that comes takes a column: the lanes are drawn
+    again for it at once (they were drawn a column too wide until the next step)."""
+    start = len(SCENARIO.steps) - 30
+    step, stepped = await screen_at(start, size, ["t", *["right"] * 8, "left", "left"])
+    assert step == start + 6
+    assert stepped == (await screen_at(step, size, ["t"]))[1]
