@@ -8,6 +8,7 @@ side is shown); ``tui.timeline`` computed everything it shows; the widgets in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import re
 from collections.abc import Callable, Iterable
@@ -19,7 +20,7 @@ from rich.text import Text
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.notifications import Notification, Notify
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import get_current_worker
@@ -212,11 +213,13 @@ class FencepostApp(App[None]):
 
     # The footer is refreshed by refresh_keys, only when a key's state changes:
     # rebuilding it on every step would cost more than drawing the step.
-    step: reactive[int] = reactive(0, init=False)
-    playing: reactive[bool] = reactive(False, init=False)
-    speed: reactive[int] = reactive(DEFAULT_SPEED, init=False)
-    side: reactive[str] = reactive("impl", init=False)
-    interactive: reactive[bool] = reactive(False, init=False)
+    # vars, not reactives: an App's reactive repaints the whole screen on every change,
+    # where the watchers already update just the widgets that show the value.
+    step: var[int] = var(0, init=False)
+    playing: var[bool] = var(False, init=False)
+    speed: var[int] = var(DEFAULT_SPEED, init=False)
+    side: var[str] = var("impl", init=False)
+    interactive: var[bool] = var(False, init=False)
 
     def __init__(
         self,
@@ -358,7 +361,7 @@ class FencepostApp(App[None]):
         if self.has_class("-lanes"):
             self.query_one(LanesView).show(timeline, shown)
         else:
-            for column in self.query(TaskColumn):
+            for column in self.task_columns:
                 column.show(board)
         self.query_one(WorkerStrip).show(board.workers)
         self.query_one(EventLog).show(timeline, shown)
@@ -383,6 +386,11 @@ class FencepostApp(App[None]):
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    @functools.cached_property
+    def task_columns(self) -> tuple[TaskColumn, ...]:
+        """Pending, Running, Done: composed once, looked up once (a query walks the DOM every step)."""
+        return tuple(self.query(TaskColumn))
 
     def next_walkthrough(self) -> str | None:
         """The walkthrough after this one in the curriculum (None: not a curriculum walkthrough, or the last)."""

@@ -319,8 +319,8 @@ class LanesView(LineList):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.border_title = "Lanes"
-        self.border_subtitle = "#task·token ✓ done ✗ failed × expired ! rejected"
+        self.show_title("Lanes")
+        self.show_subtitle("#task·token ✓ done ✗ failed × expired ! rejected")
         self._lanes: Lanes | None = None
         self._lines: list[Line] = []
         self._shown: tuple[Timeline, int] | None = None  # what to draw again when the size changes
@@ -362,7 +362,7 @@ class LanesView(LineList):
     def _show_window(self) -> None:
         """The border's title names the ticks on screen, and whether the window can move."""
         if self._shown is None or self._lanes is None or not self._lanes.lanes:
-            self.border_title = "Lanes"
+            self.show_title("Lanes")
             return
         timeline, index = self._shown
         cells = self._lanes.cells(self.scrollable_content_region.width)
@@ -371,9 +371,15 @@ class LanesView(LineList):
         title = f"Lanes t={window.first} to {end}"
         if self.can_pan():
             title += f" of {self._lanes.extent} ([ ] scroll)"
-        self.border_title = title
+        self.show_title(title)
 
     def on_resize(self) -> None:
         # Shown the first time before it had a size (it was hidden): draw again at the real width.
         if self._shown is not None:
             self.show(*self._shown)
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        # More lanes than rows: the scrollbar that comes takes a column from the lanes, and the
+        # widget's size stays (no resize): draw again at the new width, once the layout is done.
+        if self._shown is not None:
+            self.call_later(self.show, *self._shown)

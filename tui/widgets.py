@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Self
 
 from rich.cells import cell_len
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
@@ -23,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -44,11 +45,87 @@ BAR_WIDTH = 6
 DONE_BADGES = {"succeeded": "✓", "failed": "✗", "cancelled": "⊘"}
 
 
-class LineList(ScrollView, can_focus=False):
-    """A scrolling list that formats only the lines on screen (Textual's Line API)."""
+class ComponentStyles:
+    """The Rich style of each of a widget's component classes, kept until the CSS changes.
+
+    Textual recomputes a component's style after every repaint of the widget (its
+    cache is cleared by ``refresh``), and a step asks for a few dozen of them.
+    A mixin, named before the widget's Textual base (see ``BorderTitles``).
+    """
 
     #: Component classes of a subclass are named ``PREFIX--name``.
     PREFIX = ""
+
+    _component_styles_cache: dict[str, Style] | None = None
+
+    def _style(self, name: str) -> Style:
+        """The partial style (not combined with the widget's) of component ``PREFIX--name``."""
+        cache = self._component_styles_cache
+        if cache is None:
+            cache = self._component_styles_cache = {}
+        style = cache.get(name)
+        if style is None:
+            style = cache[name] = self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component_styles_cache = None  # new CSS (a theme, a class): every style is stale
+
+
+class BorderTitles:
+    """Border titles that repaint only their border row, and only when their words change.
+
+    Textual repaints the whole widget on every assignment to ``border_title`` or
+    ``border_subtitle``, the same words or not, and a step retitles most lists
+    (their counts); here the assignment's own repaint is held back and only the
+    row the title is drawn on is repainted.
+
+    A mixin for a widget class, named before its Textual base: not a ``Widget`` itself,
+    so Textual still takes the default CSS from that base (it follows the first base
+    that is a DOM node).
+    """
+
+    _title_shown: str | None = None
+    _subtitle_shown: str | None = None
+    _retitling = False  # True while a title is assigned: its repaint of the whole widget is held back
+
+    def show_title(self, title: str) -> None:
+        if title != self._title_shown:
+            self._title_shown = title
+            self._retitle("border_title", title, 0)
+
+    def show_subtitle(self, subtitle: str) -> None:
+        if subtitle != self._subtitle_shown:
+            self._subtitle_shown = subtitle
+            self._retitle("border_subtitle", subtitle, self.outer_size.height - 1)
+
+    def _retitle(self, name: str, words: str, row: int) -> None:
+        """Assign ``words`` to the title ``name`` on row ``row`` of the widget (border included),
+        repainting that row only."""
+        if not self.outer_size:  # not laid out yet: the first paint draws everything
+            setattr(self, name, words)
+            return
+        self._retitling = True
+        try:
+            setattr(self, name, words)
+        finally:
+            self._retitling = False
+        # refresh takes regions relative to the content, which starts past the border and padding
+        self.refresh(Region(-self.content_offset.x, row - self.content_offset.y, self.outer_size.width, 1))
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        if self._retitling and not (regions or layout or recompose):
+            return self  # the title's own repaint of everything: _retitle repaints its row instead
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
+class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
+    """A scrolling list that formats only the lines on screen (Textual's Line API).
+
+    A step repaints only the lines on screen whose words changed (``set_line_count``):
+    Textual redraws a line, its border and background, for each line marked dirty.
+    """
 
     #: Shown, dimmed, when there are no lines.
     EMPTY = ""
@@ -56,7 +133,8 @@ class LineList(ScrollView, can_focus=False):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._count = 0
-        self._window: tuple = ()  # the visible lines as last drawn
+        self._window: tuple = ()  # what the lines on screen were drawn for: (size, scroll offset)
+        self._drawn: tuple = ()  # the lines on screen as last drawn, a Line (or EMPTY, or None) per row
         self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # a line's parts -> its drawn strip
         self._base: Style | None = None  # self.rich_style, which is slow to compute per line
 
@@ -64,19 +142,61 @@ class LineList(ScrollView, can_focus=False):
         """Line ``index`` (0 <= index < the count given to ``set_line_count``)."""
         raise NotImplementedError
 
-    def set_line_count(self, count: int, width: int = 0) -> None:
-        """Show ``count`` lines (``line`` already answers for them); repaint only if what
-        is on screen changed, so a step repaints the lists it touched and no others."""
+    def set_line_count(self, count: int, width: int = 0, scroll_y: int | None = None) -> None:
+        """Show ``count`` lines (``line`` already answers for them), scrolled to ``scroll_y``
+        if given; repaint only the rows on screen whose line changed, so a step repaints
+        the rows it touched and no others. O(rows on screen)."""
         self._count = count
-        top, height = round(self.scroll_y), self.size.height
-        window = (count, width, top, tuple(self.line(i) for i in range(top, min(count, top + height))))
-        if window == self._window:
-            return
-        self._window = window
         size = Size(width, count)
         if self.virtual_size != size:
+            self._set_virtual_size(size)
+        if scroll_y is not None:
+            # force: before the first layout with enough lines there is no scrollbar yet,
+            # and an unforced scroll would be refused
+            self.scroll_to(y=scroll_y, animate=False, force=True)
+        top, height = self.scroll_offset.y, self.scrollable_content_region.height
+        drawn = tuple(
+            self.line(i) if i < count else (self.EMPTY if i == 0 else None) for i in range(top, top + height)
+        )
+        window, old = (self.size, self.scroll_offset), self._drawn
+        self._drawn = drawn
+        if window != self._window or len(old) != len(drawn):
+            self._window = window
+            self.refresh()  # moved or resized: every row (a scroll has repainted them already)
+            return
+        row = 0
+        while row < height:  # runs of changed rows, one region each
+            if drawn[row] == old[row]:
+                row += 1
+                continue
+            end = row + 1
+            while end < height and drawn[end] != old[end]:
+                end += 1
+            self.refresh(Region(0, row, self.scrollable_content_region.width, end - row))
+            row = end
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Take ``size`` as the scrollable size, laying the screen out again only if that shows.
+
+        Setting ``virtual_size`` lays out the whole screen (Textual's reactive is
+        ``layout=True``), which costs more than drawing a step. For a list whose own
+        size the stylesheet fixes, a new line count matters to the layout only when a
+        scrollbar appears or goes, or a visible one has its thumb to redraw; otherwise
+        the size is stored as it is and the scroll position kept within it.
+        """
+        width, height = self.container_size
+        old = self.virtual_size
+        crosses = (old.width > width) != (size.width > width) or (old.height > height) != (size.height > height)
+        styles = self.styles
+        drawn = (self.show_vertical_scrollbar and styles.scrollbar_size_vertical) or (
+            self.show_horizontal_scrollbar and styles.scrollbar_size_horizontal
+        )
+        if crosses or drawn or not self.container_size:
             self.virtual_size = size
-        self.refresh()
+            return
+        self.set_reactive(LineList.virtual_size, size)
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -103,9 +223,6 @@ class LineList(ScrollView, can_focus=False):
             segments = [Segment(text, row_style + self._style(name) if name else row_style) for text, name in parts]
             strip = self._strips[key] = Strip(segments).crop_extend(scroll_x, scroll_x + width, row_style)
         return strip
-
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
 
 
 class TaskColumn(LineList):
@@ -140,25 +257,27 @@ class TaskColumn(LineList):
         super().__init__(id=id, classes=f"task-column -{kind}")
         self.kind = kind
         self.EMPTY = self.EMPTIES[kind]
-        self.border_title = self.TITLES[kind]
-        self.border_subtitle = self.LEGENDS[kind]
+        self.show_title(self.TITLES[kind])
+        self.show_subtitle(self.LEGENDS[kind])
         self._rows: Sequence[Row] = ()
         self._board: Board | None = None
         self._id_width = 1
+        self._room = 0  # the columns a row has
 
     def show(self, board: Board) -> None:
         rows: Sequence[Row] = getattr(board, self.kind)
         self._rows, self._board = rows, board
         # ids are 1..n, so the widest is at most as wide as the number of tasks
         self._id_width = len(str(len(board.pending) + len(board.running) + len(board.done)))
-        self.border_title = f"{self.TITLES[self.kind]} {len(rows):,}"
+        self._room = self.scrollable_content_region.width  # a slow property: once a show, not once a row
+        self.show_title(f"{self.TITLES[self.kind]} {len(rows):,}")
         self.set_line_count(len(rows))
 
     def line(self, index: int) -> Line:
         row, board = self._rows[index], self._board
         row_class = "changed" if row.id in board.changed else None
         parts = getattr(self, f"_format_{self.kind}")(row, board)
-        return row_class, fit(parts, self.scrollable_content_region.width)
+        return row_class, fit(parts, self._room)
 
     def on_resize(self) -> None:
         if self._board is not None:  # a new width may show more of a row, or need less of it
@@ -283,7 +402,7 @@ class EventLog(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.border_title = "Events"
+        self.show_title("Events")
         self._timeline: Timeline | None = None
         self._index = 0
         self._wrap_width = 0  # the width _starts was computed for (0: no wrapping)
@@ -299,12 +418,9 @@ class EventLog(LineList):
         first, end = timeline.log_end[max(0, index - 1)] if index else 0, timeline.log_end[index]
         self._wrap_up_to(end)
         start, count = self._starts[first], self._starts[end]
-        self.border_subtitle = f"step {index}" if index else ""
-        self.set_line_count(count)
+        self.show_subtitle(f"step {index}" if index else "")
         height = self.scrollable_content_region.height or 1
-        # force: before the first layout with enough lines there is no scrollbar yet,
-        # and an unforced scroll would be refused
-        self.scroll_to(y=max(0, min(start, count - height)), animate=False, force=True)
+        self.set_line_count(count, scroll_y=max(0, min(start, count - height)))
 
     def on_resize(self) -> None:
         if self._timeline is not None and self.scrollable_content_region.width != self._wrap_width:
@@ -394,10 +510,43 @@ def _last_space(text: str, width: int) -> int:
     return text.rfind(" ", 0, _cells_prefix(text, width) + 1)
 
 
-class WorkerStrip(Static):
+class FittedStatic(Static):
+    """A ``Static`` whose new content lays the screen out again only when it changes the widget's height.
+
+    ``Static.update`` lays out the whole screen every time, which costs more than
+    drawing a step; most steps change a panel's words, not its number of lines.
+    """
+
+    _shown: RenderableType | None = None
+
+    def show_content(self, content: RenderableType) -> None:
+        """Show ``content``; a layout only if its height at the current width differs from
+        the height laid out (or the widget has no size yet), and nothing at all if it is
+        the content already shown (``Text`` compares by its words and styles).
+        O(the content's length)."""
+        if content == self._shown:
+            return
+        self._shown = content
+        self.update(content, layout=False)
+        width, height = self.content_size
+        rule = self.styles.width  # None: as wide as the container, whatever the content
+        if not (self.display and width) or (rule is not None and rule.is_auto):
+            self.refresh(layout=True)
+        elif self.get_content_height(Size(0, 0), Size(0, 0), width) != height:
+            self.refresh(layout=True)
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Textual (8.2) stores the virtual size it gives a widget in a layout through a
+        # reactive that lays the screen out once more, right after the layout that resized
+        # it; a Static does not scroll, so its virtual size changes nothing there. (A private
+        # hook: tests/tui/test_repaint.py counts the layouts a step costs, and would see it go.)
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
+class WorkerStrip(ComponentStyles, FittedStatic):
     """Every worker with its used/total slots."""
 
-    _shown_length = -1
+    PREFIX = "worker-strip"
 
     COMPONENT_CLASSES = {"worker-strip--name", "worker-strip--used", "worker-strip--free", "worker-strip--full"}
 
@@ -406,7 +555,7 @@ class WorkerStrip(Static):
 
     def show(self, workers: Sequence[WorkerLoad]) -> None:
         if not workers:
-            self.update(Text("no workers yet: add_worker adds one", style=self._style("free")))
+            self.show_content(Text("no workers yet: add_worker adds one", style=self._style("free")))
             return
         text = Text()
         for number, w in enumerate(workers):
@@ -420,16 +569,14 @@ class WorkerStrip(Static):
                 text.append("▯" * max(0, w.capacity - w.used), self._style("free"))
                 text.append(" ")
             text.append(f"{w.used}/{w.capacity}", self._style("full" if full else "name"))
-        # A step changes counts, rarely the length: only a new length may need another line.
-        self.update(text, layout=len(text) != self._shown_length)
-        self._shown_length = len(text)
-
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"worker-strip--{name}", partial=True)
+        self.show_content(text)
 
 
-class StatusBar(Static):
+
+class StatusBar(ComponentStyles, Static):
     """Title, ``step K/N``, ``t=T``, autoplay, and the marks of the step on screen."""
+
+    PREFIX = "status-bar"
 
     COMPONENT_CLASSES = {
         "status-bar--title",
@@ -482,11 +629,9 @@ class StatusBar(Static):
         text.append(title, s("title"))
         self.update(text, layout=False)  # always one line
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"status-bar--{name}", partial=True)
 
 
-class SidePanel(VerticalScroll, can_focus=False):
+class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
     """The step panel: summary, differences from the model, narration.
 
     It never takes the keys (they step through time): the app's PgUp/PgDn and
@@ -509,11 +654,13 @@ class SidePanel(VerticalScroll, can_focus=False):
 
     def show_hint(self) -> None:
         y, bottom = round(self.scroll_y), self.max_scroll_y
-        self.border_subtitle = self.HINTS[y > 0, y < bottom]
+        self.show_subtitle(self.HINTS[y > 0, y < bottom])
 
 
-class StepSummary(Static):
+class StepSummary(ComponentStyles, FittedStatic):
     """The step on screen: its call, its answer, what happened, and what comes next."""
+
+    PREFIX = "step-summary"
 
     COMPONENT_CLASSES = {
         "step-summary--heading",
@@ -530,7 +677,7 @@ class StepSummary(Static):
             text.append(f"Step {frame.index} of {last}\n", s("heading"))
             text.append(frame.call + "\n", s("call"))
             text.append("→ ? (your prediction first)", s("next"))
-            self.update(text)
+            self.show_content(text)
             return
         if frame.step is None:
             text.append("Before the first step", s("heading"))
@@ -544,10 +691,8 @@ class StepSummary(Static):
         if upcoming is not None:
             text.append("next: " + upcoming.call, s("next"))
         text.rstrip()  # the last step has no "next:" line: no blank line in its place
-        self.update(text)
+        self.show_content(text)
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"step-summary--{name}", partial=True)
 
 
 class Narration(Static):
@@ -565,8 +710,10 @@ class Narration(Static):
         self.update(RichMarkdown(markdown, hyperlinks=False) if markdown else "")
 
 
-class Differences(Static):
+class Differences(ComponentStyles, FittedStatic):
     """Where the implementation parts from the model at the step on screen."""
+
+    PREFIX = "differences"
 
     COMPONENT_CLASSES = {"differences--heading", "differences--line"}
 
@@ -586,14 +733,14 @@ class Differences(Static):
                 text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
             for line in lines:
                 text.append(f"• {line}\n", s("line"))
-        self.update(text)
-
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"differences--{name}", partial=True)
+        self.show_content(text)
 
 
-class QuestionPanel(Static):
+
+class QuestionPanel(ComponentStyles, FittedStatic):
     """A step's question: its choices while open; then the verdict, the right choice and why."""
+
+    PREFIX = "question-panel"
 
     COMPONENT_CLASSES = {
         "question-panel--ask",
@@ -628,7 +775,5 @@ class QuestionPanel(Static):
                 verdict = f"Not quite: the answer is {question.answer}."
             after = Text(f"{verdict} {score}\n", s("right" if picked == question.answer else "wrong"))
             after.append(question.why.strip())
-        self.update(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
+        self.show_content(Group(Text(f"Predict: {question.ask}", s("ask")), choices, after))
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"question-panel--{name}", partial=True)
