@@ -27,6 +27,7 @@ from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -197,6 +198,17 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         self.set_reactive(LineList.virtual_size, size)
         self.scroll_x = self.validate_scroll_x(self.scroll_x)
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        if self.show_vertical_scrollbar and not self.styles.scrollbar_size_vertical:
+            # Textual (8.2) moves the scrollbar, which repaints it; one no column wide is not
+            # on screen, and a repaint of a widget it has not placed makes the compositor map
+            # the whole screen again at the next paint. The position is kept, unpainted.
+            self.vertical_scrollbar.set_reactive(ScrollBar.position, new_value)
+            if round(old_value) != round(new_value):
+                self.refresh(self.size.region)
+            return
+        super().watch_scroll_y(old_value, new_value)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
