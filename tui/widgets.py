@@ -125,7 +125,9 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
     """A scrolling list that formats only the lines on screen (Textual's Line API).
 
     A step repaints only the lines on screen whose words changed (``set_line_count``):
-    Textual redraws a line, its border and background, for each line marked dirty.
+    Textual redraws a line, its border and background, for each line marked dirty;
+    a row whose line was drawn before, at another height (the list scrolled, a row
+    above it went), is taken whole from ``_finished`` instead (``render_lines``).
     """
 
     #: Shown, dimmed, when there are no lines.
@@ -137,6 +139,7 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         self._window: tuple = ()  # what the lines on screen were drawn for: (size, scroll offset)
         self._drawn: tuple = ()  # the lines on screen as last drawn, a Line (or EMPTY, or None) per row
         self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # a line's parts -> its drawn strip
+        self._finished: LRUCache[tuple, Strip] = LRUCache(1024)  # (a line, scroll x, width) -> its row, borders and all
         self._base: Style | None = None  # self.rich_style, which is slow to compute per line
 
     def line(self, index: int) -> Line:
@@ -213,7 +216,47 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()  # new colours: every cached strip is stale
+        self._finished.clear()
         self._base = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The widget's rows in ``crop`` (Textual's), those drawn before for the same line taken whole.
+
+        Textual keeps each row as last drawn by its height in the widget (``_styles_cache``)
+        and draws a row again, its border and background included, whenever its height is
+        marked dirty; a list that scrolls by a row, or loses its top row, marks them all.
+        A content row shows nothing but its line, so here a dirty row whose line, scroll
+        and width were drawn before is handed to Textual's cache as that row was, and the
+        rows Textual draws are kept for the next time. O(rows in ``crop``).
+        """
+        cache = self._styles_cache  # Textual 8.2's: rows by height (_cache), the heights to draw (_dirty_lines)
+        size, offset = self.size, self.scroll_offset
+        if cache._width != self.outer_size.width or not size:
+            return super().render_lines(crop)  # a new width: Textual draws everything again
+        top = self.styles.gutter.top
+        drawn = self._drawn if self._window == (size, offset) else None  # else lines have moved since
+        first, end = max(crop.y, top), min(crop.bottom, top + size.height)
+        rows, kept, dirty, drawn_rows = self._finished, cache._cache, cache._dirty_lines, {}
+        for y in range(first, end):
+            if y in dirty or y not in kept:
+                key = (self._line_on_row(y - top, drawn), offset.x, size.width)
+                strip = rows.get(key)
+                if strip is None:
+                    drawn_rows[y] = key
+                else:
+                    kept[y] = strip
+                    dirty.discard(y)
+        strips = super().render_lines(crop)
+        for y, key in drawn_rows.items():
+            rows[key] = kept[y]
+        return strips
+
+    def _line_on_row(self, row: int, drawn: tuple | None) -> Line | str | None:
+        """What content row ``row`` shows: as ``_drawn`` has it (if given and it reaches that far)."""
+        if drawn is not None and row < len(drawn):
+            return drawn[row]
+        index = self.scroll_offset.y + row
+        return self.line(index) if index < self._count else (self.EMPTY if index == 0 else None)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
