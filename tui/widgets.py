@@ -166,7 +166,9 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         self._drawn = drawn
         if window != self._window or len(old) != len(drawn):
             self._window = window
-            self.refresh()  # moved or resized: every row (a scroll has repainted them already)
+            # moved or resized: every row, but not the border and its titles, which Textual
+            # repaints itself on a resize (and a scroll has repainted the rows already)
+            self.refresh(Region(0, 0, self.scrollable_content_region.width, height))
             return
         row = 0
         while row < height:  # runs of changed rows, one region each
