@@ -320,6 +320,7 @@ class TaskColumn(LineList):
         self._board: Board | None = None
         self._id_width = 1
         self._room = 0  # the columns a row has
+        self._lines: LRUCache[tuple, Line] = LRUCache(1024)  # what a row's line depends on -> the line
 
     def show(self, board: Board) -> None:
         rows: Sequence[Row] = getattr(board, self.kind)
@@ -331,10 +332,21 @@ class TaskColumn(LineList):
         self.set_line_count(len(rows))
 
     def line(self, index: int) -> Line:
+        """Row ``index``'s line, formatted once for all the boards that show it alike
+        (a step leaves most rows as they were, and each step compares every row on screen)."""
         row, board = self._rows[index], self._board
-        row_class = "changed" if row.id in board.changed else None
-        parts = getattr(self, f"_format_{self.kind}")(row, board)
-        return row_class, fit(parts, self._room)
+        kind = self.kind
+        if kind == "pending":  # what a pending row's words take from the board: due yet, next pick
+            due = row.due_at <= board.now
+            context: object = (due, due and board.pending[0] is row)
+        else:
+            context = board.now if kind == "running" else None  # the time left on its lease
+        key = (row, context, row.id in board.changed, board.keys.get(row.id), self._id_width, self._room)
+        line = self._lines.get(key)
+        if line is None:
+            parts = getattr(self, f"_format_{kind}")(row, board)
+            line = self._lines[key] = ("changed" if key[2] else None), fit(parts, self._room)
+        return line
 
     def on_resize(self) -> None:
         if self._board is not None:  # a new width may show more of a row, or need less of it
@@ -411,6 +423,8 @@ def fit(parts: Sequence[Part], width: int) -> tuple[tuple[str, str | None], ...]
     O(p log p) for p parts.
     """
     length = sum(cell_len(text) for text, _, _ in parts)
+    if length <= width:  # the common case: everything fits
+        return tuple((text, name) for text, name, _ in parts)
     for rank in sorted({rank for _, _, rank in parts if rank != KEEP}, reverse=True):
         if length <= width:
             break
@@ -589,8 +603,19 @@ class FittedStatic(Static):
         rule = self.styles.width  # None: as wide as the container, whatever the content
         if not (self.display and width) or (rule is not None and rule.is_auto):
             self.refresh(layout=True)
-        elif self.get_content_height(Size(0, 0), Size(0, 0), width) != height:
+        elif self._height_at(content, width) != height:
             self.refresh(layout=True)
+
+    def _height_at(self, content: RenderableType, width: int) -> int:
+        """The lines ``content`` takes at ``width``: for a ``Text`` none of whose lines needs
+        wrapping (most steps), its number of lines, which is what Textual would measure;
+        otherwise Textual's measure, which wraps the whole content to count. O(its length)."""
+        styles = self.styles
+        if isinstance(content, Text) and styles.text_wrap == "wrap" and not styles.line_pad:
+            lines = content.plain.split("\n")
+            if "\t" not in content.plain and all(cell_len(line) <= width for line in lines):
+                return len(lines)
+        return self.get_content_height(Size(0, 0), Size(0, 0), width)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # Textual (8.2) stores the virtual size it gives a widget in a layout through a
