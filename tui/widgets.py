@@ -15,6 +15,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Self
 
+from rich._wrap import divide_line  # Textual 8.2's own line breaker (Content._wrap_and_format)
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
@@ -607,14 +608,18 @@ class FittedStatic(Static):
             self.refresh(layout=True)
 
     def _height_at(self, content: RenderableType, width: int) -> int:
-        """The lines ``content`` takes at ``width``: for a ``Text`` none of whose lines needs
-        wrapping (most steps), its number of lines, which is what Textual would measure;
-        otherwise Textual's measure, which wraps the whole content to count. O(its length)."""
+        """The lines ``content`` takes at ``width``. For a ``Text`` (no tabs, wrapped, folded,
+        unpadded: every panel's), counted from its words as Textual counts them (its
+        ``Content.get_height`` cuts each line where Rich's ``divide_line`` says), without
+        the styled copy and the lines Textual builds to measure; otherwise Textual's
+        measure. O(its length)."""
         styles = self.styles
-        if isinstance(content, Text) and styles.text_wrap == "wrap" and not styles.line_pad:
-            lines = content.plain.split("\n")
-            if "\t" not in content.plain and all(cell_len(line) <= width for line in lines):
-                return len(lines)
+        plain = content.plain if isinstance(content, Text) else None
+        if (
+            plain is not None and "\t" not in plain and styles.text_wrap == "wrap"
+            and styles.text_overflow == "fold" and not styles.line_pad
+        ):
+            return sum(len(divide_line(line, width, fold=True)) + 1 for line in plain.split("\n"))
         return self.get_content_height(Size(0, 0), Size(0, 0), width)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
