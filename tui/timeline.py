@@ -358,10 +358,13 @@ class _Columns:
                     self.due.add(row)
         elif now < self._now:  # stepping back over a time advance
             leaving = [r for r in self.due.rows if r.due_at > now]
-            if leaving:
+            if len(leaving) > self.WALK_LIMIT:
                 self.due = _SortedRows(_RANK, (r for r in self.due.rows if r.due_at <= now))
+            else:  # a few: taken out where they are, not the rest sorted again
                 for row in leaving:
-                    self.later.add(row)
+                    self.due.remove(row)
+            for row in leaving:
+                self.later.add(row)
         self._now = now
 
 
