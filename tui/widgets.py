@@ -25,11 +25,13 @@ from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
+from textual.content import Content, Span
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -70,9 +72,36 @@ class ComponentStyles:
             style = cache[name] = self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
         return style
 
+    def _content(self, text: RenderableType) -> RenderableType:
+        """A ``Text`` as Textual would show it (``Content.from_rich_text``, which ``Static.update``
+        calls), each of its styles converted once until the CSS changes rather than once a
+        span at every update; anything else, or a ``Text`` with a style by name, as it is."""
+        if not isinstance(text, Text) or (
+            isinstance(text.style, str) and text.style or any(isinstance(span.style, str) for span in text.spans)
+        ):
+            return text
+        visual = self._visual_styles
+        if visual is None:  # a theme comes with new CSS, so its terminal colours are read with it
+            visual = self._visual_styles = {}
+            self._ansi_theme = self.app.ansi_theme
+        theme = self._ansi_theme
+
+        def convert(style: Style) -> VisualStyle:
+            converted = visual.get(style)
+            if converted is None:
+                converted = visual[style] = VisualStyle.from_rich_style(style, theme)
+            return converted
+
+        content = Content(text.plain, [Span(span.start, span.end, convert(span.style)) for span in text.spans])
+        return content.stylize_before(convert(text.style)) if text.style else content
+
+    _visual_styles: dict[Style, VisualStyle] | None = None
+    _ansi_theme = None
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._component_styles_cache = None  # new CSS (a theme, a class): every style is stale
+        self._visual_styles = None
 
 
 class BorderTitles:
@@ -591,6 +620,10 @@ class FittedStatic(Static):
 
     _shown: RenderableType | None = None
 
+    def _content(self, content: RenderableType) -> RenderableType:
+        """What ``update`` is given for ``content`` (``ComponentStyles`` converts a ``Text``)."""
+        return content
+
     def show_content(self, content: RenderableType) -> None:
         """Show ``content``; a layout only if its height at the current width differs from
         the height laid out (or the widget has no size yet), and nothing at all if it is
@@ -599,7 +632,7 @@ class FittedStatic(Static):
         if content == self._shown:
             return
         self._shown = content
-        self.update(content, layout=False)
+        self.update(self._content(content), layout=False)
         width, height = self.content_size
         rule = self.styles.width  # None: as wide as the container, whatever the content
         if not (self.display and width) or (rule is not None and rule.is_auto):
@@ -714,7 +747,7 @@ class StatusBar(ComponentStyles, Static):
             text.append(f" {model_progress} ", s("quiet"))
         text.append(" ")
         text.append(title, s("title"))
-        self.update(text, layout=False)  # always one line
+        self.update(self._content(text), layout=False)  # always one line
 
 
 
