@@ -29,7 +29,6 @@ from textual.content import Content, Span
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.containers import VerticalScroll
@@ -227,23 +226,21 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         drawn = (self.show_vertical_scrollbar and styles.scrollbar_size_vertical) or (
             self.show_horizontal_scrollbar and styles.scrollbar_size_horizontal
         )
-        if crosses or drawn or not self.container_size:
+        # A list that never shows a scrollbar (the task columns, the event log) needs no
+        # layout when it starts or stops overflowing: nothing drawn changes.
+        bare = styles.overflow_x == styles.overflow_y == "hidden"
+        if (crosses and not bare) or drawn or not self.container_size:
             self.virtual_size = size
             return
         self.set_reactive(LineList.virtual_size, size)
         self.scroll_x = self.validate_scroll_x(self.scroll_x)
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        if self.show_vertical_scrollbar and not self.styles.scrollbar_size_vertical:
-            # Textual (8.2) moves the scrollbar, which repaints it; one no column wide is not
-            # on screen, and a repaint of a widget it has not placed makes the compositor map
-            # the whole screen again at the next paint. The position is kept, unpainted.
-            self.vertical_scrollbar.set_reactive(ScrollBar.position, new_value)
-            if round(old_value) != round(new_value):
-                self.refresh(self.size.region)
-            return
-        super().watch_scroll_y(old_value, new_value)
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """The mouse wheel scrolls a list longer than its height, scrollbar or not (Textual's
+        asks for a scrollbar shown, and the stylesheet hides the task columns' and the log's)."""
+        return not self._check_disabled() and self.max_scroll_y > 0
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
