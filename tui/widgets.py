@@ -766,6 +766,17 @@ class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
     def watch_virtual_size(self) -> None:  # the content's height changed
         self.show_hint()
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # As FittedStatic: Textual (8.2) stores the virtual size a layout gives the panel through
+        # a reactive that lays the screen out once more, though that layout has placed the
+        # content already; a scrollbar that comes or goes still lays out (its own reactive).
+        # The watcher does not run for it, so the hint is shown here.
+        content_changed = virtual_size != self.virtual_size
+        resized = super()._size_updated(size, virtual_size, container_size, layout=False)
+        if content_changed:
+            self.show_hint()
+        return resized
+
     def on_resize(self) -> None:
         self.show_hint()
 
