@@ -66,8 +66,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("logical time", r"logical time|logical clock|integer time|clock", "Time is an int the caller passes "
          "as `now`, starting at 0 and never going backwards; nothing sleeps, so a test can hit a boundary exactly."),
     Term("timed call", r"timed calls?", "A call that says what time it is (`dispatch`, `complete`, `fail`, "
-         "`cancel`, `renew`, `advance`). Before anything else it ends every lease with `expires_at <= now`. "
-         "`add_worker` and `submit` are not timed."),
+         "`cancel`, `renew`, `advance`). A valid one first ends every lease with `expires_at <= now`, before "
+         "anything else; an invalid one is an error and changes nothing. `add_worker` and `submit` are not timed."),
     Term("advance", r"advance|advances|advanced", "A timed call that only moves the clock, and so expires "
          "the leases that end by then."),
     Term("expiry", r"expiry|expiries|expires?|expired|expiring", "A lease reaching its `expires_at` ends: its "
@@ -86,8 +86,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("renew", r"renew|renews|renewed|renewal|renewals|renewing", "Extends a lease: `expires_at = now + "
          "duration`, same token (it may also shorten it). Refused once the lease has ended or a cancel was "
          "requested."),
-    Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease outlives "
-         "the work and no longer."),
+    Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease lasts as "
+         "long as the work does and ends soon after the worker stops."),
     Term("stale_token", r"stale_token|stale tokens?", "Rejection reason: the task is running under another, "
          "newer token. The report comes from an assignment that is over."),
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
