@@ -125,6 +125,17 @@ def test_a_zombies_late_effect_is_refused(folder: Path) -> None:
     reopened.close()
 
 
+def test_a_zombie_that_writes_before_the_new_holder_passes_the_fence_and_the_key_keeps_it_single(folder: Path) -> None:
+    """What at-least-once step 8 says: fencing refuses only tokens below one already seen, so
+    token 1 acting first is accepted; the idempotency key is what keeps token 2 from acting again."""
+    ledger = EffectLedger(folder / "destination.db")
+    ran: list[int] = []
+    assert ledger.apply("add-10-task-1", 1, lambda: ran.append(1)) == Outcome(True)
+    assert ledger.apply("add-10-task-1", 2, lambda: ran.append(2)) == Outcome(True, ALREADY_APPLIED)
+    assert ran == [1] and ledger.record("add-10-task-1") == (2, 1)
+    ledger.close()
+
+
 def worker_that_dies_inside_an_outside_call(folder: Path, report) -> None:
     """Through the ledger, call a card provider (outside the ledger's file), then wait to be killed
     before the ledger commits its record."""
