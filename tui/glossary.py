@@ -168,8 +168,8 @@ GLOSSARY: tuple[Term, ...] = (
          "again and reads its file (`reopen()`). Nothing special happens: leases keep their end, and a task "
          "whose worker died comes back at its lease's expiry."),
     Term("key", r"key", "An idempotency key given to `submit`: the same key with the same arguments returns the "
-         "first task's id and creates nothing; with other arguments it is an error. Kept for the scheduler's "
-         "whole life, restarts included."),
+         "first task's id and creates nothing; with other arguments it is an error. Kept as long as its "
+         "task is, restarts included: only a prune of the final task forgets it."),
     Term("exactly-once", r"exactly-once|exactly once", "What no scheduler can promise for effects outside it: a "
          "retry may repeat work. A destination that checks a key and a token in the same transaction as the "
          "write (an effect ledger) makes that write happen once; an outside call (a card charge) is covered only "
