@@ -89,6 +89,13 @@ class TaskRecord:
     problem: str | None = None  # shared: why this runner cannot run the task (no payload, unknown function)
 
 
+@dataclass(eq=False, slots=True)
+class Cohort:
+    """The attempts a pooled runner's one claim leased: how many of them have not queued their report."""
+
+    unreported: int
+
+
 @dataclass(eq=False, slots=True)  # slots: one is made per dispatch
 class Attempt:
     """One lease being worked on by one slot."""
@@ -104,6 +111,14 @@ class Attempt:
     renew_refused: bool = False  # heartbeat answers False from then on
     kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
     wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
+    # A pooled runner's (``batch`` above 1): the attempts one claim leased together, if several;
+    # the real (``time.monotonic``) time by which the lease has surely ended, for a clock that
+    # moves by itself (inf for one moved by calls); whether its slot is holding its queued report
+    # back for its cohort's; and whether a flush took its report.
+    cohort: Cohort | None = None
+    deadline: float = float("inf")
+    holding: bool = False
+    reported: bool = False
 
     def wake_up(self) -> None:
         """Wake the slot if it waits on its child process (only process isolation sets ``wake``)."""
