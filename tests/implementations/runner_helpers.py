@@ -73,19 +73,24 @@ def verify_trace(runner: Runner, path: Path) -> None:
 
 @pytest.fixture
 def runners(tmp_path: Path):
-    """``make(**options)``: a started runner on a ``ManualClock`` (``clock=`` to share one); checked at teardown."""
+    """``make(**options)``: a started runner on a ``ManualClock`` (``clock=`` to share one); checked at teardown.
+
+    ``start=False``: not started yet (work submitted before ``start()`` waits for it)."""
     made: list[Runner] = []
 
-    def make(runner_class: type = Runner, **options: object) -> Runner:
+    def make(runner_class: type = Runner, start: bool = True, **options: object) -> Runner:
         options.setdefault("clock", ManualClock())
         options.setdefault("trace", True)  # every runner made here has its trace replayed at teardown
         runner = runner_class(**options)
-        runner.start()
+        if start:
+            runner.start()
         made.append(runner)
         return runner
 
     yield make
     for number, runner in enumerate(made):
+        if not runner._started:
+            runner.start()  # so that stop() stops it
         runner.stop(BOUND)
         verify_trace(runner, tmp_path / f"trace-{number}.toml")
 
