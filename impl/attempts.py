@@ -111,10 +111,10 @@ class Attempt:
     renew_refused: bool = False  # heartbeat answers False from then on
     kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
     wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
-    # A pooled runner's (``batch`` above 1): the attempts one claim leased together, if several;
-    # the real (``time.monotonic``) time by which the lease has surely ended, for a clock that
-    # moves by itself (inf for one moved by calls); whether its slot is holding its queued report
-    # back for its cohort's; and whether a flush took its report.
+    # A pooled runner's (``batch`` above 1), on a clock that runs by itself: the attempts one claim
+    # leased together, if several, and the real (``time.monotonic``) time before which the lease
+    # cannot have ended; whether its slot holds its queued report back for its cohort's; and (on
+    # any clock) whether a flush took its report.
     cohort: Cohort | None = None
     deadline: float = float("inf")
     holding: bool = False

@@ -299,8 +299,8 @@ class Runner:
         # around it), so a slot queues its report and waits for its cohort's without the runner's.
         self._queued_reports = threading.Condition(threading.Lock())
         self._batch_wait = batch_wait
-        # Real seconds per clock tick, for a clock that moves by itself (None: only calls move it),
-        # so a report never waits past its lease's end (``Attempt.deadline``): read once, here.
+        # Real seconds per clock tick, for a clock that runs by itself (None: only calls move it, and
+        # then no report waits), so a report never waits past its lease's end (``Attempt.deadline``).
         self._tick_seconds: float | None = None
         if self._pool is not None:
             until = clock.seconds_until(clock.now + lease)
@@ -777,15 +777,17 @@ class Runner:
     def _queue_report(self, attempt: Attempt, outcome: tuple[str, object]) -> None:
         """No lock held, pooled: queue the attempt's report; while its cohort still works, wait for theirs.
 
-        An attempt leased alone (no cohort) is made at once. One leased with
-        others by one claim waits until every one of them has queued its
-        report (they began together; with like work they end together, and
-        then go in one call), or a flush took its report, or ``batch_wait``
-        real seconds passed, whichever is first; and never more than half of
-        what is left of its lease in real time (``Attempt.deadline``), so a
-        report is never held back past its lease's end by waiting. On a clock
-        moved by calls (``ManualClock``, ``SchedulerClock``) a lease ends only
-        when a call moves time, which no wait here makes.
+        On a clock that runs by itself, the attempts one claim leased together
+        are a cohort (``_claim``): each report waits until every one of them
+        has queued its own (they began together; with like work they end
+        together, and then go in one call), or a flush took it, or
+        ``batch_wait`` real seconds passed, whichever is first, and never more
+        than half of what is left of its lease in real time
+        (``Attempt.deadline``): waiting never takes a report past its lease's
+        end. On a clock moved by calls (``ManualClock``, ``SchedulerClock``) no
+        report waits, since any call may move time and end the lease meanwhile,
+        which no real-time bound sees; reports still go together when they
+        queue while another slot holds the lock. An attempt leased alone never waits.
         """
         cohort = attempt.cohort
         with self._queued_reports:
@@ -890,10 +892,10 @@ class Runner:
             return None
         attempts = [self._begin(owner, lease) for owner, lease in zip(free, leases)]
         if len(attempts) > 1:
-            cohort = Cohort(len(attempts))
-            for attempt in attempts:
-                attempt.cohort = cohort
-                if self._tick_seconds is not None:
+            if self._tick_seconds is not None:  # a clock that runs by itself: the reports may wait for each other
+                cohort = Cohort(len(attempts))
+                for attempt in attempts:
+                    attempt.cohort = cohort
                     attempt.deadline = asked + (attempt.expires_at - now) * self._tick_seconds
             for attempt in attempts[1:]:
                 self._handed[attempt.slot] = attempt

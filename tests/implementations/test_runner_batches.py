@@ -1,10 +1,13 @@
 """The runner's batches (``batch``, ``batch_wait``): claims for every free slot, reports of slots that end together.
 
-On a ``ManualClock`` with real threads, every step shown by events (``Gate``)
-and every wait bounded: nothing sleeps, nothing asserts how long anything
-took. Every runner made through ``runners`` has its trace, batches and all,
-replayed against the spec's model at the end of the test. The shared runners
-on PostgreSQL, batched by default, are ``test_postgres_runner_batches.py``.
+On logical time with real threads, every step shown by events (``Gate``) and
+every wait bounded: nothing sleeps, nothing asserts how long anything took.
+Reports wait for each other only on a clock that runs by itself, so the tests
+of that use ``SlowTicks``: a ``ManualClock`` (time moves when the test says)
+that tells the runner each tick is a long stretch of real time. Every runner
+made through ``runners`` has its trace, batches and all, replayed against the
+spec's model at the end of the test. The shared runners on PostgreSQL,
+batched by default, are ``test_postgres_runner_batches.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,20 @@ from fencepost.impl import Scheduler
 from fencepost.impl.durable import DurableScheduler
 from fencepost.impl.runner import DEFAULT_BATCH_WAIT, POOL_PREFIX, ManualClock, Runner, default_batch
 from fencepost.spec.protocol import OPERATIONS, Status
+
+
+class SlowTicks(ManualClock):
+    """A manual clock that says each tick is a thousand seconds of real time (it still moves only when told)."""
+
+    def seconds_until(self, t: int) -> float:
+        return max(0, t - self.now) * 1000.0
+
+
+class FastTicks(ManualClock):
+    """A manual clock that says each tick is a microsecond of real time: a lease of 10 ticks is 10 us."""
+
+    def seconds_until(self, t: int) -> float:
+        return max(0, t - self.now) * 1e-6
 
 
 def calls(runner: Runner, op: str) -> list[tuple]:
@@ -105,7 +122,7 @@ def test_without_the_schedulers_batches_a_batched_runner_makes_single_calls(runn
 
 
 def test_one_claim_takes_a_lease_for_every_free_slot_and_their_reports_go_in_one_call(runners) -> None:
-    clock, gate = ManualClock(), Gate()
+    clock, gate = SlowTicks(), Gate()
     runner = runners(workers=3, batch=3, batch_wait=BOUND, clock=clock, lease=50, start=False)
     ids = [runner.submit(blocked_work(gate)) for _ in range(3)]
     runner.start()  # the first slot to run claims for all three
@@ -130,7 +147,7 @@ def test_one_claim_takes_a_lease_for_every_free_slot_and_their_reports_go_in_one
 
 def test_a_late_report_in_a_batch_is_refused_as_it_would_be_alone_and_the_others_accepted(runners) -> None:
     """Two attempts leased together; one renews its lease, the other's expires; their reports go in one call."""
-    clock, gate = ManualClock(), Gate()
+    clock, gate = SlowTicks(), Gate()
     runner = runners(workers=2, batch=2, batch_wait=BOUND, clock=clock, lease=10, start=False)
 
     def renews(ctx):
@@ -176,7 +193,7 @@ def reason_alone(task_id: int, token: int, now: int) -> str:
 def test_a_report_waits_for_its_cohort_no_longer_than_batch_wait(runners) -> None:
     """One of two attempts leased together never ends while the test waits: the other's report goes alone."""
     gate = Gate(BOUND * 2)  # the slow one outlasts the wait below
-    runner = runners(workers=2, batch=2, batch_wait=0.05, start=False)
+    runner = runners(workers=2, batch=2, batch_wait=0.05, clock=SlowTicks(), start=False)
     first = runner.submit(lambda ctx: "quick")
     slow = runner.submit(blocked_work(gate))
     runner.start()
@@ -187,13 +204,6 @@ def test_a_report_waits_for_its_cohort_no_longer_than_batch_wait(runners) -> Non
     gate.release(slow)
     runner.wait_idle(BOUND)
     assert not calls(runner, "complete_many")
-
-
-class FastTicks(ManualClock):
-    """A manual clock that says each tick is a microsecond of real time: a lease of 10 ticks is 10 us."""
-
-    def seconds_until(self, t: int) -> float:
-        return max(0, t - self.now) * 1e-6
 
 
 def test_a_report_never_waits_past_half_of_what_is_left_of_its_lease(runners) -> None:
@@ -210,7 +220,7 @@ def test_a_report_never_waits_past_half_of_what_is_left_of_its_lease(runners) ->
 
 
 def test_failures_of_a_cohort_go_in_one_fail_many_and_retry_as_single_calls_would(runners) -> None:
-    clock, gate = ManualClock(), Gate()
+    clock, gate = SlowTicks(), Gate()
     runner = runners(workers=2, batch=2, batch_wait=BOUND, clock=clock, start=False)
 
     def fails_once(ctx):
@@ -240,7 +250,7 @@ def test_the_zombie_case_holds_with_batches(runners) -> None:
 
 def test_stop_waits_for_a_cohorts_work_and_makes_its_reports(runners) -> None:
     gate = Gate()
-    runner = runners(workers=2, batch=2, batch_wait=BOUND, start=False)
+    runner = runners(workers=2, batch=2, batch_wait=BOUND, clock=SlowTicks(), start=False)
     ids = [runner.submit(blocked_work(gate)) for _ in range(2)]
     runner.start()
     assert sorted([gate.next_start(), gate.next_start()]) == ids
@@ -263,8 +273,30 @@ def test_stop_waits_for_a_cohorts_work_and_makes_its_reports(runners) -> None:
     task_specs=st.lists(tasks, min_size=1, max_size=5),
     script=st.lists(actions, max_size=12),
     batch_wait=st.sampled_from([0, DEFAULT_BATCH_WAIT]),
+    clock=st.sampled_from([ManualClock, SlowTicks]),
 )
-def test_random_workloads_with_batches_replay_against_the_model(workers, lease, task_specs, script, batch_wait,
+def test_random_workloads_with_batches_replay_against_the_model(workers, lease, task_specs, script, batch_wait, clock,
                                                                  tmp_path_factory) -> None:
+    """Leases claimed together, and (on ``SlowTicks``) reports waiting for each other while the script moves time."""
     run_workload(Runner, workers, lease, task_specs, script, Path(tmp_path_factory.mktemp("trace")),
-                 options={"batch": workers, "batch_wait": batch_wait})
+                 options={"batch": workers, "batch_wait": batch_wait}, clock=clock())
+
+
+def test_with_process_isolation_a_child_whose_lease_expired_is_terminated_and_the_other_reported(runners) -> None:
+    """Leased together; one child stalls past its lease and is terminated, the other's completion was accepted."""
+    import multiprocessing
+    from functools import partial
+
+    import runner_work
+
+    clock, started = ManualClock(), multiprocessing.get_context("spawn").Event()
+    runner = runners(workers=2, batch=2, clock=clock, lease=10, isolation="process", start=False)
+    stalls = runner.submit(partial(runner_work.block_on_first_attempt, started))
+    quick = runner.submit(partial(runner_work.constant, "quick"))
+    runner.start()
+    assert started.wait(BOUND)
+    assert runner.wait(quick, BOUND).status == Status.SUCCEEDED  # on logical time a report does not wait
+    clock.advance_to(10)  # the stall's lease ends: its child is terminated
+    assert runner.wait(stalls, BOUND).status == Status.SUCCEEDED and runner.result(stalls) == "attempt 2"
+    assert runner.result(quick) == "quick" and runner.task(quick).attempts == 1
+    assert [lease.task_id for lease in calls(runner, "dispatch_many")[0][1]] == [stalls, quick]

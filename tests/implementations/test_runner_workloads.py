@@ -101,13 +101,13 @@ class Workload:
 
 
 def run_workload(runner_class: type, workers: int, lease: int, task_specs: list, script: list, folder: Path,
-                 given_scheduler: bool = False, options: dict | None = None) -> None:
+                 given_scheduler: bool = False, options: dict | None = None, clock: ManualClock | None = None) -> None:
     """Run one workload through a runner of ``runner_class`` and assert everything the module docstring lists.
 
     ``given_scheduler``: the runner is given its scheduler (its submits are made under its lock)
     instead of making its own (its submits are queued: ``Runner._queue_submit``). ``options``:
-    more of the runner's arguments (``batch``, say)."""
-    clock = ManualClock()
+    more of the runner's arguments (``batch``, say); ``clock``: a ``ManualClock`` of another kind."""
+    clock = ManualClock() if clock is None else clock
     workload = Workload([spec[0] for spec in task_specs])
     given = {"scheduler": Scheduler()} if given_scheduler else {}
     runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True, **given, **(options or {}))
