@@ -844,7 +844,8 @@ class Runner:
         if lease is None:
             self._idle_proof = (self._version, now)
             return None
-        self._past_due_hints(now)
+        if self._due_hints and self._due_hints[0] <= now:
+            self._past_due_hints(now)
         return self._begin(slot, lease)
 
     def _claim(self, slot: str) -> Attempt | None | object:
@@ -884,7 +885,8 @@ class Runner:
         except OutcomeUnknown:
             return self._claim_lost()
         if leases:
-            self._past_due_hints(now)
+            if self._due_hints and self._due_hints[0] <= now:
+                self._past_due_hints(now)
             self._mode.claiming([lease.task_id for lease in leases])
         if len(leases) < limit:
             self._idle_proof = (self._version, now)
@@ -915,7 +917,7 @@ class Runner:
         return _ASK_AGAIN
 
     def _past_due_hints(self, now: int) -> None:
-        """Under the lock, after a dispatch at ``now`` leased something: drop the due times up to ``now``.
+        """Under the lock, after a dispatch at ``now`` leased something: drop the due times up to ``now`` (some are).
 
         Every due time up to now is behind every later dispatch, so no later
         idle proof needs it; dropping them here keeps the heap to the tasks not
@@ -923,10 +925,9 @@ class Runner:
         before them: it no longer stands.
         """
         hints = self._due_hints
-        if hints and hints[0] <= now:
-            self._idle_proof = None
-            while hints and hints[0] <= now:
-                heapq.heappop(hints)
+        self._idle_proof = None
+        while hints and hints[0] <= now:
+            heapq.heappop(hints)
 
     def _begin(self, slot: str, lease: object) -> Attempt:
         """Under the lock: ``slot``'s attempt at the task ``lease`` leased, in the records and ``_running``."""
@@ -981,39 +982,35 @@ class Runner:
             return ("error", LookupError(task.problem))  # nothing here can run it; fail the attempt
         return self._runs.run(self, attempt, task)
 
-    def _finish(self, attempt: Attempt, outcome: tuple[str, object]) -> None:
-        """Under the lock: report the attempt's end to the scheduler and free its slot."""
-        kind, value = outcome
-        answer = None
-        try:
-            if kind == "killed" and not attempt.cancel_requested:
-                return  # terminated because its lease expired: the scheduler already took the task back
-            op = "complete" if kind == "ok" else "fail"
-            try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
-                if self._trace is None:
-                    now = self._clock.now
-                    report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
-                    try:
-                        answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
-                    except ValueError as exc:
-                        answer, now = self._timed_retry(
-                            op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
-                    else:
-                        self._timed_done(now)
-                else:
-                    answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
-            except OutcomeUnknown:
-                answer, now = self._report(op, attempt, lost=True)
-        finally:
-            if answer is None:  # nothing to report, or the report raised: the slot is free all the same
-                self._free(attempt)
-        self._settle(attempt, outcome, answer, now)
+    def _finish(self, attempt: Attempt, outcome: tuple[str, object], answer: Outcome | None = None,
+                now: int = 0) -> None:
+        """Under the lock: report the attempt's end to the scheduler and free its slot.
 
-    def _settle(self, attempt: Attempt, outcome: tuple[str, object], answer: Outcome, now: int) -> None:
-        """Under the lock: keep what the scheduler's ``answer`` to the attempt's report at ``now`` says; free its slot."""
+        ``answer``: the scheduler's answer to a report already made (in a
+        batch, at ``now``); then only what it says is kept here.
+        """
+        kind, value = outcome
         try:
+            if answer is None:
+                if kind == "killed" and not attempt.cancel_requested:
+                    return  # terminated because its lease expired: the scheduler already took the task back
+                op = "complete" if kind == "ok" else "fail"
+                try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                    if self._trace is None:
+                        now = self._clock.now
+                        report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                        try:
+                            answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                        except ValueError as exc:
+                            answer, now = self._timed_retry(
+                                op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                        else:
+                            self._timed_done(now)
+                    else:
+                        answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    answer, now = self._report(op, attempt, lost=True)
             if answer.accepted:
-                kind, value = outcome
                 task = attempt.record
                 if kind == "ok":
                     task.result = value
@@ -1028,12 +1025,8 @@ class Runner:
                         heapq.heappush(self._due_hints, view.due_at)
                         self._work.notify_all()  # idle slots wake at the retry's due time
         finally:
-            self._free(attempt)
-
-    def _free(self, attempt: Attempt) -> None:
-        """Under the lock: the attempt's slot is free (its report made, or nothing to report)."""
-        del self._running[attempt.slot]
-        self._changed.notify_all()  # the task may be final (the pool's idleness: see _slot_loop)
+            del self._running[attempt.slot]
+            self._changed.notify_all()  # the task may be final (the pool's idleness: see _slot_loop)
 
     def _flush_reports(self, held: bool = True) -> None:
         """Under the lock, pooled: make the queued reports, each kind in calls of at most ``batch`` reports.
@@ -1093,12 +1086,12 @@ class Runner:
                 try:
                     answer, now = self._report(op, attempt, lost=True)
                 except BaseException:
-                    self._free(attempt)
+                    del self._running[attempt.slot]  # the slot is free all the same, as _finish leaves it
                     raise
-                self._settle(attempt, outcome, answer, now)
+                self._finish(attempt, outcome, answer, now)
             return
         for (attempt, outcome), answer in zip(chunk, answers):
-            self._settle(attempt, outcome, answer, now)
+            self._finish(attempt, outcome, answer, now)
 
     def _report(self, op: str, attempt: Attempt, lost: bool = False) -> tuple[Outcome, int]:
         """Under the lock: ``complete`` or ``fail`` the attempt; its answer and the time it was made at
