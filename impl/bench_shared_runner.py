@@ -183,12 +183,14 @@ def format_table(seconds: dict[tuple[int, int | None], list[float]], tasks: int,
     return lines
 
 
-def run(dsn: str, quick: bool) -> int:
-    """Measure and print the table (``fencepost bench --shared-runner``); the caller has checked ``dsn``."""
+def run(dsn: str, quick: bool, tasks: int | None = None, rounds: int | None = None) -> int:
+    """Measure and print the table (``fencepost bench --shared-runner``); the caller has checked ``dsn``.
+
+    ``tasks`` per turn and ``rounds`` (None: the defaults, or the quick ones)."""
     from fencepost.impl.bench_postgres import server_line
 
-    tasks = QUICK_TASKS if quick else TASKS
-    rounds = 1 if quick else ROUNDS
+    tasks = tasks or (QUICK_TASKS if quick else TASKS)
+    rounds = rounds or (1 if quick else ROUNDS)
     print(f"fencepost bench --shared-runner: {server_line(dsn)}", flush=True)
     print(f"{tasks:,} no-op tasks per turn through shared Runner(workers={WORKERS}) processes (PostgresScheduler, "
           f"PostgresPayloads, DatabaseClock), {rounds} round(s), best turn (median in brackets)", flush=True)
