@@ -77,3 +77,12 @@ def test_a_shared_runner_turn_runs_every_task_on_the_server() -> None:
 def test_shared_runner_with_another_run_is_bad_input(capsys: pytest.CaptureFixture) -> None:
     assert main(["bench", "--shared-runner", "--runner"]) == 2
     assert "--shared-runner is a separate run" in capsys.readouterr().err
+
+
+def test_one_turn_as_a_script_runs_every_task_in_memory_and_on_sqlite(monkeypatch, capsys) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(bench_runner, "noop", lambda ctx=None: calls.append(ctx))
+    assert bench_runner.durable_turn(30, 2) > 0 and len(calls) == 30
+    assert bench_runner.main(["--tasks", "40", "--workers", "2", "--batch", "2"]) == 0
+    assert len(calls) == 70
+    assert "tasks/s  (Runner(workers=2) on its own scheduler, batch 2)" in capsys.readouterr().out
