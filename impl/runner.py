@@ -66,6 +66,20 @@ exceptions stay in the process that ran the task; the scheduler's view is
 everyone's. The README's "Many runners on many machines, one schema" has the
 details.
 
+**Batches** (``batch``, default ``default_batch``: on a scheduler that keeps
+its state in storage, as many as there are slots; in memory, none). With
+``batch`` above 1, on a scheduler that offers the batch operations, the slots
+share one scheduler worker ``poolN`` (``NAME-poolN``) of capacity ``workers``:
+a slot that looks for work claims for every free slot with one
+``dispatch_many`` and hands the other leases to their slots; a slot whose work
+ended queues its report, and the next slot to take the lock makes every
+queued report in one ``complete_many`` (and one ``fail_many``), each judged by
+the scheduler exactly as its single call would be. On a clock that runs by
+itself, the reports of the attempts one claim leased together wait for each
+other at most ``batch_wait`` real seconds, and never more than half of what
+is left of their leases. Otherwise (``batch=1``, or a scheduler without
+batches) every slot is its own worker of capacity one and every call a single one.
+
 **Memory is bounded by the live tasks plus a retention window.** A task's
 record (its function, and its result or error) is kept while the task is
 live and, once final, for ``retention`` ticks after the call that made it
@@ -209,6 +223,19 @@ class Runner:
             window when it offers ``prune`` (see the module docstring).
         trace: record every protocol call for ``save_trace`` (default False:
             a trace grows with every call, so it is kept only when asked for).
+        batch: the most leases one claim takes and the most reports one call
+            makes, an int >= 1 (at most one per slot: ``workers`` caps it), or
+            None for ``default_batch(scheduler, workers)``: ``workers`` on a
+            scheduler that keeps its state in storage (``DurableScheduler``,
+            ``PostgresScheduler``), where each call is a commit, 1 in memory.
+            Above 1 and on a scheduler with the batch operations, the slots
+            are one worker ``poolN`` (``NAME-poolN``) of capacity ``workers``;
+            else each slot is its own worker ``wK`` of capacity one.
+        batch_wait: real seconds >= 0 a report waits, at most, for those of the
+            attempts leased with it, on a clock that runs by itself (default
+            ``DEFAULT_BATCH_WAIT``); never more than half of what is left of its
+            lease. 0: reports never wait (they still go together when they
+            queue while the lock is held).
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
