@@ -91,9 +91,17 @@ class TaskRecord:
 
 @dataclass(eq=False, slots=True)
 class Cohort:
-    """The attempts a pooled runner's one claim leased: how many of them have not queued their report."""
+    """The attempts one claim of a pooled runner leased together: how many of them have not queued their report."""
 
     unreported: int
+
+
+@dataclass(eq=False, slots=True)
+class InCohort:
+    """An attempt's place in its cohort, on a clock that runs by itself (``Runner._queue_report``)."""
+
+    cohort: Cohort
+    deadline: float  # the real (``time.monotonic``) time before which its lease cannot have ended, as renewed
 
 
 @dataclass(eq=False, slots=True)  # slots: one is made per dispatch
@@ -111,14 +119,7 @@ class Attempt:
     renew_refused: bool = False  # heartbeat answers False from then on
     kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
     wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
-    # A pooled runner's (``batch`` above 1), on a clock that runs by itself: the attempts one claim
-    # leased together, if several, and the real (``time.monotonic``) time before which the lease
-    # cannot have ended; whether its slot holds its queued report back for its cohort's; and (on
-    # any clock) whether a flush took its report.
-    cohort: Cohort | None = None
-    deadline: float = float("inf")
-    holding: bool = False
-    reported: bool = False
+    cohort: InCohort | None = None  # a pooled runner's, on a clock that runs by itself (see ``InCohort``)
 
     def wake_up(self) -> None:
         """Wake the slot if it waits on its child process (only process isolation sets ``wake``)."""

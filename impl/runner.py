@@ -121,10 +121,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl._validate import check_submit
-from fencepost.impl.attempts import FINAL, Attempt, Cancelled, Cohort, TaskContext, TaskRecord
+from fencepost.impl.attempts import FINAL, Attempt, Cancelled, Cohort, InCohort, TaskContext, TaskRecord
 from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.isolation import MODES
 from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's constants stay importable from here)
@@ -318,16 +319,16 @@ class Runner:
         self._pool: str | None = f"{prefix}{POOL_PREFIX}{workers}" if self._batch > 1 and offers_batches(scheduler) else None
         # Pooled: the attempts a slot's claim took for other free slots, by slot, not yet started
         # (each is in ``_running`` already: its lease is the scheduler's from the claim on), and the
-        # reports of slots whose work ended, as (attempt, outcome), appended without the lock and
-        # made by the next slot that holds it (``_flush_reports``), all in as few calls as ``batch`` allows.
+        # reports of slots whose work ended, queued without the runner's lock and made by the next
+        # slot that holds it (``_flush_reports``), in as few calls as ``batch`` allows.
         self._handed: dict[str, Attempt] = {}
-        self._reports: deque[tuple[Attempt, tuple[str, object]]] = deque()  # appended and taken under _queued_reports
+        self._reports: deque[_QueuedReport] = deque()  # appended and taken under _queued_reports
         # The queued reports' own lock, never held while taking the runner's (which may be held
         # around it), so a slot queues its report and waits for its cohort's without the runner's.
         self._queued_reports = threading.Condition(threading.Lock())
         self._batch_wait = batch_wait
         # Real seconds per clock tick, for a clock that runs by itself (None: only calls move it, and
-        # then no report waits), so a report never waits past its lease's end (``Attempt.deadline``).
+        # then no report waits), so a report never waits past its lease's end (``InCohort.deadline``).
         self._tick_seconds: float | None = None
         if self._pool is not None:
             until = clock.seconds_until(clock.now + lease)
@@ -795,14 +796,14 @@ class Runner:
                     continue
                 self._lock.release()
                 try:
-                    self._queue_report(attempt, self._execute(attempt))  # whoever holds the lock next may make it
+                    queued = self._queue_report(attempt, self._execute(attempt))  # the next lock holder may make it
                 finally:
                     self._relock()
-                if not attempt.reported:  # not taken by another slot's flush meanwhile: this one makes it
+                if not queued.taken:  # not taken by another slot's flush meanwhile: this one makes it
                     self._flush_reports()
 
-    def _queue_report(self, attempt: Attempt, outcome: tuple[str, object]) -> None:
-        """No lock held, pooled: queue the attempt's report; while its cohort still works, wait for theirs.
+    def _queue_report(self, attempt: Attempt, outcome: tuple[str, object]) -> _QueuedReport:
+        """No lock held, pooled: queue the attempt's report (returned); while its cohort works, wait for theirs.
 
         On a clock that runs by itself, the attempts one claim leased together
         are a cohort (``_claim``): each report waits until every one of them
@@ -810,28 +811,31 @@ class Runner:
         together, and then go in one call), or a flush took it, or
         ``batch_wait`` real seconds passed, whichever is first, and never more
         than half of what is left of its lease in real time
-        (``Attempt.deadline``): waiting never takes a report past its lease's
+        (``InCohort.deadline``): waiting never takes a report past its lease's
         end. On a clock moved by calls (``ManualClock``, ``SchedulerClock``) no
         report waits, since any call may move time and end the lease meanwhile,
         which no real-time bound sees; reports still go together when they
         queue while another slot holds the lock. An attempt leased alone never waits.
         """
-        cohort = attempt.cohort
+        queued = _QueuedReport(attempt, outcome)
+        place = attempt.cohort
         with self._queued_reports:
-            self._reports.append((attempt, outcome))
-            if cohort is None:
-                return
+            self._reports.append(queued)
+            if place is None:
+                return queued
+            cohort = place.cohort
             cohort.unreported -= 1
             if not cohort.unreported:
                 self._queued_reports.notify_all()  # the cohort is complete: its waiters flush it
-                return
-            wait = min(self._batch_wait, (attempt.deadline - time.monotonic()) / 2)
+                return queued
+            wait = min(self._batch_wait, (place.deadline - time.monotonic()) / 2)
             if wait > 0:
-                attempt.holding = True  # another slot's claim leaves it queued (``_flush_reports``)
+                queued.holding = True  # another slot's claim leaves it queued (``_flush_reports``)
                 try:
-                    self._queued_reports.wait_for(lambda: attempt.reported or not cohort.unreported, wait)
+                    self._queued_reports.wait_for(lambda: queued.taken or not cohort.unreported, wait)
                 finally:
-                    attempt.holding = False
+                    queued.holding = False
+        return queued
 
     def _wait_for_work(self) -> None:
         """Under the lock, after a slot found nothing: tell ``wait_idle`` if nothing runs, then wait for work."""
@@ -924,8 +928,7 @@ class Runner:
             if self._tick_seconds is not None:  # a clock that runs by itself: the reports may wait for each other
                 cohort = Cohort(len(attempts))
                 for attempt in attempts:
-                    attempt.cohort = cohort
-                    attempt.deadline = asked + (attempt.expires_at - now) * self._tick_seconds
+                    attempt.cohort = InCohort(cohort, asked + (attempt.expires_at - now) * self._tick_seconds)
             for attempt in attempts[1:]:
                 self._handed[attempt.slot] = attempt
             self._work.notify_all()  # the slots waiting for work: theirs may be among them
@@ -1074,19 +1077,15 @@ class Runner:
         (``_report``). Every report is made at the clock's time of its call.
         """
         with self._queued_reports:
-            if held:
-                taken = list(self._reports)
-                self._reports.clear()
-            else:
-                taken = [entry for entry in self._reports if not entry[0].holding]
-                kept = [entry for entry in self._reports if entry[0].holding]
-                self._reports.clear()
-                self._reports.extend(kept)
-            for attempt, _ in taken:
-                attempt.reported = True
+            taken = [queued for queued in self._reports if held or not queued.holding]
+            kept = [] if held else [queued for queued in self._reports if queued.holding]
+            self._reports.clear()
+            self._reports.extend(kept)
+            for queued in taken:
+                queued.taken = True
             self._queued_reports.notify_all()  # a slot waiting for its cohort: its report is being made
         groups: dict[str, list[tuple[Attempt, tuple[str, object]]]] = {"complete": [], "fail": []}
-        for attempt, outcome in taken:
+        for attempt, outcome in ((queued.attempt, queued.outcome) for queued in taken):
             if outcome[0] == "killed" and not attempt.cancel_requested:
                 self._finish(attempt, outcome)  # its lease expired: nothing to report, the slot is free
             else:
@@ -1235,7 +1234,7 @@ class Runner:
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
                 if self._tick_seconds is not None and attempt.cohort is not None:
-                    attempt.deadline = asked + length * self._tick_seconds
+                    attempt.cohort.deadline = asked + length * self._tick_seconds
                 if attempt.expires_at < self._soonest_expiry:
                     self._soonest_expiry = attempt.expires_at  # a shorter renewal ends sooner
             else:
@@ -1409,6 +1408,16 @@ class Runner:
 
 _SUCCEEDED = Status.SUCCEEDED.value
 _RUNNING = Status.RUNNING.value
+
+
+@dataclass(eq=False, slots=True)
+class _QueuedReport:
+    """A pooled slot's report, queued for the next slot holding the lock to make (``Runner._flush_reports``)."""
+
+    attempt: Attempt
+    outcome: tuple[str, object]
+    holding: bool = False  # its slot holds it back for its cohort's reports (a claim's flush leaves it)
+    taken: bool = False  # a flush took it (set under the queue's lock)
 
 
 class _Signal(threading.Condition):
