@@ -875,9 +875,26 @@ class Runner:
         if lease is None:
             self._idle_proof = (self._version, now)
             return None
-        if self._due_hints and self._due_hints[0] <= now:
+        hints = self._due_hints
+        if hints and hints[0] <= now:
             self._past_due_hints(now)
-        return self._begin(slot, lease)
+        # ``_begin``, without its frame: this is every single-call lease's way (the default runner's)
+        task = self._tasks.get(lease.task_id)
+        new = task is None
+        if new:
+            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
+            if lease.task_id > self._last_id:
+                self._last_id = lease.task_id
+        task.status = _RUNNING
+        task.attempts += 1
+        self._mode.claim(lease.task_id, task, new)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
+        self._running[slot] = attempt
+        if lease.expires_at < self._soonest_expiry:
+            self._soonest_expiry = lease.expires_at
+        if lease.expires_at < self._expiry_wakes_at:
+            self._expiry_changed.notify()  # it sleeps past this lease's end: it must plan again
+        return attempt
 
     def _claim(self, slot: str) -> Attempt | None | object:
         """Under the lock, pooled: the lease a claim took for ``slot``, else a claim for every free slot.
