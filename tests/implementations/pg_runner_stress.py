@@ -64,8 +64,8 @@ from fencepost.impl.clocks import SchedulerClock
 from fencepost.impl.postgres import PostgresScheduler
 from fencepost.impl.postgres_payloads import PostgresPayloads
 from fencepost.impl.postgres_session import Reconnect
-from fencepost.spec.formats.values import to_json
 from fencepost.spec.formats.scenario import BATCH_OF
+from fencepost.spec.formats.values import to_json
 from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
 
 #: Real seconds any wait may take before the run fails instead of hanging.
@@ -384,3 +384,39 @@ def unbatched(events: list[dict]) -> list[dict]:
             out.append(dict(invoke, op=single, args=part_args))
             out.append(dict(e, result=result))
     return out
+
+
+#: Bound on the linearizability search of a run's history; a run that needs more fails as undecided.
+MAX_STATES = 2_000_000
+
+
+def run_and_look(dsn: str, prefix: str, processes: int, tasks: int, seed: int, batches: bool = False) -> tuple:
+    """``run_runners`` on a fresh schema named from ``prefix``, then the schema's end state; the schema is dropped.
+
+    Returns (results, merged events, the scheduler's final snapshot, orphan payloads).
+    """
+    from fencepost.impl.postgres import drop_schema, temporary_schema_name
+
+    schema = temporary_schema_name(prefix)
+    try:
+        results = run_runners(dsn, schema, processes, tasks, seed=seed, batches=batches)
+        with PostgresScheduler(dsn, schema=schema) as s:
+            final = s.snapshot()
+        with PostgresPayloads(dsn, schema=schema) as p:
+            orphans = p.orphans()
+    finally:
+        drop_schema(dsn, schema)
+    return results, merged_events(results), final, orphans
+
+
+def assert_linearizable(events: list[dict], folder) -> None:
+    """The whole history, loaded from a file in ``folder`` as the pinned format, is linearizable, cut in windows."""
+    from fencepost.spec.checkers import linearize, linearize_command
+    from fencepost.spec.formats import history as histories
+
+    path = folder / "runners.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    history = histories.load_history(path)
+    verdict = linearize.check_history(history, max_states=MAX_STATES)
+    assert verdict.linearizable is True, linearize_command.report(history, verdict)
+    assert verdict.windows > 1  # cut at quiescent points (the settling rounds, pauses between calls)
