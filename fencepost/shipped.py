@@ -29,13 +29,21 @@ class Shipped:
 
 
 #: The shipped schedulers, in the order they are preferred: the default first,
-#: then the in-process ones that add capabilities. (PostgreSQL is left out: it
-#: needs a server named by the user.) ``tests/spec/test_needs.py`` checks each ``offers``
-#: against what ``spec.checkers.capabilities.detect`` finds.
+#: then the in-process ones that add capabilities. (PostgreSQL is in
+#: ``ON_A_SERVER`` instead: it needs a server named by the user.)
+#: ``tests/spec/test_needs.py`` checks each ``offers`` against what
+#: ``spec.checkers.capabilities.detect`` finds.
 SHIPPED: tuple[Shipped, ...] = (
     Shipped(DEFAULT_IMPL, frozenset({"prune", "batch"})),
     Shipped("impl.simple:SimpleScheduler", frozenset({"prune", "batch"})),
     Shipped("impl.durable:temporary", frozenset({RESTART, "prune", "batch"})),
+)
+
+#: The shipped schedulers that need a server (``$FENCEPOST_PG_DSN``), never chosen
+#: by a scenario's needs, only named with ``--impl``. The walkthroughs are held true
+#: on them too, when a server is named (``tests/implementations/test_postgres_walkthroughs.py``).
+ON_A_SERVER: tuple[Shipped, ...] = (
+    Shipped("impl.postgres:temporary", frozenset({RESTART, "prune", "batch"})),
 )
 
 

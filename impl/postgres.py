@@ -67,6 +67,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl import _validate as v
+from fencepost.impl.forks import INHERITED, inherited
 from fencepost.impl.postgres_session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
 from fencepost.impl.postgres_sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
@@ -175,29 +176,16 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
     return f"{where} is not a PostgreSQL connection string or URL: {lines[0].strip()}"
 
 
-#: What a forked child inherited from its parent's pools: the parent's live sessions, on shared
-#: sockets. The child must neither use them (two processes talking on one session) nor close
-#: them (that would end the parent's session), so it only keeps them referenced. So also for a
-#: parent's scheduler or temporary schema the child's garbage collector frees: its finalizer
-#: (``_release_session``, ``_give_back``) runs in the child too, and would put the parent's
-#: session in the child's pool (both processes then share it: psycopg's prepared statement
-#: names collide, ``DuplicatePreparedStatement``, and answers go to the wrong process).
-_INHERITED: list[object] = []
-
-
-def _inherited(made_in: int, *kept: object) -> bool:
-    """True, keeping ``kept`` referenced (never used, never closed), when this process is not
-    ``made_in``, the one that made them: a forked child's copy of its parent's objects."""
-    if os.getpid() == made_in:
-        return False
-    _INHERITED.append(kept)
-    return True
-
-
+# A forked child inherits its parent's pools: the parent's live sessions, on shared sockets
+# (``fencepost.impl.forks``). A parent's scheduler or temporary schema freed by the child's
+# garbage collector runs its finalizer (``_release_session``, ``_give_back``) in the child too, and
+# would put the parent's session in the child's pool: both processes would then share it
+# (psycopg's prepared statement names collide, ``DuplicatePreparedStatement``, and answers go to
+# the wrong process).
 def _forget_inherited_pools() -> None:
     global _POOL_LOCK
     _POOL_LOCK = threading.Lock()  # another thread of the parent may have held it at the fork
-    _INHERITED.append(({k: list(v) for k, v in _IDLE.items()}, {k: list(v) for k, v in _POOL.items()}))
+    INHERITED.append(({k: list(v) for k, v in _IDLE.items()}, {k: list(v) for k, v in _POOL.items()}))
     _IDLE.clear()
     _POOL.clear()
 
@@ -651,7 +639,7 @@ def _is_invalid(exc: Exception) -> bool:
 
 def _release_session(dsn: str, session: Session, made_in: int) -> None:
     """A scheduler's finalizer: its session's connection back to the idle pool, in the process that made it only."""
-    if _inherited(made_in, session):
+    if inherited(made_in, session):
         return
     if session.conn is not None and not session.closed:
         _release(dsn, session.conn)
@@ -781,7 +769,7 @@ POOL_MAX = 4
 
 
 def _give_back(dsn: str, schema: str, conn: psycopg.Connection, made_in: int) -> None:
-    if _inherited(made_in, schema, conn):  # a forked child neither reuses nor drops its parent's schema
+    if inherited(made_in, schema, conn):  # a forked child neither reuses nor drops its parent's schema
         return
     with _POOL_LOCK:
         free = _POOL.setdefault(dsn, [])

@@ -895,7 +895,11 @@ def why_not(state: State, op: str, args: dict[str, object], observed: object) ->
         end = f"{chosen.expires_at}{']' if variants.interval == 'closed' else ')'}"
         span = f"[{chosen.started_at}, {end}" if chosen.started_at is not None else f"[..., {end}"  # linearize forgets starts
         return f"task {task_id} is running under {chosen.worker}'s lease {span} (token {show_token(chosen.token)})"
-    if chosen.forgotten or chosen.status in FINAL_STATUSES:
+    if chosen.forgotten:
+        return f"task {task_id} is final and was pruned"
+    if chosen.status in FINAL_STATUSES:
+        if chosen.retry_delay == 0:  # a search state's erased final task: its status and end are not kept
+            return f"task {task_id} is final"
         return f"task {task_id} is final ({chosen.status.value} since t={chosen.ended_at})"
     if not is_due(variants, chosen.due_at, now):
         return f"task {task_id} is not due before t={chosen.due_at + (1 if variants.due == 'after' else 0)}"

@@ -66,8 +66,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("logical time", r"logical time|logical clock|integer time|clock", "Time is an int the caller passes "
          "as `now`, starting at 0 and never going backwards; nothing sleeps, so a test can hit a boundary exactly."),
     Term("timed call", r"timed calls?", "A call that says what time it is (`dispatch`, `complete`, `fail`, "
-         "`cancel`, `renew`, `advance`). Before anything else it ends every lease with `expires_at <= now`. "
-         "`add_worker` and `submit` are not timed."),
+         "`cancel`, `renew`, `advance`). A valid one first ends every lease with `expires_at <= now`, before "
+         "anything else; an invalid one is an error and changes nothing. `add_worker` and `submit` are not timed."),
     Term("advance", r"advance|advances|advanced", "A timed call that only moves the clock, and so expires "
          "the leases that end by then."),
     Term("expiry", r"expiry|expiries|expires?|expired|expiring", "A lease reaching its `expires_at` ends: its "
@@ -86,8 +86,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("renew", r"renew|renews|renewed|renewal|renewals|renewing", "Extends a lease: `expires_at = now + "
          "duration`, same token (it may also shorten it). Refused once the lease has ended or a cancel was "
          "requested."),
-    Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease outlives "
-         "the work and no longer."),
+    Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease lasts as "
+         "long as the work does and ends soon after the worker stops."),
     Term("stale_token", r"stale_token|stale tokens?", "Rejection reason: the task is running under another, "
          "newer token. The report comes from an assignment that is over."),
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
@@ -168,8 +168,8 @@ GLOSSARY: tuple[Term, ...] = (
          "again and reads its file (`reopen()`). Nothing special happens: leases keep their end, and a task "
          "whose worker died comes back at its lease's expiry."),
     Term("key", r"key", "An idempotency key given to `submit`: the same key with the same arguments returns the "
-         "first task's id and creates nothing; with other arguments it is an error. Kept for the scheduler's "
-         "whole life, restarts included."),
+         "first task's id and creates nothing; with other arguments it is an error. Kept as long as its "
+         "task is, restarts included: only a prune of the final task forgets it."),
     Term("exactly-once", r"exactly-once|exactly once", "What no scheduler can promise for effects outside it: a "
          "retry may repeat work. A destination that checks a key and a token in the same transaction as the "
          "write (an effect ledger) makes that write happen once; an outside call (a card charge) is covered only "

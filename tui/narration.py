@@ -204,7 +204,10 @@ class Narrator:
                 continue
             self._expired[(task_id, before.token)] = (before.started_at, before.expires_at)
             noticed = "" if before.expires_at == now else f" (noticed at t={now})"
-            then = _AFTER_EXPIRY.get(after.status, "task {id} is {status}").format(**after._asdict())
+            ended = after.status
+            if ended == "cancelled" and not before.cancel_requested:
+                ended = "pending"  # the expiry made it pending; the step's own cancel then ended it
+            then = _AFTER_EXPIRY.get(ended, "task {id} is {status}").format(**after._asdict())
             events.append(
                 Event(
                     "expiry",
@@ -226,7 +229,7 @@ class Narrator:
             parts[0] = f"task {task_id} submitted with key {args['key']!r}: priority {args.get('priority', 0)}"
         parts.append(f"due t={due}" + (" (not yet due)" if due > now else ""))
         if args.get("max_attempts") is not None:
-            parts.append(f"at most {args['max_attempts']} attempts")
+            parts.append(f"at most {args['max_attempts']} attempt{'s' if args['max_attempts'] != 1 else ''}")
         if args.get("retry_delay", 1) != 1:
             parts.append(f"retry delay {args['retry_delay']}")
         return Event("submit", ", ".join(parts), task_id)
@@ -299,6 +302,9 @@ class Narrator:
                 f"on {row.worker} until it completes, fails or the lease ends",
                 task_id,
             )
+        if row is not None and row.attempts:
+            tries = f"{row.attempts} attempt{'s' if row.attempts != 1 else ''}"
+            return Event("cancel", f"task {task_id} cancelled while waiting, after {tries}; it never starts again", task_id)
         return Event("cancel", f"task {task_id} cancelled before it was claimed; it never starts", task_id)
 
     def _reason(self, result: StepResult, task_id: int, token: int | None, changes: tuple[Change, ...] = ()) -> str:

@@ -62,6 +62,7 @@ import uuid
 import weakref
 from datetime import timedelta
 
+from fencepost.impl.forks import inherited
 from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
 from fencepost.impl.peers import EPOCH_SECONDS, declare
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
@@ -89,6 +90,9 @@ CREATE OR REPLACE FUNCTION {CLOCK_SCHEMA}.now() RETURNS timestamptz
 _ENTRYPOINTS = itertools.count(1)
 _INSTALL_LOCK = threading.Lock()
 _INSTALLED: dict[str, bool] = {}  # dsn -> installed by this process
+# A forked child did not install anything: its copy of the table must not make its exit drop
+# the parent's schema (``uninstall`` runs at exit).
+os.register_at_fork(after_in_child=_INSTALLED.clear)
 
 
 def dsn() -> str:
@@ -122,7 +126,7 @@ class _Scheduler:
         self.lock = threading.RLock()
 
 
-def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: str | None) -> None:
+def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: str | None, made_in: int) -> None:
     """Delete a scheduler's jobs (its first client only passes ``entrypoint``), close the connection and loop.
 
     Run by ``close()``, or by the garbage collector for a scheduler nobody
@@ -131,8 +135,12 @@ def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: st
     run this while another client's loop is running on this thread, where no
     loop can be run: then the connection is closed at the libpq level and the
     jobs go with the process's schema at exit (``uninstall``).
+
+    In a forked child's copy of a client (``made_in`` is not this process) it does nothing but
+    keep the copy referenced: the connection's socket is the parent's, so deleting or closing
+    through it would end the parent's session and its jobs.
     """
-    if loop.is_closed():
+    if inherited(made_in, loop, connection) or loop.is_closed():
         return
     try:
         if asyncio._get_running_loop() is not None:
@@ -158,7 +166,7 @@ class PgQueuerClient:
         self._loop = asyncio.new_event_loop()
         self._connection = self._run(psycopg.AsyncConnection.connect(dsn(), autocommit=True))
         self._release = weakref.finalize(self, _release, self._loop, self._connection,
-                                         self._shared.entrypoint if first else None)
+                                         self._shared.entrypoint if first else None, os.getpid())
         self._run(self._connection.execute(f"SET search_path = {_SEARCH_PATH}"))
         self._set_clock(self._shared.now)
         from pgqueuer.adapters.drivers.psycopg import PsycopgDriver

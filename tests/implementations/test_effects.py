@@ -125,6 +125,58 @@ def test_a_zombies_late_effect_is_refused(folder: Path) -> None:
     reopened.close()
 
 
+def test_a_zombie_that_writes_before_the_new_holder_passes_the_fence_and_the_key_keeps_it_single(folder: Path) -> None:
+    """What at-least-once step 8 says: fencing refuses only tokens below one already seen, so
+    token 1 acting first is accepted; the idempotency key is what keeps token 2 from acting again."""
+    ledger = EffectLedger(folder / "destination.db")
+    ran: list[int] = []
+    assert ledger.apply("add-10-task-1", 1, lambda: ran.append(1)) == Outcome(True)
+    assert ledger.apply("add-10-task-1", 2, lambda: ran.append(2)) == Outcome(True, ALREADY_APPLIED)
+    assert ran == [1] and ledger.record("add-10-task-1") == (2, 1)
+    ledger.close()
+
+
+def worker_that_dies_inside_an_outside_call(folder: Path, report) -> None:
+    """Through the ledger, call a card provider (outside the ledger's file), then wait to be killed
+    before the ledger commits its record."""
+    ledger = EffectLedger(folder / "destination.db")
+
+    def charge_card() -> None:
+        with open(folder / "provider.log", "a", encoding="utf-8") as provider:  # the provider's own books
+            provider.write("charged order 42\n")
+        report.send("charged")
+        report.recv()  # the parent kills us here, inside apply, before its commit
+
+    ledger.apply("charge-order-42", 1, charge_card)
+
+
+def test_an_outside_call_is_repeated_by_the_retry_even_through_the_ledger(folder: Path) -> None:
+    """What the durability walkthrough says at step 11: the ledger covers writes to its own
+    database only; a card charged at a provider, done and not recorded when the worker dies, is
+    charged again by the retry, unless the provider checks a key itself."""
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    worker = context.Process(target=worker_that_dies_inside_an_outside_call, args=(folder, child), daemon=True)
+    worker.start()
+    try:
+        assert parent.poll(WAIT_S), "the worker never reported its charge"
+        assert parent.recv() == "charged"
+    finally:
+        worker.kill()  # SIGKILL: after the outside call, before the ledger's commit
+        worker.join(WAIT_S)
+    assert not worker.is_alive()
+    ledger = EffectLedger(folder / "destination.db")
+    assert ledger.record("charge-order-42") is None  # the record died with the transaction
+
+    def charge_card_again() -> None:
+        with open(folder / "provider.log", "a", encoding="utf-8") as provider:
+            provider.write("charged order 42\n")
+
+    assert ledger.apply("charge-order-42", 2, charge_card_again) == Outcome(True)  # run again, not already_applied
+    ledger.close()
+    assert (folder / "provider.log").read_text(encoding="utf-8").count("charged order 42") == 2
+
+
 def test_an_effect_that_raises_is_not_recorded_and_its_writes_roll_back(folder: Path) -> None:
     ledger = EffectLedger(folder / "destination.db")
     ledger.connection.execute("CREATE TABLE charges (n INTEGER PRIMARY KEY, task_id INTEGER)")

@@ -122,3 +122,63 @@ def test_pgqueuer_timestamps_are_the_logical_clock() -> None:
     finally:
         scheduler.clear()
         scheduler.close()
+
+
+def _collect_and_exit(pipe: object) -> None:
+    import gc
+
+    from fencepost.impl.peers import pgqueuer
+
+    gc.collect()  # the parent's garbage, inherited: its finalizers run here, in the child
+    pipe.send(pgqueuer.installed_here())
+    pgqueuer.uninstall()  # what the child's exit would run
+
+
+def _jobs_of(entrypoint: str) -> int:
+    import psycopg
+
+    from fencepost.impl.peers import pgqueuer
+
+    with psycopg.connect(pgqueuer.dsn()) as conn:
+        return conn.execute(f"SELECT count(*) FROM {pgqueuer.SCHEMA}.{pgqueuer.PREFIX}pgqueuer WHERE entrypoint = %s",
+                            (entrypoint,)).fetchone()[0]
+
+
+def test_a_forked_child_frees_neither_its_parents_pgqueuer_jobs_nor_its_schema() -> None:
+    """A child that collects its parent's pgqueuer scheduler, and exits, leaves the parent's queues whole.
+
+    The scheduler's finalizer used to delete its jobs and close its connection from whichever
+    process ran it, on the parent's socket; the child's exit dropped the parent's schema.
+    """
+    import gc
+    import multiprocessing
+
+    scheduler = make("pgqueuer", "queue")
+    try:
+        scheduler.add_worker("w1", 1)
+        scheduler.submit()
+        gc.disable()  # the garbage must still be pending at the fork
+        try:
+            garbage = make("pgqueuer", "queue")  # another scheduler with a job, left in a cycle
+            garbage.submit()
+            entrypoint = garbage.entrypoint
+            garbage.cycle = garbage
+            del garbage
+            context = multiprocessing.get_context("fork")
+            receiver, sender = context.Pipe(duplex=False)
+            child = context.Process(target=_collect_and_exit, args=(sender,))
+            child.start()
+        finally:
+            gc.enable()
+        assert receiver.poll(60), "the child sent nothing"
+        assert receiver.recv() is False  # it installed nothing, so its exit drops nothing
+        child.join(60)
+        assert child.exitcode == 0
+        assert _jobs_of(entrypoint) == 1  # the child's collection deleted nothing of the parent's
+        gc.collect()  # the parent's own collection does
+        assert _jobs_of(entrypoint) == 0
+        lease = scheduler.dispatch("w1", 1, 5)  # the parent's session and its job are still there
+        assert lease is not None and lease.task_id == 1
+    finally:
+        scheduler.clear()
+        scheduler.close()

@@ -258,3 +258,23 @@ def test_complete_many_judges_each_report_as_the_single_calls_in_order():
         model.complete_many(state, [(1, 1), (9, 1)], 3)
     after, outcomes = model.complete_many(state, [], 6)
     assert outcomes == [] and after.now == 6 and after.tasks[0].status is Status.PENDING
+
+
+# ---------------------------------------------------------------- why_not on final tasks
+
+
+def test_why_not_names_a_final_tasks_end_only_where_the_state_still_holds_it():
+    """A dispatch of a final task: the model's own state says how and when it ended; a search
+    state that erased those (linearize's canonical form) says only that it is final; a pruned
+    task is said to be pruned, not to have ended at a time the state no longer keeps."""
+    from fencepost.spec.checkers.linearize_states import canonical
+
+    any_order = Variants.parse(["order=any"])
+    state, _ = run(started(any_order), ("dispatch", {"worker": "w1", "now": 1, "duration": 5}))
+    state, _ = run(state, ("complete", {"task_id": 1, "token": 1, "now": 3}))
+    args = {"worker": "w1", "now": 4, "duration": 5}
+    lease = Lease(task_id=1, worker="w1", token=2, started_at=4, expires_at=9)
+    assert model.why_not(state, "dispatch", args, lease) == "task 1 is final (succeeded since t=3)"
+    assert model.why_not(canonical(state), "dispatch", args, lease) == "task 1 is final"
+    pruned, _ = run(state, ("prune", {"before": 4, "now": 4}))
+    assert model.why_not(pruned, "dispatch", args, lease) == "task 1 is final and was pruned"

@@ -134,3 +134,22 @@ def test_a_need_no_shipped_scheduler_offers_is_one_line_exit_2(needs: list[str],
 def test_a_variant_need_is_kept_after_the_named_ones() -> None:
     scenario = loads_scenario(HEAD + 'needs = ["interval=closed", "restart"]\n' + STEPS)
     assert needs_of(scenario) == ("restart", "interval=closed")
+
+
+PRUNE_AND_BATCH = (
+    '\n[[steps]]\nop = "submit_many"\ntasks = [{}, {}]\nexpect = [{ task_id = 1 }, { task_id = 2 }]\n'
+    '\n[[steps]]\nop = "dispatch_many"\nworker = "w1"\nnow = 0\nduration = 5\nlimit = 2\nexpect = [{ task_id = 1 }]\n'
+    '\n[[steps]]\nop = "complete"\ntask_id = 1\ntoken = 1\nnow = 1\nexpect = { accepted = true }\n'
+    '\n[[steps]]\nop = "prune"\nbefore = 2\nnow = 2\nexpect = { forgotten = 1 }\n'
+)
+
+
+def test_a_scenario_that_needs_prune_and_batches_opens_on_the_default_with_no_flag(tmp_path, capsys) -> None:
+    path = tmp_path / "n.toml"
+    path.write_text(HEAD + 'needs = ["prune", "batch"]\n' + STEPS + PRUNE_AND_BATCH)
+    scenario = load_scenario(path)
+    assert needs_of(scenario) == ("prune", "batch")
+    assert open_for(scenario).name == DEFAULT_IMPL and open_for(scenario).reason is None  # what tui NAME and o open
+    assert main(["replay", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"replay {path} against {DEFAULT_IMPL}: ") and out[-1] == "ok: all 4 expectations hold over 5 steps"

@@ -113,6 +113,11 @@ NARRATED = [
     ("lease-ends", 10, 2, {"worker": None, "token": None, "expires_at": None}),
     ("submit-keys", 5, 1, {"priority": 1, "status": "pending"}),
     ("argument-rules", 6, None, {"now": 0}),
+    ("invalid-calls", 8, None, {"now": 6}),  # a rejection is a valid timed call: the clock moves
+    ("invalid-calls", 12, 2, {"status": "pending", "token": None}),  # ...and a due lease expires
+    ("renew-and-expiry", 5, 1, {"status": "pending", "attempts": 1, "due_at": 0}),  # no backoff after an expiry
+    ("lease-ends", 9, None, {"now": 3}),  # nothing happens without a timed call
+    ("lease-ends", 9, 2, {"status": "running", "token": 2}),
 ]
 
 

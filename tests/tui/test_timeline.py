@@ -168,6 +168,25 @@ def test_cancellation_before_claim_and_cooperative_cancellation_of_running_work(
     assert [r.status for r in timeline.board(8).done] == ["cancelled", "cancelled"]
 
 
+def test_a_cancel_of_a_task_that_has_run_says_so_and_a_cancel_at_the_lease_end_follows_the_expiry():
+    """Neither is "before it was claimed", and a lease that had no cancel request did not end by one."""
+    timeline = run(
+        ("add_worker", "w1", 1),
+        ("submit",), ("submit",),
+        ("dispatch", "w1", 0, 5),
+        ("fail", 1, 1, 1),  # retry_wait, due at 2
+        ("cancel", 1, 1),
+        ("dispatch", "w1", 1, 5),  # task 2, lease [1, 6)
+        ("cancel", 2, 6),  # at exactly its end: the expiry comes first, then a waiting task is cancelled
+    )
+    assert texts(timeline, 6) == ["task 1 cancelled while waiting, after 1 attempt; it never starts again"]
+    assert texts(timeline, 8) == [
+        "lease [1, 6) of task 2 on w1 (token 2) expired at t=6: task 2 is pending again",
+        "task 2 cancelled while waiting, after 1 attempt; it never starts again",
+    ]
+    assert [(r.id, r.status) for r in timeline.board(8).done] == [(2, "cancelled"), (1, "cancelled")]
+
+
 def test_an_invalid_call_is_an_error_event_and_changes_nothing():
     timeline = run(("add_worker", "w1", 1), ("advance", 5), ("advance", 3), ("dispatch", "w9", 6, 1))
     assert timeline.frames[3].error == "time can't go backwards: now=3 < current time 5"
