@@ -300,3 +300,40 @@ def test_with_process_isolation_a_child_whose_lease_expired_is_terminated_and_th
     assert runner.wait(stalls, BOUND).status == Status.SUCCEEDED and runner.result(stalls) == "attempt 2"
     assert runner.result(quick) == "quick" and runner.task(quick).attempts == 1
     assert [lease.task_id for lease in calls(runner, "dispatch_many")[0][1]] == [stalls, quick]
+
+
+# Lost answers (``OutcomeUnknown``): a call that took effect and lost its answer is not in the
+# trace (a scenario has no step of unknown effect), so these runners' traces are not replayed.
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["took-effect", "did-not"])
+def test_a_batch_of_reports_whose_answer_was_lost_is_resolved_task_by_task(applied: bool) -> None:
+    from test_runner_unknown import Losing
+
+    gate, losing = Gate(), Losing("complete_many", applied)
+    runner = Runner(workers=2, batch=2, batch_wait=BOUND, clock=SlowTicks(), scheduler=losing, trace=True)
+    ids = [runner.submit(blocked_work(gate)) for _ in range(2)]
+    with runner:
+        assert sorted([gate.next_start(), gate.next_start()]) == ids
+        for task_id in ids:
+            gate.release(task_id)
+        for task_id in ids:
+            assert runner.wait(task_id, BOUND).status == Status.SUCCEEDED and runner.result(task_id) == task_id
+    assert losing.lost == 1 and [losing.inner.task(t).attempts for t in ids] == [1, 1]
+    # made again, one by one, only when it had not taken effect (read from each task)
+    assert len(calls(runner, "complete")) == (0 if applied else 2)
+
+
+def test_a_batched_claim_whose_answer_was_lost_is_left_to_lease_expiry() -> None:
+    from test_runner_unknown import Losing
+
+    clock, losing, ran = ManualClock(), Losing("dispatch_many", applied=True), []
+    runner = Runner(workers=2, batch=2, clock=clock, lease=5, scheduler=losing)
+    ids = [runner.submit(lambda ctx: ran.append(ctx.task_id)) for _ in range(2)]
+    with runner:
+        runner.wait_idle(BOUND)
+        assert ran == [] and [losing.inner.task(t).status for t in ids] == [Status.RUNNING] * 2  # leased to nobody
+        clock.advance(5)  # the lost leases expire; the tasks are eligible again
+        for task_id in ids:
+            assert runner.wait(task_id, BOUND).status == Status.SUCCEEDED
+    assert sorted(ran) == ids and [losing.inner.task(t).attempts for t in ids] == [2, 2]
