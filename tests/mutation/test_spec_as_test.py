@@ -225,6 +225,13 @@ class _Script:
         self.state, result = model.apply(self.state, op, dict(args))
         return result
 
+    def refused(self, op: str, **args: object) -> str:
+        """Add a call the model refuses (it changes nothing); return the model's message."""
+        with pytest.raises(ValueError) as refusal:
+            model.apply(self.state, op, dict(args))
+        self.calls.append((op, args))
+        return str(refusal.value)
+
     def dispatch_or_report(self, op: str, task_id: int, token: int, now: int) -> None:
         """``dispatch`` to w1 at ``now``, or the lease call ``op`` on the given task and token."""
         if op == "dispatch":
@@ -343,7 +350,7 @@ BAD_VALUES: dict[str, tuple[object, ...]] = {
     "key": ("", 1, ["k"]),
     "before": (-1, 11, True, 1.5, "10", None),
     "limit": (0, -1, True, 1.5, "2", None),
-    "tasks": ({"priority": 1}, [1], [{"colour": 1}], [{}, {"retry_delay": 0}], [{"key": ""}], None),
+    "tasks": ({"priority": 1}, [1], [{"colour": 1}], [{"colour": 1, 1: 0}], [{}, {"retry_delay": 0}], [{"key": ""}], None),
     "reports": ([[3, 1]], [[0, 1]], [[1, "1"]], [[1]], [1, 1], None),
 }
 BAD_WORKERS = {
@@ -469,6 +476,29 @@ def every_way_to_end_then_prune() -> list[Call]:
     return s.calls
 
 
+def known_keys_in_a_batch() -> list[Call]:
+    """A batch entry repeats a key known from a single submit: each argument it leaves out is the default.
+
+    ``submit(key=...)`` binds the key to the arguments as passed, defaults
+    included; a batch entry that gives fewer names the same task, and one
+    that gives another ``due_at`` (even the current time, for ``None``) is
+    refused. The corpus's batches rarely repeat a single submit's key.
+    """
+    s = _Script()
+    s("add_worker", worker="w1", capacity=1)
+    s("submit", key="a")
+    s("submit", priority=2, due_at=5, max_attempts=2, retry_delay=3, key="b")
+    same = {"priority": 2, "due_at": 5, "max_attempts": 2, "retry_delay": 3, "key": "b"}
+    assert s("submit_many", tasks=[{"key": "a"}, same, {"key": "c"}, {"key": "c", "priority": 0}]) == [1, 2, 3, 3]
+    for other in ({"due_at": 0}, {"max_attempts": 1}, {"retry_delay": 2}, {"priority": 1}):
+        assert "already submitted" in s.refused("submit_many", tasks=[{"priority": 1}, {"key": "a", **other}])
+    without_due = {name: value for name, value in same.items() if name != "due_at"}
+    assert "due_at 5 then None" in s.refused("submit_many", tasks=[without_due])
+    assert s("submit_many", tasks=[{"key": "c"}, {"priority": 1}]) == [3, 4]
+    s.drain("w1", now=5)
+    return s.calls
+
+
 BOUNDARY_SCENARIOS = {
     "submit_with_every_default": submit_with_every_default,
     "dispatch_when_a_token_above_now_expires": functools.partial(expiry_of_a_token_above_now, "dispatch"),
@@ -478,6 +508,7 @@ BOUNDARY_SCENARIOS = {
     "a_cancelled_task_due_first": a_cancelled_task_due_first,
     "int_subclass_arguments": int_subclass_arguments,
     "every_way_to_end_then_prune": every_way_to_end_then_prune,
+    "known_keys_in_a_batch": known_keys_in_a_batch,
 }
 
 
