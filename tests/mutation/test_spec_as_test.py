@@ -482,7 +482,8 @@ def known_keys_in_a_batch() -> list[Call]:
     ``submit(key=...)`` binds the key to the arguments as passed, defaults
     included; a batch entry that gives fewer names the same task, and one
     that gives another ``due_at`` (even the current time, for ``None``) is
-    refused. The corpus's batches rarely repeat a single submit's key.
+    refused; a conflict between two entries names the id the first would
+    have had. The corpus's batches rarely repeat a single submit's key.
     """
     s = _Script()
     s("add_worker", worker="w1", capacity=1)
@@ -494,6 +495,8 @@ def known_keys_in_a_batch() -> list[Call]:
         assert "already submitted" in s.refused("submit_many", tasks=[{"priority": 1}, {"key": "a", **other}])
     without_due = {name: value for name, value in same.items() if name != "due_at"}
     assert "due_at 5 then None" in s.refused("submit_many", tasks=[without_due])
+    # a conflict inside the batch names the id the entry before would have had: 4, 5, then 6 for "e"
+    assert "as task 6 " in s.refused("submit_many", tasks=[{"key": "d"}, {}, {"key": "e"}, {"key": "e", "priority": 1}])
     assert s("submit_many", tasks=[{"key": "c"}, {"priority": 1}]) == [3, 4]
     s.drain("w1", now=5)
     return s.calls
