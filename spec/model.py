@@ -671,7 +671,7 @@ def submit_many(state: State, tasks: list[dict]) -> tuple[State, list[int]]:
     for number, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise ValueError(f"tasks[{number}] must be a dict of submit's arguments, not {type(entry).__name__}: {entry!r}")
-        unknown = sorted(set(entry) - set(SUBMIT_ARGUMENTS))
+        unknown = sorted(set(entry) - set(SUBMIT_ARGUMENTS), key=str)  # by str: a non-str name compares too
         if unknown:
             raise ValueError(f"tasks[{number}]: submit takes no argument {unknown[0]!r} (it takes {', '.join(SUBMIT_ARGUMENTS)})")
         try:

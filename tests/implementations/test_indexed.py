@@ -327,13 +327,51 @@ def share_a_token(s: IndexedScheduler) -> str:
     return "two running tasks share a token: [1, 1]"
 
 
+def file_a_record_under_an_id_never_issued(s: IndexedScheduler) -> str:
+    s._tasks[9] = s._get(1)
+    return "the registry holds task 9, never issued"
+
+
+def forget_when_a_task_ended(s: IndexedScheduler) -> str:
+    s._get(1).ended_at = None
+    return "task 1 is cancelled with ended_at=None"
+
+
+def drop_a_task_from_the_final_queue(s: IndexedScheduler) -> str:
+    s._final.clear()
+    return "the final queue holds [], the final tasks are [1]"
+
+
+def forget_a_record_but_not_its_place_in_the_final_queue(s: IndexedScheduler) -> str:
+    del s._tasks[1]  # its stale ready entry names a forgotten task, which is allowed
+    return "the final queue holds [1], the final tasks are []"
+
+
+def queue_the_last_two_final_tasks_out_of_order(s: IndexedScheduler) -> str:
+    assert s.cancel(2, 3).accepted and s.cancel(7, 5).accepted  # ended at 0, 3, 5: queue [1, 2, 7]
+    s._final[1], s._final[2] = s._final[2], s._final[1]
+    return "the final queue is not in the order the tasks ended: [(0, 1), (5, 7), (3, 2)]"
+
+
+def keep_a_key_without_its_task(s: IndexedScheduler) -> str:
+    s._keys["k"] = (3, (0, None, None, 1))
+    return "the keys {'k': (3, (0, None, None, 1))} and the keyed tasks {} disagree"
+
+
+def keep_a_key_of_a_forgotten_task(s: IndexedScheduler) -> str:
+    s._keys["k"], s._key_of[9] = (9, (0, None, None, 1)), "k"
+    return "a key names a task not in the registry: {9: 'k'}"
+
+
 CORRUPTIONS = [
     swap_due_root, swap_below_root, push_an_entry_twice, push_an_entry_for_no_task, miscount_stale,
     skip_compaction, cut_a_fresh_record, make_a_fresh_record_not_due, move_a_fresh_record_to_the_due_heap,
     drop_a_running_worker, request_cancel_of_a_waiting_task, overspend_a_running_task, spend_a_waiting_task,
     move_a_lease_to_an_unknown_worker, keep_an_expired_lease, forge_a_token, give_a_final_task_an_entry,
     drop_a_live_entry, move_a_live_entry_to_the_wrong_heap, change_a_key_behind_its_entry, miscount_load,
-    shrink_capacity_under_a_lease, share_a_token,
+    shrink_capacity_under_a_lease, share_a_token, file_a_record_under_an_id_never_issued,
+    forget_when_a_task_ended, drop_a_task_from_the_final_queue, forget_a_record_but_not_its_place_in_the_final_queue,
+    queue_the_last_two_final_tasks_out_of_order, keep_a_key_without_its_task, keep_a_key_of_a_forgotten_task,
 ]
 
 

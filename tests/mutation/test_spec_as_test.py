@@ -225,6 +225,13 @@ class _Script:
         self.state, result = model.apply(self.state, op, dict(args))
         return result
 
+    def refused(self, op: str, **args: object) -> str:
+        """Add a call the model refuses (it changes nothing); return the model's message."""
+        with pytest.raises(ValueError) as refusal:
+            model.apply(self.state, op, dict(args))
+        self.calls.append((op, args))
+        return str(refusal.value)
+
     def dispatch_or_report(self, op: str, task_id: int, token: int, now: int) -> None:
         """``dispatch`` to w1 at ``now``, or the lease call ``op`` on the given task and token."""
         if op == "dispatch":
@@ -310,17 +317,24 @@ BUSY: list[Call] = [
     ("dispatch", {"worker": "w1", "now": 5, "duration": 5}),
 ]
 #: A valid call of each operation against ``BUSY``, at now 10: the instant task 1's lease expires.
-#: ``submit`` twice: due at once (``IndexedScheduler``'s fast path) and due later.
+#: ``submit`` three times: due at once (``IndexedScheduler``'s fast path), due later, and keyed
+#: (its own path, which checks every argument before the key). The batches and ``prune`` too.
 VALID_CALLS: list[Call] = [
     ("add_worker", {"worker": "w2", "capacity": 1}),
     ("submit", {"priority": 1, "max_attempts": 2, "retry_delay": 2}),
     ("submit", {"priority": 1, "due_at": 7, "max_attempts": 2, "retry_delay": 2}),
+    ("submit", {"priority": 1, "due_at": 7, "max_attempts": 2, "retry_delay": 2, "key": "k"}),
     ("dispatch", {"worker": "w1", "now": 10, "duration": 3}),
     ("complete", {"task_id": 1, "token": 1, "now": 10}),
     ("fail", {"task_id": 1, "token": 1, "now": 10}),
     ("cancel", {"task_id": 2, "now": 10}),
     ("renew", {"task_id": 1, "token": 1, "now": 10, "duration": 3}),
     ("advance", {"now": 10}),
+    ("prune", {"before": 10, "now": 10}),
+    ("submit_many", {"tasks": [{"priority": 1}, {"due_at": 7, "key": "k"}]}),
+    ("dispatch_many", {"worker": "w1", "now": 10, "duration": 3, "limit": 2}),
+    ("complete_many", {"reports": [[1, 1]], "now": 10}),
+    ("fail_many", {"reports": [[1, 1]], "now": 10}),
 ]
 #: Values each argument must refuse against ``BUSY``: out of range first, then wrong types.
 BAD_VALUES: dict[str, tuple[object, ...]] = {
@@ -333,8 +347,17 @@ BAD_VALUES: dict[str, tuple[object, ...]] = {
     "duration": (0, -1, True, 1.5, "3", None),
     "task_id": (0, 3, -1, True, 1.0, "1", None),
     "token": (True, 1.0, "1", None),
+    "key": ("", 1, ["k"]),
+    "before": (-1, 11, True, 1.5, "10", None),
+    "limit": (0, -1, True, 1.5, "2", None),
+    "tasks": ({"priority": 1}, [1], [{"colour": 1}], [{"colour": 1, 1: 0}], [{}, {"retry_delay": 0}], [{"key": ""}], None),
+    "reports": ([[3, 1]], [[0, 1]], [[1, "1"]], [[1]], [1, 1], None),
 }
-BAD_WORKERS = {"add_worker": ("", "w1", 1, ["w2"], None), "dispatch": ("nobody", "", 1, ["w1"], None)}
+BAD_WORKERS = {
+    "add_worker": ("", "w1", 1, ["w2"], None),
+    "dispatch": ("nobody", "", 1, ["w1"], None),
+    "dispatch_many": ("nobody", "", 1, ["w1"], None),
+}
 
 
 def invalid_calls() -> list[Call]:
@@ -429,6 +452,56 @@ def int_subclass_arguments() -> list[Call]:
     return s.calls
 
 
+def every_way_to_end_then_prune() -> list[Call]:
+    """Six tasks end at 1 to 6, one by each way there is; prunes with ``before`` 2 to 7 forget one each.
+
+    A task's end time is read only by ``prune``, so a way of ending that
+    records the wrong time (or none) shows only here.
+    """
+    s = _Script()
+    s("add_worker", worker="w1", capacity=5)
+    for max_attempts in (None, 1, None, None, 1, None):
+        s("submit", max_attempts=max_attempts)
+    leases = [s("dispatch", worker="w1", now=0, duration=duration) for duration in (10, 10, 10, 4, 5)]
+    s("complete", task_id=1, token=leases[0].token, now=1)  # succeeded at 1
+    s("fail", task_id=2, token=leases[1].token, now=2)  # failed at 2: its one attempt spent
+    s("cancel", task_id=3, now=2)
+    s("fail", task_id=3, token=leases[2].token, now=3)  # cancelled at 3: a failure after a cancel request
+    s("cancel", task_id=4, now=3)
+    s("advance", now=4)  # cancelled at 4: its lease expires after a cancel request
+    s("advance", now=5)  # failed at 5: its lease expires with its one attempt spent
+    s("cancel", task_id=6, now=6)  # cancelled at 6, waiting
+    for before in range(2, 8):
+        assert s("prune", before=before, now=max(before, 6)) == 1, f"the model forgets one task before {before}"
+    return s.calls
+
+
+def known_keys_in_a_batch() -> list[Call]:
+    """A batch entry repeats a key known from a single submit: each argument it leaves out is the default.
+
+    ``submit(key=...)`` binds the key to the arguments as passed, defaults
+    included; a batch entry that gives fewer names the same task, and one
+    that gives another ``due_at`` (even the current time, for ``None``) is
+    refused; a conflict between two entries names the id the first would
+    have had. The corpus's batches rarely repeat a single submit's key.
+    """
+    s = _Script()
+    s("add_worker", worker="w1", capacity=1)
+    s("submit", key="a")
+    s("submit", priority=2, due_at=5, max_attempts=2, retry_delay=3, key="b")
+    same = {"priority": 2, "due_at": 5, "max_attempts": 2, "retry_delay": 3, "key": "b"}
+    assert s("submit_many", tasks=[{"key": "a"}, same, {"key": "c"}, {"key": "c", "priority": 0}]) == [1, 2, 3, 3]
+    for other in ({"due_at": 0}, {"max_attempts": 1}, {"retry_delay": 2}, {"priority": 1}):
+        assert "already submitted" in s.refused("submit_many", tasks=[{"priority": 1}, {"key": "a", **other}])
+    without_due = {name: value for name, value in same.items() if name != "due_at"}
+    assert "due_at 5 then None" in s.refused("submit_many", tasks=[without_due])
+    # a conflict inside the batch names the id the entry before would have had: 4, 5, then 6 for "e"
+    assert "as task 6 " in s.refused("submit_many", tasks=[{"key": "d"}, {}, {"key": "e"}, {"key": "e", "priority": 1}])
+    assert s("submit_many", tasks=[{"key": "c"}, {"priority": 1}]) == [3, 4]
+    s.drain("w1", now=5)
+    return s.calls
+
+
 BOUNDARY_SCENARIOS = {
     "submit_with_every_default": submit_with_every_default,
     "dispatch_when_a_token_above_now_expires": functools.partial(expiry_of_a_token_above_now, "dispatch"),
@@ -437,6 +510,8 @@ BOUNDARY_SCENARIOS = {
     "complete_when_an_id_above_now_falls_due": functools.partial(due_time_below_the_task_id, "complete"),
     "a_cancelled_task_due_first": a_cancelled_task_due_first,
     "int_subclass_arguments": int_subclass_arguments,
+    "every_way_to_end_then_prune": every_way_to_end_then_prune,
+    "known_keys_in_a_batch": known_keys_in_a_batch,
 }
 
 
@@ -471,6 +546,10 @@ def test_answers_exactly_as_the_model(factory: type) -> None:
         difference = exact_difference(factory, list(calls))
         if difference is not None:
             pytest.fail(f"run {number}: {difference}", pytrace=False)
+
+
+def test_every_operation_gets_its_invalid_arguments() -> None:
+    assert {op for op, _ in VALID_CALLS} == set(model.TRANSITIONS)
 
 
 @pytest.mark.parametrize("factory", SHIPPED, ids=_name)

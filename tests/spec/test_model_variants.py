@@ -229,6 +229,8 @@ def test_submit_many_is_all_or_nothing():
         model.submit_many(state, [{}, {"retry_delay": 0}])
     with pytest.raises(ValueError, match="takes no argument 'colour'"):
         model.submit_many(state, [{"colour": 1}])
+    with pytest.raises(ValueError, match=r"tasks\[0\]: submit takes no argument 1 "):  # not a TypeError
+        model.submit_many(state, [{"colour": 1, 1: 0}])
     assert model.submit_many(state, [])[1] == []
 
 

@@ -109,7 +109,7 @@ async def test_a_step_lays_the_screen_out_only_when_a_height_changes_and_then_on
         for key in ["right"] * 15 + ["left"] * 10:
             before, (height, scrollbar), lists_before = len(layouts), heights(), overflowing()
             await pilot.press(key)
-            await settle(app, pilot)
+            await settle(app, pilot)  # what the key's refreshes scheduled counts with this key, not the next
             new_height, new_scrollbar = heights()
             keys.append((len(layouts) - before, new_height != height, new_scrollbar != scrollbar, overflowing() != lists_before))
     assert all(count == 0 for count, taller, scrollbar, _ in keys if not (taller or scrollbar))
