@@ -89,6 +89,21 @@ class TaskRecord:
     problem: str | None = None  # shared: why this runner cannot run the task (no payload, unknown function)
 
 
+@dataclass(eq=False, slots=True)
+class Cohort:
+    """The attempts one claim of a pooled runner leased together: how many of them have not queued their report."""
+
+    unreported: int
+
+
+@dataclass(eq=False, slots=True)
+class InCohort:
+    """An attempt's place in its cohort, on a clock that runs by itself (``Runner._queue_report``)."""
+
+    cohort: Cohort
+    deadline: float  # the real (``time.monotonic``) time before which its lease cannot have ended, as renewed
+
+
 @dataclass(eq=False, slots=True)  # slots: one is made per dispatch
 class Attempt:
     """One lease being worked on by one slot."""
@@ -104,6 +119,7 @@ class Attempt:
     renew_refused: bool = False  # heartbeat answers False from then on
     kill: bool = False  # process isolation: terminate the child (forced cancel or expiry)
     wake: Callable[[], None] | None = None  # wakes a slot waiting on its child process
+    cohort: InCohort | None = None  # a pooled runner's, on a clock that runs by itself (see ``InCohort``)
 
     def wake_up(self) -> None:
         """Wake the slot if it waits on its child process (only process isolation sets ``wake``)."""

@@ -343,6 +343,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "--cycles sets the jobs per round (default 400, quick 100), --repeats the rounds (default 3)")
     parser.add_argument("--runner", action="store_true",
                         help="instead: 100,000 no-op tasks through Runner beside ThreadPoolExecutor, 1 and 4 workers")
+    parser.add_argument("--shared-runner", action="store_true",
+                        help="instead: no-op tasks through 1 and 2 processes of shared Runner(workers=4) on "
+                        "$FENCEPOST_PG_DSN (or --dsn), batch=1 beside the default batch, alternating "
+                        "(impl/bench_shared_runner.py); --tasks per turn (default 2000, quick 300)")
     parser.add_argument("--tricks", action="store_true",
                         help="instead: IndexedScheduler beside itself with each of its speed tricks taken out "
                         "(impl/bench_tricks.py), sizes 10000,100000 unless --sizes; what each trick buys")
@@ -353,7 +357,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --soak: instead, a shared runner on $FENCEPOST_PG_DSN idle for SECONDS on the "
                         "database clock, its heap and tables printed at intervals")
     parser.add_argument("--tasks", type=int, default=None,
-                        help="with --runner: tasks per turn (default 100000); with --soak: tasks per scheduler")
+                        help="with --runner: tasks per turn (default 100000); with --soak: tasks per scheduler; "
+                        "with --shared-runner: tasks per turn")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -366,6 +371,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.postgres and (args.durable or args.runner):
         raise UsageError("--postgres is a separate run: give it without --durable or --runner")
+    if args.shared_runner:
+        if args.postgres or args.durable or args.runner or args.soak or args.tricks:
+            raise UsageError("--shared-runner is a separate run: give it without --postgres, --durable, --runner, "
+                             "--soak or --tricks")
+        return _run_postgres(args, shared_runner=True)
     if args.batches and not args.durable:
         raise UsageError("--batches goes with --durable (the batch rows of --postgres run alone)")
     if args.postgres:
@@ -413,25 +423,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_postgres(args: argparse.Namespace) -> int:
-    """``--postgres``: hand over to ``impl/bench_postgres.py`` once the server and psycopg are there."""
+def _run_postgres(args: argparse.Namespace, shared_runner: bool = False) -> int:
+    """``--postgres`` (or ``--shared-runner``): hand over to ``impl/bench_postgres.py`` (or
+    ``impl/bench_shared_runner.py``) once the server and psycopg are there."""
     import os
 
     from fencepost.spec.arguments import UsageError
 
+    flag = "--shared-runner" if shared_runner else "--postgres"
     dsn = args.dsn or os.environ.get("FENCEPOST_PG_DSN")
     if not dsn:
-        raise UsageError("--postgres needs a server: pass --dsn or set FENCEPOST_PG_DSN")
+        raise UsageError(f"{flag} needs a server: pass --dsn or set FENCEPOST_PG_DSN")
     try:
         import psycopg
     except ImportError:
-        raise UsageError("--postgres needs psycopg: pip install 'fencepost[postgres]'") from None
+        raise UsageError(f"{flag} needs psycopg: pip install 'fencepost[postgres]'") from None
     try:
         psycopg.connect(dsn, connect_timeout=5).close()
     except psycopg.Error as exc:
         from fencepost.impl.postgres import connect_failure
 
         raise UsageError(connect_failure("--dsn" if args.dsn else "FENCEPOST_PG_DSN", dsn, exc)) from None
+    if shared_runner:
+        from fencepost.impl import bench_shared_runner
+
+        return bench_shared_runner.run(dsn, quick=args.quick, tasks=args.tasks, rounds=args.repeats)
     from fencepost.impl import bench_postgres
 
     return bench_postgres.run(dsn, quick=args.quick)

@@ -9,11 +9,20 @@ task done, pool start and stop included. The two take turns, ``repeats``
 times each, and the best turn of each is reported (the median beside it),
 so both are measured under the same load on a shared machine. The runner's
 *overhead per task* is its time per task less the executor's.
+
+Run as a script (``python impl/bench_runner.py --workers 4 --batch 4``) it times one
+runner turn and prints one line, for ``farm-bench`` runs of two settings or two
+commits side by side; ``--batch default`` passes no ``batch``, so the same file
+times the runner of a commit from before the setting. ``--durable`` gives the
+runner a fresh ``DurableScheduler`` (a file in the temporary folder,
+``synchronous=FULL``) with the tasks submitted before the turn starts.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,14 +57,34 @@ def executor_turn(tasks: int, workers: int = WORKERS) -> float:
     return time.perf_counter() - start
 
 
-def runner_turn(tasks: int, workers: int = WORKERS) -> float:
-    """Seconds for ``Runner(workers=workers)`` to run ``tasks`` no-ops (to ``wait_idle``)."""
+def runner_turn(tasks: int, workers: int = WORKERS, batch: int | None = None) -> float:
+    """Seconds for ``Runner(workers=workers)`` to run ``tasks`` no-ops (to ``wait_idle``); ``batch`` if given."""
+    options = {} if batch is None else {"batch": batch}
     start = time.perf_counter()
-    with Runner(workers=workers) as runner:
+    with Runner(workers=workers, **options) as runner:
         for _ in range(tasks):
             runner.submit(noop)
         runner.wait_idle(TURN_BOUND)
     return time.perf_counter() - start
+
+
+def durable_turn(tasks: int, workers: int = WORKERS, batch: int | None = None) -> float:
+    """Seconds for ``Runner(workers=workers)`` on a fresh ``DurableScheduler`` to run ``tasks`` no-ops
+    submitted before it starts (from ``start`` to ``wait_idle``)."""
+    import tempfile
+    from pathlib import Path
+
+    from fencepost.impl.durable import DurableScheduler
+
+    options = {} if batch is None else {"batch": batch}
+    with tempfile.TemporaryDirectory() as folder, DurableScheduler(Path(folder) / "runner.db") as scheduler:
+        runner = Runner(workers=workers, scheduler=scheduler, **options)
+        for _ in range(tasks):
+            runner.submit(noop)
+        start = time.perf_counter()
+        with runner:
+            runner.wait_idle(TURN_BOUND)
+        return time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -132,3 +161,22 @@ def format_runner_bench(bench: RunnerBench) -> str:
         f"runner overhead per task beyond the executor: {bench.overhead_us:.1f} us",
         f"target: runner >= {TARGET_RATIO}x the executor's throughput   {bench.ratio:.2f}x  {verdict}",
     ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One runner turn, one line: tasks/s."""
+    parser = argparse.ArgumentParser(description="one timed turn of no-op tasks through Runner")
+    parser.add_argument("--tasks", type=int, default=TASKS)
+    parser.add_argument("--workers", type=int, default=WORKERS)
+    parser.add_argument("--batch", default="default", help="'default' (pass no batch) or an int >= 1")
+    parser.add_argument("--durable", action="store_true", help="on a fresh DurableScheduler (synchronous=FULL)")
+    args = parser.parse_args(argv)
+    batch = None if args.batch == "default" else int(args.batch)
+    took = (durable_turn if args.durable else runner_turn)(args.tasks, args.workers, batch)
+    where = "DurableScheduler" if args.durable else "its own scheduler"
+    print(f"{args.tasks / took:,.0f} tasks/s  (Runner(workers={args.workers}) on {where}, batch {args.batch})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -73,6 +73,9 @@ _QUERIES = {
     # the task's current attempt count comes along, so the runner numbers attempts across processes
     "for_task": "SELECT p.function, p.args, t.attempts FROM {0}.keys k JOIN {0}.payloads p ON p.key = k.key"
                 " LEFT JOIN {0}.tasks t ON t.id = k.task_id WHERE k.task_id = %s",
+    # for_task of many tasks at once (a batched claim's leases): the same rows, one statement
+    "for_tasks": "SELECT k.task_id, p.function, p.args, t.attempts FROM {0}.keys k JOIN {0}.payloads p ON p.key = k.key"
+                 " LEFT JOIN {0}.tasks t ON t.id = k.task_id WHERE k.task_id = ANY(%s)",
     # the id counter, not max(id): prune deletes rows, the counter never goes back
     "stamp": "SELECT now, last_task FROM {0}.meta",
     "orphans": "SELECT count(*) FROM {0}.payloads p WHERE NOT EXISTS (SELECT 1 FROM {0}.keys k WHERE k.key = p.key)",
@@ -90,6 +93,11 @@ class Payload:
     args: list
     kwargs: dict
     attempts: int
+
+
+def _payload(function: str, data: dict, attempts: int | None) -> Payload:
+    """A payload row (function, JSON arguments, the task's attempt count) as a ``Payload``."""
+    return Payload(function, list(data.get("args", [])), dict(data.get("kwargs", {})), attempts or 0)
 
 
 class PostgresPayloads:
@@ -154,10 +162,16 @@ class PostgresPayloads:
     def for_task(self, task_id: int) -> Payload | None:
         """The payload of the task the scheduler made under its key, or None (no key, or no payload)."""
         row = self._run("for_task", (task_id,), lambda cur: cur.fetchone())
-        if row is None:
-            return None
-        function, data, attempts = row
-        return Payload(function, list(data.get("args", [])), dict(data.get("kwargs", {})), attempts or 0)
+        return None if row is None else _payload(*row)
+
+    def for_tasks(self, task_ids: list[int]) -> dict[int, Payload | None]:
+        """``for_task`` of each id, in one statement: every id of ``task_ids`` maps to its payload or None.
+
+        O(k log T) for k ids (the same index as ``for_task``).
+        """
+        rows = self._run("for_tasks", (list(task_ids),), lambda cur: cur.fetchall())
+        found = {task_id: _payload(*rest) for task_id, *rest in rows}
+        return {task_id: found.get(task_id) for task_id in task_ids}
 
     def stamp(self) -> tuple[int, int]:
         """(the scheduler's clock, the highest task id): when it changes, work may have become eligible.

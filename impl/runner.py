@@ -66,6 +66,20 @@ exceptions stay in the process that ran the task; the scheduler's view is
 everyone's. The README's "Many runners on many machines, one schema" has the
 details.
 
+**Batches** (``batch``, default ``default_batch``: on a scheduler that keeps
+its state in storage, as many as there are slots; in memory, none). With
+``batch`` above 1, on a scheduler that offers the batch operations, the slots
+share one scheduler worker ``poolN`` (``NAME-poolN``) of capacity ``workers``:
+a slot that looks for work claims for every free slot with one
+``dispatch_many`` and hands the other leases to their slots; a slot whose work
+ended queues its report, and the next slot to take the lock makes every
+queued report in one ``complete_many`` (and one ``fail_many``), each judged by
+the scheduler exactly as its single call would be. On a clock that runs by
+itself, the reports of the attempts one claim leased together wait for each
+other at most ``batch_wait`` real seconds, and never more than half of what
+is left of their leases. Otherwise (``batch=1``, or a scheduler without
+batches) every slot is its own worker of capacity one and every call a single one.
+
 **Memory is bounded by the live tasks plus a retention window.** A task's
 record (its function, and its result or error) is kept while the task is
 live and, once final, for ``retention`` ticks after the call that made it
@@ -107,10 +121,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl._validate import check_submit
-from fencepost.impl.attempts import FINAL, Attempt, Cancelled, TaskContext, TaskRecord
+from fencepost.impl.attempts import FINAL, Attempt, Cancelled, Cohort, InCohort, TaskContext, TaskRecord
 from fencepost.impl.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.isolation import MODES
 from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's constants stay importable from here)
@@ -119,7 +134,9 @@ from fencepost.impl.shared_runner import (  # noqa: F401  (the shared mode's con
     SHARED_POLL_SECONDS,
     mode_for,
 )
-from fencepost.spec.formats.scenario import SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
+from fencepost.spec.checkers.capabilities import offers_batches
+from fencepost.spec.checkers.steps import offers_restart
+from fencepost.spec.formats.scenario import ALL_SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
 from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView
 
 __all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
@@ -143,12 +160,35 @@ DEFAULT_RETENTION = 600_000
 #: it blocks on the lock (``Runner._relock``).
 RELOCK_TRIES = 20
 
+#: Real seconds a pooled runner's report waits, at most, for the reports of the attempts its claim
+#: leased together with it, so that they go in one call (``Runner(batch_wait=...)``).
+DEFAULT_BATCH_WAIT = 0.002
+
 #: A time after every lease's end.
 _NEVER = float("inf")
 
 #: Slots are scheduler workers named ``w1`` .. ``wN`` (the seeds' names for workers), or
 #: ``NAME-w1`` .. ``NAME-wN`` for a runner given a ``name`` (unique among runners sharing a scheduler).
 SLOT_PREFIX = "w"
+
+#: A runner whose claims and reports go in batches (``batch`` above 1) has one scheduler worker
+#: for all its slots, of capacity ``workers``, named this and the count: ``pool4``, or ``NAME-pool4``
+#: (the count in the name: a restarted runner with another pool size never takes over a worker
+#: whose capacity is not its own).
+POOL_PREFIX = "pool"
+
+
+def default_batch(scheduler: object, workers: int) -> int:
+    """The ``batch`` of a runner given none: ``workers`` where a call costs a commit, else 1.
+
+    A scheduler that keeps its state in storage (it offers ``reopen``:
+    ``DurableScheduler``, ``PostgresScheduler``) makes every call a transaction,
+    and over PostgreSQL a round trip: a batch is one of each for many leases or
+    reports. In memory a batch is its single calls plus a check of the whole
+    (``impl._batches``), and measured no faster (docs/runner.md, "Batches").
+    A scheduler without the batch operations gets 1 (single calls) either way.
+    """
+    return workers if offers_restart(scheduler) and offers_batches(scheduler) else 1
 
 class Runner:
     """A bounded pool running user functions under the leases of a scheduler.
@@ -184,6 +224,19 @@ class Runner:
             window when it offers ``prune`` (see the module docstring).
         trace: record every protocol call for ``save_trace`` (default False:
             a trace grows with every call, so it is kept only when asked for).
+        batch: the most leases one claim takes and the most reports one call
+            makes, an int >= 1 (at most one per slot: ``workers`` caps it), or
+            None for ``default_batch(scheduler, workers)``: ``workers`` on a
+            scheduler that keeps its state in storage (``DurableScheduler``,
+            ``PostgresScheduler``), where each call is a commit, 1 in memory.
+            Above 1 and on a scheduler with the batch operations, the slots
+            are one worker ``poolN`` (``NAME-poolN``) of capacity ``workers``;
+            else each slot is its own worker ``wK`` of capacity one.
+        batch_wait: real seconds >= 0 a report waits, at most, for those of the
+            attempts leased with it, on a clock that runs by itself (default
+            ``DEFAULT_BATCH_WAIT``); never more than half of what is left of its
+            lease. 0: reports never wait (they still go together when they
+            queue while the lock is held).
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
@@ -204,6 +257,8 @@ class Runner:
         poll: float | None = None,
         retention: int | None = DEFAULT_RETENTION,
         trace: bool = False,
+        batch: int | None = None,
+        batch_wait: float = DEFAULT_BATCH_WAIT,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -219,6 +274,10 @@ class Runner:
             raise ValueError(f"retention must be None or an int >= 0 (clock ticks), got {retention!r}")
         if not isinstance(trace, bool):
             raise ValueError(f"trace must be a bool, got {trace!r}")
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+            raise ValueError(f"batch must be None or an int >= 1 (leases per claim, reports per call), got {batch!r}")
+        if isinstance(batch_wait, bool) or not isinstance(batch_wait, int | float) or not 0 <= batch_wait < _NEVER:
+            raise ValueError(f"batch_wait must be a number of real seconds >= 0, got {batch_wait!r}")
         mode = mode_for(functions, payloads, poll)
         if clock is None:
             clock = MonotonicClock()
@@ -250,7 +309,30 @@ class Runner:
         # for, so the state changes of every task do not wake it (each wake costs a lock handoff).
         self._expiry_changed = _Signal(self._lock)
         self._expiry_wakes_at: float = _NEVER  # the earliest lease end the expiry thread waits for
-        self._slots = tuple(f"{'' if name is None else name + '-'}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
+        prefix = '' if name is None else name + '-'
+        self._slots = tuple(f"{prefix}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
+        # How many leases one claim takes and reports one call makes (at most one per slot). Above 1,
+        # on a scheduler with the batch operations, the slots share one worker (``_pool``) and claim
+        # and report for each other (``_pooled_slot_loop``); otherwise every slot is its own worker
+        # of capacity one and every call is a single one.
+        self._batch = min(workers, default_batch(scheduler, workers) if batch is None else batch)
+        self._pool: str | None = f"{prefix}{POOL_PREFIX}{workers}" if self._batch > 1 and offers_batches(scheduler) else None
+        # Pooled: the attempts a slot's claim took for other free slots, by slot, not yet started
+        # (each is in ``_running`` already: its lease is the scheduler's from the claim on), and the
+        # reports of slots whose work ended, queued without the runner's lock and made by the next
+        # slot that holds it (``_flush_reports``), in as few calls as ``batch`` allows.
+        self._handed: dict[str, Attempt] = {}
+        self._reports: deque[_QueuedReport] = deque()  # appended and taken under _queued_reports
+        # The queued reports' own lock, never held while taking the runner's (which may be held
+        # around it), so a slot queues its report and waits for its cohort's without the runner's.
+        self._queued_reports = threading.Condition(threading.Lock())
+        self._batch_wait = batch_wait
+        # Real seconds per clock tick, for a clock that runs by itself (None: only calls move it, and
+        # then no report waits), so a report never waits past its lease's end (``InCohort.deadline``).
+        self._tick_seconds: float | None = None
+        if self._pool is not None:
+            until = clock.seconds_until(clock.now + lease)
+            self._tick_seconds = None if until is None else until / lease
         self._own = 0  # tasks this runner submitted (shared: ``_tasks`` also holds tasks others submitted)
         self._tasks: dict[int, TaskRecord] = {}
         # Submits that went around the lock (``_queue_submit``), oldest first, as (id, fn, priority,
@@ -286,12 +368,13 @@ class Runner:
         # (thread name, exception) of the first pool thread that raised: the runner then stops, and
         # every later public call says why instead of waiting for work no thread will do
         self._broken: tuple[str, BaseException] | None = None
+        workers_added = ((self._pool, workers),) if self._pool is not None else ((slot, 1) for slot in self._slots)
         with self._lock:
-            for slot in self._slots:
+            for worker, capacity in workers_added:
                 lost = 0
                 while True:
                     try:
-                        self._call("add_worker", {"worker": slot, "capacity": 1})
+                        self._call("add_worker", {"worker": worker, "capacity": capacity})
                     except OutcomeUnknown:
                         lost += 1
                         if lost > UNKNOWN_RETRIES:
@@ -321,7 +404,8 @@ class Runner:
             self._started = True
         self._clock.subscribe(self._on_clock)
         names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
-        targets = [lambda s=slot: self._slot_loop(s) for slot in self._slots] + [self._expiry_loop]
+        loop = self._slot_loop if self._pool is None else self._pooled_slot_loop
+        targets = [lambda s=slot: loop(s) for slot in self._slots] + [self._expiry_loop]
         for name, target in zip(names, targets):
             thread = threading.Thread(target=self._guarded, args=(name, target), name=name, daemon=True)
             self._threads.append(thread)
@@ -677,27 +761,97 @@ class Runner:
     # ------------------------------------------------------------ the pool
 
     def _slot_loop(self, slot: str) -> None:
-        """One pool slot: take a lease, run it without the lock, report, repeat."""
+        """One pool slot, its own worker of capacity one: take a lease, run it without the lock, report, repeat."""
         with self._lock:
             while not self._stopping:
                 attempt = self._next_attempt(slot)
                 if attempt is _ASK_AGAIN:
                     continue
                 if attempt is None:
-                    if not self._running:
-                        self._idle.notify_all()  # nothing runs and this slot found nothing: wait_idle may hold
-                    # Counted before the queue is looked at, and a queued submit looks at the count
-                    # after its append: either this sees the submit or the submit sees this slot
-                    # waiting (and notifies it, once it waits), so no wake-up is lost.
-                    self._idle_slots += 1
-                    try:
-                        if not self._queued:
-                            self._work.wait(self._seconds_to_next_due())
-                    finally:
-                        self._idle_slots -= 1
+                    self._wait_for_work()
                     continue
                 outcome = self._run_attempt(attempt)
                 self._finish(attempt, outcome)
+
+    def _pooled_slot_loop(self, slot: str) -> None:
+        """One slot of a pooled runner (``batch`` above 1): claim for the free slots, run, queue the report.
+
+        The work's outcome is queued before the slot takes the lock back (and
+        held back a moment for the reports of the attempts leased with it:
+        ``_queue_report``); then, unless another slot's flush took it
+        meanwhile, this slot makes every report queued by then, in one call
+        per kind (``_flush_reports``), and goes on to its next lease, which
+        another slot's claim may have taken for it (``_claim``).
+
+        On ``stop`` a slot still runs a lease a claim took for it (the
+        scheduler counts it as running) unless a pool thread broke the runner.
+        """
+        with self._lock:
+            while not self._stopping or (slot in self._handed and self._broken is None):
+                attempt = self._claim(slot)
+                if attempt is _ASK_AGAIN:
+                    continue
+                if attempt is None:
+                    self._wait_for_work()
+                    continue
+                self._lock.release()
+                try:
+                    queued = self._queue_report(attempt, self._execute(attempt))  # the next lock holder may make it
+                finally:
+                    self._relock()
+                if not queued.taken:  # not taken by another slot's flush meanwhile: this one makes it
+                    self._flush_reports()
+
+    def _queue_report(self, attempt: Attempt, outcome: tuple[str, object]) -> _QueuedReport:
+        """No lock held, pooled: queue the attempt's report (returned); while its cohort works, wait for theirs.
+
+        On a clock that runs by itself, the attempts one claim leased together
+        are a cohort (``_claim``): each report waits until every one of them
+        has queued its own (they began together; with like work they end
+        together, and then go in one call), or a flush took it, or
+        ``batch_wait`` real seconds passed, whichever is first, and never more
+        than half of what is left of its lease in real time
+        (``InCohort.deadline``): waiting never takes a report past its lease's
+        end. On a clock moved by calls (``ManualClock``, ``SchedulerClock``) no
+        report waits, since any call may move time and end the lease meanwhile,
+        which no real-time bound sees; reports still go together when they
+        queue while another slot holds the lock. An attempt leased alone never waits.
+        """
+        queued = _QueuedReport(attempt, outcome)
+        place = attempt.cohort
+        with self._queued_reports:
+            self._reports.append(queued)
+            if place is None:
+                return queued
+            cohort = place.cohort
+            cohort.unreported -= 1
+            if not cohort.unreported:
+                self._queued_reports.notify_all()  # the cohort is complete: its waiters flush it
+                return queued
+            wait = min(self._batch_wait, (place.deadline - time.monotonic()) / 2)
+            if wait > 0:
+                queued.holding = True  # another slot's claim leaves it queued (``_flush_reports``)
+                try:
+                    self._queued_reports.wait_for(lambda: queued.taken or not cohort.unreported, wait)
+                finally:
+                    queued.holding = False
+        return queued
+
+    def _wait_for_work(self) -> None:
+        """Under the lock, after a slot found nothing: tell ``wait_idle`` if nothing runs, then wait for work."""
+        if not self._running:
+            self._idle.notify_all()  # nothing runs and this slot found nothing: wait_idle may hold
+        # Counted before the queue is looked at, and a queued submit looks at the count
+        # after its append: either this sees the submit or the submit sees this slot
+        # waiting (and notifies it, once it waits), so no wake-up is lost. A lease a
+        # pooled claim takes for this slot is handed under the lock, which is held from
+        # ``_claim`` finding none to this wait, and notified.
+        self._idle_slots += 1
+        try:
+            if not self._queued:
+                self._work.wait(self._seconds_to_next_due())
+        finally:
+            self._idle_slots -= 1
 
     def _next_attempt(self, slot: str) -> Attempt | None:
         """Under the lock: lease the best eligible task to ``slot``, or None if there is none now."""
@@ -717,23 +871,113 @@ class Runner:
             else:
                 lease, now = self._timed_call("dispatch", {"worker": slot, "now": None, "duration": self._lease})
         except OutcomeUnknown:
-            # A lease it may have made is nobody's here: it ends at its expiry, by clock.now + lease
-            # at the latest, and its task is eligible again then, which no idle proof may hide.
-            # The slot asks again at once (the scheduler reconnects first).
-            heapq.heappush(self._due_hints, self._clock.now + self._lease)
-            self._version += 1
-            return _ASK_AGAIN
+            return self._claim_lost()
         if lease is None:
             self._idle_proof = (self._version, now)
             return None
-        # Every due time up to now is behind every later dispatch, so no later idle proof needs
-        # it; dropping them here keeps the heap to the tasks not yet due while the pool is busy.
-        # The proof in hand, if any, was made before them: it no longer stands.
         hints = self._due_hints
         if hints and hints[0] <= now:
-            self._idle_proof = None
-            while hints and hints[0] <= now:
-                heapq.heappop(hints)
+            self._past_due_hints(now)
+        # ``_begin``, without its frame: this is every single-call lease's way (the default runner's)
+        task = self._tasks.get(lease.task_id)
+        new = task is None
+        if new:
+            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
+            if lease.task_id > self._last_id:
+                self._last_id = lease.task_id
+        task.status = _RUNNING
+        task.attempts += 1
+        self._mode.claim(lease.task_id, task, new)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
+        self._running[slot] = attempt
+        if lease.expires_at < self._soonest_expiry:
+            self._soonest_expiry = lease.expires_at
+        if lease.expires_at < self._expiry_wakes_at:
+            self._expiry_changed.notify()  # it sleeps past this lease's end: it must plan again
+        return attempt
+
+    def _claim(self, slot: str) -> Attempt | None | object:
+        """Under the lock, pooled: the lease a claim took for ``slot``, else a claim for every free slot.
+
+        Queued reports are made first: their slots are then free, and their
+        leases no longer take the pool worker's room. One ``dispatch`` when
+        this slot is the only free one, else one ``dispatch_many`` of up to
+        ``batch`` leases (the scheduler hands out fewer when fewer tasks are
+        eligible); the first lease is this slot's, each other one is handed to
+        another free slot, and the slots waiting for work are woken. The pool
+        worker's capacity is the number of slots, and a slot holds at most one
+        lease, so the scheduler's room is never what stops a claim short: fewer
+        leases than asked for mean nothing more is eligible now. Returns None
+        when nothing is; ``_ASK_AGAIN`` when the claim lost its answer.
+        """
+        handed = self._handed.pop(slot, None)
+        if handed is not None:
+            return handed
+        if self._queued:
+            self._drain()
+        if self._reports:
+            self._flush_reports(held=False)
+        if self._idle_proof is not None and self._proven_idle():
+            return None  # a free slot already found nothing, and nothing new came or fell due since
+        running = self._running
+        free = [slot, *(other for other in self._slots if other != slot and other not in running)]
+        limit = min(self._batch, len(free))
+        asked = time.monotonic()  # before the call: the lease cannot have begun earlier
+        try:
+            if limit == 1:
+                lease, now = self._timed_call("dispatch", {"worker": self._pool, "now": None, "duration": self._lease})
+                leases = [] if lease is None else [lease]
+            else:
+                leases, now = self._timed_call(
+                    "dispatch_many", {"worker": self._pool, "now": None, "duration": self._lease, "limit": limit})
+        except OutcomeUnknown:
+            return self._claim_lost()
+        if leases:
+            if self._due_hints and self._due_hints[0] <= now:
+                self._past_due_hints(now)
+            self._mode.claiming([lease.task_id for lease in leases])
+        if len(leases) < limit:
+            self._idle_proof = (self._version, now)
+        if not leases:
+            return None
+        attempts = [self._begin(owner, lease) for owner, lease in zip(free, leases)]
+        if len(attempts) > 1:
+            if self._tick_seconds is not None:  # a clock that runs by itself: the reports may wait for each other
+                cohort = Cohort(len(attempts))
+                for attempt in attempts:
+                    attempt.cohort = InCohort(cohort, asked + (attempt.expires_at - now) * self._tick_seconds)
+            for attempt in attempts[1:]:
+                self._handed[attempt.slot] = attempt
+            self._work.notify_all()  # the slots waiting for work: theirs may be among them
+        return attempts[0]
+
+    def _claim_lost(self) -> object:
+        """Under the lock: a dispatch (or ``dispatch_many``) lost its answer; ``_ASK_AGAIN``.
+
+        A lease it may have made is nobody's here: it ends at its expiry, by
+        clock.now + lease at the latest, and its task is eligible again then,
+        which no idle proof may hide. The slot asks again at once (the
+        scheduler reconnects first).
+        """
+        heapq.heappush(self._due_hints, self._clock.now + self._lease)
+        self._version += 1
+        return _ASK_AGAIN
+
+    def _past_due_hints(self, now: int) -> None:
+        """Under the lock, after a dispatch at ``now`` leased something: drop the due times up to ``now`` (some are).
+
+        Every due time up to now is behind every later dispatch, so no later
+        idle proof needs it; dropping them here keeps the heap to the tasks not
+        yet due while the pool is busy. The proof in hand, if any, was made
+        before them: it no longer stands.
+        """
+        hints = self._due_hints
+        self._idle_proof = None
+        while hints and hints[0] <= now:
+            heapq.heappop(hints)
+
+    def _begin(self, slot: str, lease: object) -> Attempt:
+        """Under the lock: ``slot``'s attempt at the task ``lease`` leased, in the records and ``_running``."""
         task = self._tasks.get(lease.task_id)
         new = task is None
         if new:
@@ -785,28 +1029,34 @@ class Runner:
             return ("error", LookupError(task.problem))  # nothing here can run it; fail the attempt
         return self._runs.run(self, attempt, task)
 
-    def _finish(self, attempt: Attempt, outcome: tuple[str, object]) -> None:
-        """Under the lock: report the attempt's end to the scheduler and free its slot."""
+    def _finish(self, attempt: Attempt, outcome: tuple[str, object], answer: Outcome | None = None,
+                now: int = 0) -> None:
+        """Under the lock: report the attempt's end to the scheduler and free its slot.
+
+        ``answer``: the scheduler's answer to a report already made (in a
+        batch, at ``now``); then only what it says is kept here.
+        """
         kind, value = outcome
         try:
-            if kind == "killed" and not attempt.cancel_requested:
-                return  # terminated because its lease expired: the scheduler already took the task back
-            op = "complete" if kind == "ok" else "fail"
-            try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
-                if self._trace is None:
-                    now = self._clock.now
-                    report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
-                    try:
-                        answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
-                    except ValueError as exc:
-                        answer, now = self._timed_retry(
-                            op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+            if answer is None:
+                if kind == "killed" and not attempt.cancel_requested:
+                    return  # terminated because its lease expired: the scheduler already took the task back
+                op = "complete" if kind == "ok" else "fail"
+                try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                    if self._trace is None:
+                        now = self._clock.now
+                        report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                        try:
+                            answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                        except ValueError as exc:
+                            answer, now = self._timed_retry(
+                                op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                        else:
+                            self._timed_done(now)
                     else:
-                        self._timed_done(now)
-                else:
-                    answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
-            except OutcomeUnknown:
-                answer, now = self._report(op, attempt, lost=True)
+                        answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    answer, now = self._report(op, attempt, lost=True)
             if answer.accepted:
                 task = attempt.record
                 if kind == "ok":
@@ -824,6 +1074,67 @@ class Runner:
         finally:
             del self._running[attempt.slot]
             self._changed.notify_all()  # the task may be final (the pool's idleness: see _slot_loop)
+
+    def _flush_reports(self, held: bool = True) -> None:
+        """Under the lock, pooled: make the queued reports, each kind in calls of at most ``batch`` reports.
+
+        ``held``: also those whose slot holds them back for their cohort's
+        (``_queue_report``). A slot flushes them all once its own report is
+        queued (its cohort is complete, or it waited long enough); another
+        slot's claim leaves them, so that a cohort's reports are not split.
+
+        One report of a kind is its single call (``_finish``); more are one
+        ``complete_many`` or ``fail_many``, in which the scheduler judges each
+        report exactly as its single call would be judged: a stale or late one
+        is refused whatever else the batch holds, and the others are accepted.
+        A batch the scheduler refuses whole (``ValueError``: an invalid entry,
+        such as a zombie's task forgotten since, and nothing changed) is made
+        again as single calls, so each report is judged alone. A batch whose
+        answer was lost is resolved report by report, as a lost single call is
+        (``_report``). Every report is made at the clock's time of its call.
+        """
+        with self._queued_reports:
+            taken = [queued for queued in self._reports if held or not queued.holding]
+            kept = [] if held else [queued for queued in self._reports if queued.holding]
+            self._reports.clear()
+            self._reports.extend(kept)
+            for queued in taken:
+                queued.taken = True
+            self._queued_reports.notify_all()  # a slot waiting for its cohort: its report is being made
+        groups: dict[str, list[tuple[Attempt, tuple[str, object]]]] = {"complete": [], "fail": []}
+        for attempt, outcome in ((queued.attempt, queued.outcome) for queued in taken):
+            if outcome[0] == "killed" and not attempt.cancel_requested:
+                self._finish(attempt, outcome)  # its lease expired: nothing to report, the slot is free
+            else:
+                groups["complete" if outcome[0] == "ok" else "fail"].append((attempt, outcome))
+        for op, group in groups.items():
+            for first in range(0, len(group), self._batch):
+                chunk = group[first:first + self._batch]
+                if len(chunk) == 1:
+                    self._finish(*chunk[0])
+                else:
+                    self._report_many(op, chunk)
+
+    def _report_many(self, op: str, chunk: list[tuple[Attempt, tuple[str, object]]]) -> None:
+        """Under the lock: ``op``'s batch (``complete_many``/``fail_many``) of ``chunk``'s reports; see ``_flush_reports``."""
+        reports = [[attempt.task_id, attempt.token] for attempt, _ in chunk]  # lists: as a scenario writes them
+        try:
+            answers, now = self._timed_call(f"{op}_many", {"reports": reports, "now": None})
+        except ValueError:
+            for attempt, outcome in chunk:  # refused whole: each alone, as if never batched
+                self._finish(attempt, outcome)
+            return
+        except OutcomeUnknown:
+            for attempt, outcome in chunk:  # one transaction: all took effect or none; each task says which
+                try:
+                    answer, now = self._report(op, attempt, lost=True)
+                except BaseException:
+                    del self._running[attempt.slot]  # the slot is free all the same, as _finish leaves it
+                    raise
+                self._finish(attempt, outcome, answer, now)
+            return
+        for (attempt, outcome), answer in zip(chunk, answers):
+            self._finish(attempt, outcome, answer, now)
 
     def _report(self, op: str, attempt: Attempt, lost: bool = False) -> tuple[Outcome, int]:
         """Under the lock: ``complete`` or ``fail`` the attempt; its answer and the time it was made at
@@ -926,6 +1237,7 @@ class Runner:
             return False
         with self._lock:
             length = self._lease if duration is None else duration
+            asked = time.monotonic()  # before the call: the renewed lease cannot have begun earlier
             try:
                 answer, now = self._timed_call(
                     "renew", {"task_id": attempt.task_id, "token": attempt.token, "now": None, "duration": length})
@@ -938,6 +1250,8 @@ class Runner:
                 now = view.expires_at - length if accepted else now
             if answer.accepted:
                 attempt.expires_at = now + (self._lease if duration is None else duration)
+                if self._tick_seconds is not None and attempt.cohort is not None:
+                    attempt.cohort.deadline = asked + length * self._tick_seconds
                 if attempt.expires_at < self._soonest_expiry:
                     self._soonest_expiry = attempt.expires_at  # a shorter renewal ends sooner
             else:
@@ -1113,6 +1427,16 @@ _SUCCEEDED = Status.SUCCEEDED.value
 _RUNNING = Status.RUNNING.value
 
 
+@dataclass(eq=False, slots=True)
+class _QueuedReport:
+    """A pooled slot's report, queued for the next slot holding the lock to make (``Runner._flush_reports``)."""
+
+    attempt: Attempt
+    outcome: tuple[str, object]
+    holding: bool = False  # its slot holds it back for its cohort's reports (a claim's flush leaves it)
+    taken: bool = False  # a flush took it (set under the queue's lock)
+
+
 class _Signal(threading.Condition):
     """A condition variable whose notify costs nothing when no thread waits on it.
 
@@ -1143,7 +1467,7 @@ class _Signal(threading.Condition):
             super().notify_all()
 
 #: Each operation's argument names in protocol order: how a recorded call's values are named again.
-_ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in SIGNATURES.items()}
+_ARGUMENT_NAMES = {op: tuple(p.name for p in params) for op, params in ALL_SIGNATURES.items()}
 
 
 def _check_timeout(timeout: object) -> None:

@@ -74,6 +74,9 @@ class AloneMode:
         """Before a submit (no lock held): nothing to store. Returns the key and how to undo the store."""
         return key, _nothing
 
+    def claiming(self, task_ids: list[int]) -> None:
+        """Before the ``claim`` of each task a batched dispatch leased: nothing to read."""
+
     def claim(self, task_id: int, task: TaskRecord, new: bool) -> None:
         """At a dispatch: a task this runner never submitted cannot run here; its attempt fails saying so."""
         if new:
@@ -118,6 +121,9 @@ class SharedMode:
         self._stamp: object = None  # the payload store's stamp at the last look
         self._next_look = 0.0  # time.monotonic() at which the stamp is read next
         self._real_time = False
+        # The payloads a batched dispatch's leases need, read in one statement just before their
+        # ``claim``s (``claiming``), by task id; each ``claim`` takes its own out.
+        self._read_ahead: dict[int, object] = {}
 
     def bind(self, clock: object, scheduler: object) -> None:
         """Check the runner's clock against the shared scheduler's, and note whether it moves by itself.
@@ -177,16 +183,28 @@ class SharedMode:
             )
         return name, args, kwargs
 
+    def claiming(self, task_ids: list[int]) -> None:
+        """Before the ``claim`` of each task one dispatch leased: read their payloads in one statement.
+
+        Only when there are several and the store offers ``for_tasks`` (as
+        ``PostgresPayloads`` does); otherwise each ``claim`` reads its own.
+        """
+        for_tasks = getattr(self.payloads, "for_tasks", None)
+        self._read_ahead = for_tasks(task_ids) if len(task_ids) > 1 and callable(for_tasks) else {}
+
     def claim(self, task_id: int, task: TaskRecord, new: bool) -> None:
         """At a dispatch: the attempt's number, and the function if not known here.
 
-        One read of the payload store: the scheduler's attempt count (every
-        process's dispatches) and, for a task another process submitted, its
-        function from the registry. A task without a payload, or naming a
-        function this runner lacks, gets a ``problem``: its attempt fails with
-        ``LookupError`` saying so.
+        One read of the payload store (unless ``claiming`` read it ahead): the
+        scheduler's attempt count (every process's dispatches) and, for a task
+        another process submitted, its function from the registry. A task
+        without a payload, or naming a function this runner lacks, gets a
+        ``problem``: its attempt fails with ``LookupError`` saying so.
         """
-        payload = self.payloads.for_task(task_id)
+        if task_id in self._read_ahead:
+            payload = self._read_ahead.pop(task_id)
+        else:
+            payload = self.payloads.for_task(task_id)
         if payload is None:
             if task.fn is None:
                 task.problem = f"task {task_id} has no payload: it was not submitted by a shared runner"

@@ -140,6 +140,13 @@ class Lanes:
             self.span = max(self.span, value.expires_at)
             if len(self._durations) < 1000:
                 self._durations.append(value.expires_at - value.started_at)
+        elif op == "dispatch_many" and isinstance(value, (list, tuple)):
+            for lease in value:  # a batch's leases are its dispatches, in order, at the one step
+                self._read_step(index, "dispatch", args, lease, now)
+        elif op in ("complete_many", "fail_many") and isinstance(value, (list, tuple)):
+            single = op.removesuffix("_many")
+            for (task_id, token), outcome in zip(args["reports"], value):  # each report as its single call
+                self._read_step(index, single, {"task_id": task_id, "token": token, "now": args["now"]}, outcome, now)
         elif op in ("complete", "fail", "renew") and args.get("token") in self._by_token:
             lane_index, bar = self._by_token[args["token"]]
             if not getattr(value, "accepted", False):

@@ -15,6 +15,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Self
 
+from rich._wrap import divide_line  # Textual 8.2's own line breaker (Content._wrap_and_format)
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
@@ -24,10 +25,12 @@ from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
+from textual.content import Content, Span
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -68,9 +71,36 @@ class ComponentStyles:
             style = cache[name] = self.get_component_rich_style(f"{self.PREFIX}--{name}", partial=True)
         return style
 
+    def _content(self, text: RenderableType) -> RenderableType:
+        """A ``Text`` as Textual would show it (``Content.from_rich_text``, which ``Static.update``
+        calls), each of its styles converted once until the CSS changes rather than once a
+        span at every update; anything else, or a ``Text`` with a style by name, as it is."""
+        if not isinstance(text, Text) or (
+            isinstance(text.style, str) and text.style or any(isinstance(span.style, str) for span in text.spans)
+        ):
+            return text
+        visual = self._visual_styles
+        if visual is None:  # a theme comes with new CSS, so its terminal colours are read with it
+            visual = self._visual_styles = {}
+            self._ansi_theme = self.app.ansi_theme
+        theme = self._ansi_theme
+
+        def convert(style: Style) -> VisualStyle:
+            converted = visual.get(style)
+            if converted is None:
+                converted = visual[style] = VisualStyle.from_rich_style(style, theme)
+            return converted
+
+        content = Content(text.plain, [Span(span.start, span.end, convert(span.style)) for span in text.spans])
+        return content.stylize_before(convert(text.style)) if text.style else content
+
+    _visual_styles: dict[Style, VisualStyle] | None = None
+    _ansi_theme = None
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._component_styles_cache = None  # new CSS (a theme, a class): every style is stale
+        self._visual_styles = None
 
 
 class BorderTitles:
@@ -124,7 +154,9 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
     """A scrolling list that formats only the lines on screen (Textual's Line API).
 
     A step repaints only the lines on screen whose words changed (``set_line_count``):
-    Textual redraws a line, its border and background, for each line marked dirty.
+    Textual redraws a line, its border and background, for each line marked dirty;
+    a row whose line was drawn before, at another height (the list scrolled, a row
+    above it went), is taken whole from ``_finished`` instead (``render_lines``).
     """
 
     #: Shown, dimmed, when there are no lines.
@@ -136,6 +168,7 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         self._window: tuple = ()  # what the lines on screen were drawn for: (size, scroll offset)
         self._drawn: tuple = ()  # the lines on screen as last drawn, a Line (or EMPTY, or None) per row
         self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # a line's parts -> its drawn strip
+        self._finished: LRUCache[tuple, Strip] = LRUCache(1024)  # (a line, scroll x, width) -> its row, borders and all
         self._base: Style | None = None  # self.rich_style, which is slow to compute per line
 
     def line(self, index: int) -> Line:
@@ -162,7 +195,9 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         self._drawn = drawn
         if window != self._window or len(old) != len(drawn):
             self._window = window
-            self.refresh()  # moved or resized: every row (a scroll has repainted them already)
+            # moved or resized: every row, but not the border and its titles, which Textual
+            # repaints itself on a resize (and a scroll has repainted the rows already)
+            self.refresh(Region(0, 0, self.scrollable_content_region.width, height))
             return
         row = 0
         while row < height:  # runs of changed rows, one region each
@@ -191,17 +226,66 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         drawn = (self.show_vertical_scrollbar and styles.scrollbar_size_vertical) or (
             self.show_horizontal_scrollbar and styles.scrollbar_size_horizontal
         )
-        if crosses or drawn or not self.container_size:
+        # A list that never shows a scrollbar (the task columns, the event log) needs no
+        # layout when it starts or stops overflowing: nothing drawn changes.
+        bare = styles.overflow_x == styles.overflow_y == "hidden"
+        if (crosses and not bare) or drawn or not self.container_size:
             self.virtual_size = size
             return
         self.set_reactive(LineList.virtual_size, size)
         self.scroll_x = self.validate_scroll_x(self.scroll_x)
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """The mouse wheel scrolls a list longer than its height, scrollbar or not (Textual's
+        asks for a scrollbar shown, and the stylesheet hides the task columns' and the log's)."""
+        return not self._check_disabled() and self.max_scroll_y > 0
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()  # new colours: every cached strip is stale
+        self._finished.clear()
         self._base = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The widget's rows in ``crop`` (Textual's), those drawn before for the same line taken whole.
+
+        Textual keeps each row as last drawn by its height in the widget (``_styles_cache``)
+        and draws a row again, its border and background included, whenever its height is
+        marked dirty; a list that scrolls by a row, or loses its top row, marks them all.
+        A content row shows nothing but its line, so here a dirty row whose line, scroll
+        and width were drawn before is handed to Textual's cache as that row was, and the
+        rows Textual draws are kept for the next time. O(rows in ``crop``).
+        """
+        cache = self._styles_cache  # Textual 8.2's: rows by height (_cache), the heights to draw (_dirty_lines)
+        size, offset = self.size, self.scroll_offset
+        if cache._width != self.outer_size.width or not size:
+            return super().render_lines(crop)  # a new width: Textual draws everything again
+        top = self.styles.gutter.top
+        drawn = self._drawn if self._window == (size, offset) else None  # else lines have moved since
+        first, end = max(crop.y, top), min(crop.bottom, top + size.height)
+        rows, kept, dirty, drawn_rows = self._finished, cache._cache, cache._dirty_lines, {}
+        for y in range(first, end):
+            if y in dirty or y not in kept:
+                key = (self._line_on_row(y - top, drawn), offset.x, size.width)
+                strip = rows.get(key)
+                if strip is None:
+                    drawn_rows[y] = key
+                else:
+                    kept[y] = strip
+                    dirty.discard(y)
+        strips = super().render_lines(crop)
+        for y, key in drawn_rows.items():
+            rows[key] = kept[y]
+        return strips
+
+    def _line_on_row(self, row: int, drawn: tuple | None) -> Line | str | None:
+        """What content row ``row`` shows: as ``_drawn`` has it (if given and it reaches that far)."""
+        if drawn is not None and row < len(drawn):
+            return drawn[row]
+        index = self.scroll_offset.y + row
+        return self.line(index) if index < self._count else (self.EMPTY if index == 0 else None)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -263,6 +347,7 @@ class TaskColumn(LineList):
         self._board: Board | None = None
         self._id_width = 1
         self._room = 0  # the columns a row has
+        self._lines: LRUCache[tuple, Line] = LRUCache(1024)  # what a row's line depends on -> the line
 
     def show(self, board: Board) -> None:
         rows: Sequence[Row] = getattr(board, self.kind)
@@ -274,10 +359,21 @@ class TaskColumn(LineList):
         self.set_line_count(len(rows))
 
     def line(self, index: int) -> Line:
+        """Row ``index``'s line, formatted once for all the boards that show it alike
+        (a step leaves most rows as they were, and each step compares every row on screen)."""
         row, board = self._rows[index], self._board
-        row_class = "changed" if row.id in board.changed else None
-        parts = getattr(self, f"_format_{self.kind}")(row, board)
-        return row_class, fit(parts, self._room)
+        kind = self.kind
+        if kind == "pending":  # what a pending row's words take from the board: due yet, next pick
+            due = row.due_at <= board.now
+            context: object = (due, due and board.pending[0] is row)
+        else:
+            context = board.now if kind == "running" else None  # the time left on its lease
+        key = (row, context, row.id in board.changed, board.keys.get(row.id), self._id_width, self._room)
+        line = self._lines.get(key)
+        if line is None:
+            parts = getattr(self, f"_format_{kind}")(row, board)
+            line = self._lines[key] = ("changed" if key[2] else None), fit(parts, self._room)
+        return line
 
     def on_resize(self) -> None:
         if self._board is not None:  # a new width may show more of a row, or need less of it
@@ -354,6 +450,8 @@ def fit(parts: Sequence[Part], width: int) -> tuple[tuple[str, str | None], ...]
     O(p log p) for p parts.
     """
     length = sum(cell_len(text) for text, _, _ in parts)
+    if length <= width:  # the common case: everything fits
+        return tuple((text, name) for text, name, _ in parts)
     for rank in sorted({rank for _, _, rank in parts if rank != KEEP}, reverse=True):
         if length <= width:
             break
@@ -519,6 +617,10 @@ class FittedStatic(Static):
 
     _shown: RenderableType | None = None
 
+    def _content(self, content: RenderableType) -> RenderableType:
+        """What ``update`` is given for ``content`` (``ComponentStyles`` converts a ``Text``)."""
+        return content
+
     def show_content(self, content: RenderableType) -> None:
         """Show ``content``; a layout only if its height at the current width differs from
         the height laid out (or the widget has no size yet), and nothing at all if it is
@@ -527,13 +629,28 @@ class FittedStatic(Static):
         if content == self._shown:
             return
         self._shown = content
-        self.update(content, layout=False)
+        self.update(self._content(content), layout=False)
         width, height = self.content_size
         rule = self.styles.width  # None: as wide as the container, whatever the content
         if not (self.display and width) or (rule is not None and rule.is_auto):
             self.refresh(layout=True)
-        elif self.get_content_height(Size(0, 0), Size(0, 0), width) != height:
+        elif self._height_at(content, width) != height:
             self.refresh(layout=True)
+
+    def _height_at(self, content: RenderableType, width: int) -> int:
+        """The lines ``content`` takes at ``width``. For a ``Text`` (no tabs, wrapped, folded,
+        unpadded: every panel's), counted from its words as Textual counts them (its
+        ``Content.get_height`` cuts each line where Rich's ``divide_line`` says), without
+        the styled copy and the lines Textual builds to measure; otherwise Textual's
+        measure. O(its length)."""
+        styles = self.styles
+        plain = content.plain if isinstance(content, Text) else None
+        if (
+            plain is not None and "\t" not in plain and styles.text_wrap == "wrap"
+            and styles.text_overflow == "fold" and not styles.line_pad
+        ):
+            return sum(len(divide_line(line, width, fold=True)) + 1 for line in plain.split("\n"))
+        return self.get_content_height(Size(0, 0), Size(0, 0), width)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # Textual (8.2) stores the virtual size it gives a widget in a layout through a
@@ -627,7 +744,7 @@ class StatusBar(ComponentStyles, Static):
             text.append(f" {model_progress} ", s("quiet"))
         text.append(" ")
         text.append(title, s("title"))
-        self.update(text, layout=False)  # always one line
+        self.update(self._content(text), layout=False)  # always one line
 
 
 
@@ -648,6 +765,17 @@ class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
 
     def watch_virtual_size(self) -> None:  # the content's height changed
         self.show_hint()
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # As FittedStatic: Textual (8.2) stores the virtual size a layout gives the panel through
+        # a reactive that lays the screen out once more, though that layout has placed the
+        # content already; a scrollbar that comes or goes still lays out (its own reactive).
+        # The watcher does not run for it, so the hint is shown here.
+        content_changed = virtual_size != self.virtual_size
+        resized = super()._size_updated(size, virtual_size, container_size, layout=False)
+        if content_changed:
+            self.show_hint()
+        return resized
 
     def on_resize(self) -> None:
         self.show_hint()

@@ -11,7 +11,8 @@ the contract. Outside it, nothing is claimed.
 
 The scope (``Scope``; ``--workers``, ``--capacity``, ``--tasks``,
 ``--horizon``, ``--depth``, ``--priorities``, ``--max-attempts``,
-``--durations``) fixes every argument domain, invalid values included:
+``--durations``, ``--prune``, ``--batches``) fixes every argument domain,
+invalid values included:
 
 * ``add_worker``: the next unused name of ``w1..wN`` with capacity C (names
   come in order: all workers have the same capacity, so adding ``w2`` before
@@ -26,6 +27,14 @@ The scope (``Scope``; ``--workers``, ``--capacity``, ``--tasks``,
   ``1..issued+1``; ``advance(now=True)``. Each invalid argument is tried at
   every valid time, so a scheduler that expires leases before validating is
   caught.
+* with ``--prune``, ``prune(before, now)`` for every ``before`` up to ``now + 1``.
+* with ``--batches``, the batch operations (``batch_calls``): ``submit_many``
+  of two tasks, ``dispatch_many`` with every limit up to one more than it
+  can hand out, ``complete_many`` and ``fail_many`` of the live reports, a
+  duplicated one and a stale one, empty batches and an invalid batch of each.
+  Each is one transition. Made of calls the scope already has, they add
+  transitions but no states. Against an implementation that does not offer
+  them (capability ``batch``) they are left out, and the output says so.
 
 Distinct states are kept by ``state_key``. Two states with the same key give
 the same result to every later call and the same later views of every task
@@ -48,7 +57,8 @@ With ``--impl``, each transition runs on a fresh implementation that replays
 the parent state's path (this needs nothing of a third-party scheduler but
 the protocol, and measured faster than copying one: see
 ``ImplementationCheck``). Its result, clock and every task view must equal
-the model's, and its own ``check_invariants()`` must pass when it has one;
+the model's, after a refused call ``task()`` must refuse the id past the
+model's last, and its own ``check_invariants()`` must pass when it has one;
 equal views mean the invariants hold over its views too. A failing transition
 is replayed in ``spec.checkers.lockstep.Lockstep`` (``run_calls``) for the
 counterexample, so it reads exactly like ``fencepost check``'s. Dedup is by
@@ -83,11 +93,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fencepost.spec import invariants, model
-from fencepost.spec.checkers.capabilities import detect
+from fencepost.spec.checkers.capabilities import BATCH, Capabilities, detect
 from fencepost.spec.checkers.check import probe_factory
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, run_watched, watched_factory
 from fencepost.spec.arguments import (
@@ -110,7 +120,7 @@ from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, RESTART
+from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, PRUNE_OPERATIONS, RESTART, Status
 from fencepost.spec.formats.trace import write_trace
 
 Call = tuple[str, dict]
@@ -129,6 +139,7 @@ class Scope:
     max_attempts: tuple[int | None, ...] = (None, 1, 2)  # submit's max_attempts (None: unlimited)
     durations: tuple[int, ...] = (1, 2)  # dispatch's and renew's duration (0 is tried too, as invalid)
     prune: bool = False  # also prune(before, now) for every before in 0..now (and before = now + 1, invalid)
+    batches: bool = False  # also submit_many, dispatch_many, complete_many, fail_many (see batch_calls)
 
     def describe(self) -> str:
         depth = "unbounded" if self.depth is None else str(self.depth)
@@ -137,6 +148,7 @@ class Scope:
             f"times 0..{self.horizon}, priorities {_listed(self.priorities)}, "
             f"max_attempts {_listed(self.max_attempts)}, durations {_listed(self.durations)}, depth {depth}"
             + (", prune" if self.prune else "")
+            + (", batches" if self.batches else "")
         )
 
     def covers(self, other: Scope) -> bool:
@@ -152,15 +164,21 @@ class Scope:
             and set(self.max_attempts) >= set(other.max_attempts)
             and set(self.durations) >= set(other.durations)
             and self.prune >= other.prune
+            and self.batches >= other.batches
         )
 
     def unreachable(self) -> dict[str, str]:
-        """Declared boundaries no call sequence in this scope can hit, with what would."""
+        """Declared boundaries and outcomes no call sequence in this scope can reach, with what would.
+
+        A boundary goes by its name, an outcome as ``Coverage.missing`` names it (``op -> outcome``).
+        """
         out = {}
         if self.tasks < 10:
             out["ids_past_9"] = "needs --tasks 10"
         if self.tasks < 2:
             out["equal_due_times"] = "needs --tasks 2"
+        if self.batches and (self.capacity < 2 or self.tasks < 2):
+            out["dispatch_many -> leases"] = "needs --capacity 2 and --tasks 2"  # two leases in one call
         return out
 
 
@@ -198,12 +216,7 @@ def calls(state: model.State, scope: Scope) -> Iterator[Call]:
         for priority in scope.priorities:
             for due_at in (None, *range(scope.horizon + 1)):
                 for max_attempts in scope.max_attempts:
-                    args: dict = {"priority": priority} if priority else {}
-                    if due_at is not None:
-                        args["due_at"] = due_at
-                    if max_attempts is not None:
-                        args["max_attempts"] = max_attempts
-                    yield "submit", args
+                    yield "submit", _submit_args(priority, due_at, max_attempts)
     yield "submit", {"due_at": -1}
     yield "submit", {"max_attempts": 0}
     yield "submit", {"retry_delay": 0}
@@ -253,6 +266,130 @@ def calls(state: model.State, scope: Scope) -> Iterator[Call]:
         for now in times:
             for before in range(now + 2):  # now + 1: invalid
                 yield "prune", {"before": before, "now": now}
+    # batches last, so that a state a single call reaches at the same depth keeps its single-call path
+    if scope.batches:
+        yield from batch_calls(state, scope)
+
+
+def _submit_args(priority: int, due_at: int | None, max_attempts: int | None) -> dict:
+    """``submit``'s arguments for these values, each left out where it is the default."""
+    args: dict = {"priority": priority} if priority else {}
+    if due_at is not None:
+        args["due_at"] = due_at
+    if max_attempts is not None:
+        args["max_attempts"] = max_attempts
+    return args
+
+
+#: The one invalid ``submit_many`` explore makes: a valid entry, then one ``submit`` refuses,
+#: so a batch that keeps the entries before the bad one is seen.
+INVALID_SUBMIT_MANY = ({}, {"retry_delay": 0})
+
+
+def batch_calls(state: model.State, scope: Scope) -> Iterator[Call]:
+    """The batch calls ``calls`` adds under ``scope.batches``, valid and invalid, in a fixed order.
+
+    Each batch is made of single calls the scope already has, so batches add
+    transitions, never states (a batch reaches what its single calls reach
+    one by one), and the distinct states are as many as without them; only
+    the depth at which a state is first met can shrink. Per state:
+
+    * ``submit_many``: while at least two more tasks may be submitted, two
+      entries from ``submit``'s domain: the first of it (the scope's first
+      priority and ``max_attempts``, due now) twice, and with each single
+      change of it the scope allows (another priority, ``due_at`` at the
+      horizon, another ``max_attempts``) in both orders; in any state the
+      empty batch and ``INVALID_SUBMIT_MANY``.
+    * ``dispatch_many``, per added worker, time and duration: every
+      ``limit`` from 1 to one more than the leases the batch can hand out
+      there (the worker's room after expiry, or the eligible tasks if
+      fewer), so a batch is cut short by a full worker or by nothing left
+      to lease. Invalid: ``limit=0``, ``duration=0`` and an unknown worker
+      at every time (as for ``dispatch``, so a batch that expires leases
+      before validating is seen), and one time going backwards.
+    * ``complete_many`` and ``fail_many``, at every time: the live reports
+      (every running task with its current token, in id order); those with
+      the first repeated (a duplicated report); the first live report
+      followed by each stale one (a running task with the newest token
+      issued that is not its own, a task with the token of its last expired
+      lease), so a stale report of a task still running comes after an
+      accepted one; and the empty batch. At a later time the live reports
+      are the late ones of expired leases. Invalid: a live report followed
+      by an unknown id at every time (nothing in the batch may be done), and
+      the live reports at a time going backwards.
+
+    Why these bounds: an exhaustive product (every list of every pair, every
+    pair of submits) would multiply the transitions per state by tens; these
+    lists are the cases the contract singles out (a batch cut short, a
+    duplicate, a stale report after an accepted one, all or nothing), and
+    since batches add no states they cost transitions only.
+    """
+    names = [name for name, _ in state.workers]
+    times = range(state.now, scope.horizon + 1)
+    bad_time = state.now - 1 if state.now > 0 else -1
+    count = len(state.tasks)
+    # submit_many
+    if count + 2 <= scope.tasks:
+        base = _submit_args(scope.priorities[0], None, scope.max_attempts[0])
+        others = [_submit_args(p, None, scope.max_attempts[0]) for p in scope.priorities[1:]]
+        others.append(_submit_args(scope.priorities[0], scope.horizon, scope.max_attempts[0]))
+        others += [_submit_args(scope.priorities[0], None, m) for m in scope.max_attempts[1:]]
+        yield "submit_many", {"tasks": [base, dict(base)]}
+        for other in others:
+            yield "submit_many", {"tasks": [dict(base), other]}
+            yield "submit_many", {"tasks": [dict(other), dict(base)]}
+    yield "submit_many", {"tasks": []}
+    yield "submit_many", {"tasks": [dict(entry) for entry in INVALID_SUBMIT_MANY]}
+    # dispatch_many
+    duration = scope.durations[0]
+    for worker in names:
+        for now in times:
+            most = _most_leases(state, worker, now)
+            for length in scope.durations:
+                for limit in range(1, most + 2):
+                    yield "dispatch_many", {"worker": worker, "now": now, "duration": length, "limit": limit}
+            yield "dispatch_many", {"worker": worker, "now": now, "duration": duration, "limit": 0}
+            yield "dispatch_many", {"worker": worker, "now": now, "duration": 0, "limit": 1}
+        yield "dispatch_many", {"worker": worker, "now": bad_time, "duration": duration, "limit": 1}
+    for now in times:
+        yield "dispatch_many", {"worker": f"w{len(names) + 1}", "now": now, "duration": duration, "limit": 1}
+    # complete_many, fail_many
+    live = [[t.id, t.token] for t in state.tasks if t.status is Status.RUNNING]
+    stale = _stale_reports(state)
+    lists = [live, [*live, live[0]]] if live else []
+    lists += [[*live[:1], report] for report in stale]  # an accepted report first, when there is one
+    lists.append([])
+    unknown = [*live[:1], [count + 1, 1]]
+    for op in ("complete_many", "fail_many"):
+        for now in times:
+            for reports in lists:
+                yield op, {"reports": [list(pair) for pair in reports], "now": now}
+            yield op, {"reports": [list(pair) for pair in unknown], "now": now}
+        yield op, {"reports": [list(pair) for pair in live], "now": bad_time}
+
+
+def _most_leases(state: model.State, worker: str, now: int) -> int:
+    """How many leases one ``dispatch_many`` of ``worker`` at ``now`` can hand out at most."""
+    seen = model.expire(state, now)
+    ready = len(model.eligible(seen))
+    if seen.variants.capacity == "none":
+        return ready
+    room = dict(seen.workers)[worker] - model.load(seen, worker)
+    return max(0, min(room, ready))
+
+
+def _stale_reports(state: model.State) -> list[list]:
+    """A stale ``[task_id, token]`` per task that has one: a running task with the newest other token
+    issued, a task not running with the token of its last expired lease."""
+    out = []
+    for t in state.tasks:
+        if t.status is Status.RUNNING:
+            other = state.last_token if state.last_token != t.token else state.last_token - 1
+            if other >= 1:
+                out.append([t.id, other])
+        elif t.expired_token is not None:
+            out.append([t.id, t.expired_token])
+    return out
 
 
 # ---------------------------------------------------------------- the state key
@@ -345,12 +482,14 @@ class Result:
     found: Counter = field(default_factory=Counter)  # op -> distinct states it reached first
     coverage: Coverage = field(default_factory=Coverage)
     violation: Violation | None = None
+    skipped: tuple[str, ...] = ()  # optional capabilities asked for that the implementation does not offer
 
     @property
     def missing(self) -> list[str]:
         """Declared outcomes and boundaries not reached that this scope can reach."""
         skip = self.scope.unreachable()
-        return [gap for gap in self.coverage.missing() if not any(gap.startswith(f"boundary {name} (") for name in skip)]
+        return [gap for gap in self.coverage.missing()
+                if not any(gap == name or gap.startswith(f"boundary {name} (") for name in skip)]
 
 
 # ---------------------------------------------------------------- implementation checks
@@ -391,7 +530,8 @@ class ImplementationCheck:
         self.unwatched = factory
         self.watch = watch
         self._views: dict[model.Task, tuple] = {}  # the model's view of a task, as view_tuple gives it
-        self.restarts = detect(factory).restart  # objects have reopen(): check across restarts too
+        self.capabilities = detect(factory)
+        self.restarts = self.capabilities.restart  # objects have reopen(): check across restarts too
 
     def expected_view(self, task: model.Task) -> tuple:
         view = self._views.get(task)
@@ -415,6 +555,7 @@ class ImplementationCheck:
                 return None if self._follows(calls_) else calls_
             except Exception:  # any other exception, or an invariant of its own, is a disagreement
                 return calls_
+        refused = comparable(expected) == ("error",)
         ways = [[*path, (op, args)]]
         if self.restarts:
             ways.append([*path, (RESTART, {}), (op, args)])
@@ -425,9 +566,9 @@ class ImplementationCheck:
                     got = normalize(getattr(impl, op)(**args))
                 except ValueError as exc:
                     got = ("error", str(exc))
-                if comparable(got) != comparable(expected) or not self._shows(impl, after):
+                if comparable(got) != comparable(expected) or not self._shows(impl, after, refused=refused):
                     return calls_
-                if self.restarts and not self._shows(impl.reopen(), after):
+                if self.restarts and not self._shows(impl.reopen(), after, refused=refused):
                     return [*calls_, (RESTART, {})]
             except Exception:  # any other exception, or an invariant of its own, is a disagreement
                 return calls_
@@ -442,13 +583,15 @@ class ImplementationCheck:
         """
         impl, state = self.factory(), model.initial(self.variants)
         renaming = Renaming() if self.variants.tokens == "opaque" else None
+        refused = False
         for op, args in calls_:
             sent = args if renaming is None else renaming.args_to_scheduler(op, args)
             try:
                 expected_state, value = model.apply(state, op, dict(sent))
                 expected = normalize(value, renaming is not None)
             except ValueError as exc:
-                expected_state, expected = state, ("error", str(exc))
+                expected_state, value, expected = state, None, ("error", str(exc))
+            refused = comparable(expected) == ("error",)
             try:
                 raw = getattr(impl, op)(**sent)
             except ValueError as exc:
@@ -461,20 +604,34 @@ class ImplementationCheck:
                     return False
                 expected_state, value = followed
             state = expected_state
-            if renaming is not None and op == "dispatch" and value is not None and not isinstance(value, tuple):
-                renaming.saw(value.token)
+            if renaming is not None:
+                for lease in _leases(op, value):
+                    renaming.saw(lease.token)
         if self.variants.views == "none":
             return impl.now == state.now
-        return self._shows(impl, state, fresh=True)
+        return self._shows(impl, state, fresh=True, refused=refused)
 
-    def _shows(self, impl: object, after: model.State, fresh: bool = False) -> bool:
-        """True when ``impl``'s clock and views are the model's, and its own invariants hold.
+    def _shows(self, impl: object, after: model.State, fresh: bool = False, refused: bool = False) -> bool:
+        """True when ``impl``'s clock and views are the model's, and its own invariants hold; after
+        a ``refused`` call, also ``task()`` refuses the id past the model's last.
+
+        A refused call leads to no new state, so no later call would see a task it added (a
+        ``submit_many`` that kept the entries before an invalid one). After an accepted call
+        the next ``submit`` along the path shows it, by its id, as it shows any other hidden
+        difference (within the limit of one path per state); asked after every call, it cost
+        1.11x the CPU of a default-scope ``--impl`` run (docs/exploration.md).
 
         Raises:
             Exception: whatever the implementation raises (a disagreement to the caller).
         """
         if impl.now != after.now:
             return False
+        if refused:
+            try:
+                impl.task(len(after.tasks) + 1)
+                return False
+            except ValueError:
+                pass
         for task in after.tasks:
             if task.forgotten:  # prune forgot it: task() must raise, saying so
                 try:
@@ -498,6 +655,15 @@ class ImplementationCheck:
             return None
         problems = [step.problem for step in trace if step.problem]
         return Violation(trace, problems[-1] if problems else "the implementation diverged")
+
+
+def _leases(op: str, value: object) -> list:
+    """The leases a dispatch or a dispatch_many the model accepted handed out (none for other calls)."""
+    if op == "dispatch" and value is not None:
+        return [value]
+    if op == "dispatch_many" and isinstance(value, list):
+        return value
+    return []
 
 
 # ---------------------------------------------------------------- the search
@@ -682,27 +848,45 @@ def explore(
     Returns:
         A ``Result``; ``violation`` holds a shortest counterexample, if any:
         the same one whatever ``jobs`` is, since shares are merged in
-        frontier order.
+        frontier order. With ``scope.batches`` and an implementation that
+        does not offer them (capability ``batch``), the batches are left
+        out: ``Result.scope`` is the scope explored and ``Result.skipped``
+        names ``batch``.
     """
     watched = factory is not None and call_timeout is not None and jobs <= 1 and not getattr(factory, "keeps_deadlines", False)
     if watched:
         watch = Watch(call_timeout)
         impl = ImplementationCheck(factory, watch, variants)
+        scope, skipped = _offered(scope, impl)
         try:
-            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants), watch)
+            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants, skipped), watch)
         except CallTimeout:
             path, op, args = watch.context
             trace = run_calls(factory, [*path, (op, args)], call_timeout, variants) or []
-            result = Result(scope, coverage=Coverage(variants=variants))
+            result = Result(scope, coverage=_coverage(scope, variants), skipped=skipped)
             problems = [step.problem for step in trace if step.problem]
             result.violation = Violation(trace, problems[-1] if problems else "a call did not return")
             return result
-    return _explore(scope, ImplementationCheck(factory, None, variants) if factory is not None else None, jobs, progress, variants)
+    impl = ImplementationCheck(factory, None, variants) if factory is not None else None
+    scope, skipped = _offered(scope, impl)
+    return _explore(scope, impl, jobs, progress, variants, skipped)
+
+
+def _offered(scope: Scope, impl: ImplementationCheck | None) -> tuple[Scope, tuple[str, ...]]:
+    """``scope`` less the optional calls the implementation does not offer, and the capabilities left out."""
+    if impl is not None and scope.batches and not impl.capabilities.batch:
+        return replace(scope, batches=False), (BATCH,)
+    return scope, ()
+
+
+def _coverage(scope: Scope, variants: Variants) -> Coverage:
+    """What the exploration must reach: the batches' declared outcomes too when they are explored."""
+    return Coverage(capabilities=Capabilities(batch=scope.batches), variants=variants)
 
 
 def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress: Callable[[int, Result], None] | None,
-             variants: Variants = DEFAULT) -> Result:
-    result = Result(scope, coverage=Coverage(variants=variants))
+             variants: Variants = DEFAULT, skipped: tuple[str, ...] = ()) -> Result:
+    result = Result(scope, coverage=_coverage(scope, variants), skipped=skipped)
     started = time.perf_counter()
     root = model.initial(variants)
     root_key = state_key(root, True) if scope.prune else state_key(root)
@@ -757,9 +941,17 @@ def report(result: Result) -> list[str]:
         f"{result.distinct / seconds:.0f} distinct states/s.",
         f"{'operation':<12}{'transitions':>12}{'distinct':>10}",
     ]
-    for op in OPERATIONS:
-        lines.append(f"{op:<12}{result.taken[op]:>12}{result.found[op]:>10}")
+    optional = (PRUNE_OPERATIONS if result.scope.prune else ()) + (BATCH_OPERATIONS if result.scope.batches else ())
+    ops = (*OPERATIONS, *optional)
+    width = max(_OP_COLUMN, *(len(op) + 1 for op in ops))
+    lines[-1] = f"{'operation':<{width}}{'transitions':>12}{'distinct':>10}"
+    for op in ops:
+        lines.append(f"{op:<{width}}{result.taken[op]:>12}{result.found[op]:>10}")
     return lines
+
+
+#: The operation column's least width in ``report``'s table (wider when a batch's name needs it).
+_OP_COLUMN = 12
 
 
 # ---------------------------------------------------------------- command line
@@ -824,6 +1016,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"dispatch's and renew's durations (default {_listed(d.durations)})")
     parser.add_argument("--prune", action="store_true",
                         help="also explore prune(before, now), the optional retention operation")
+    parser.add_argument("--batches", action="store_true",
+                        help="also explore submit_many, dispatch_many, complete_many and fail_many, each one atomic call "
+                             "(skipped, saying so, when --impl or --exec does not offer them)")
     parser.add_argument("--jobs", type=_count(1), default=None, metavar="J",
                         help="processes to explore with (default: one per core)")
     parser.add_argument("--trace-out", metavar="FILE", default=None,
@@ -856,9 +1051,16 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
     scope = Scope(
         workers=args.workers, capacity=args.capacity, tasks=args.tasks, horizon=args.horizon, depth=args.depth,
         priorities=args.priorities, max_attempts=args.max_attempts, durations=args.durations, prune=args.prune,
+        batches=args.batches,
     )
+    skipped = scope.batches and factory is not None and not detect(factory).batch
+    if skipped:
+        scope = replace(scope, batches=False)
     under = f", under {variants.describe()}" if variants != DEFAULT else ""
     print(f"Exploring {'the model and ' + args.impl if args.impl else 'the model'}: {scope.describe()}{under}", flush=True)
+    if skipped:
+        print(f"optional capabilities skipped (not offered): {BATCH} ({args.impl} does not have all of "
+              f"{', '.join(BATCH_OPERATIONS)}), so no batch is explored", flush=True)
     result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None, call_timeout=args.call_timeout,
                      variants=variants)
     print("\n".join(report(result)))

@@ -8,6 +8,7 @@ refused for the fault its kind names.
 from __future__ import annotations
 
 from fencepost.spec import model
+from fencepost.spec.formats.values import BATCH_OF
 from fencepost.spec.protocol import Status
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -82,21 +83,34 @@ def invalid_calls(
 def offered_calls(calls: list[tuple[str, dict]], variants: Variants) -> list[tuple[str, dict]]:
     """``calls`` without those the queue does not offer under ``variants``.
 
-    Drops a call to an operation in ``without``, a submit passing an argument
-    the queue does not take (``priority`` under ``order=fifo``, ``due_at``,
-    ``max_attempts``, ``key``), and under ``tokens=opaque`` a token disguised
-    as a str (a str is a token there).
+    Drops a call to an operation in ``without`` (``fail_many`` with ``fail``),
+    a submit passing an argument the queue does not take (``priority`` under
+    ``order=fifo``, ``due_at``, ``max_attempts``, ``key``) and a
+    ``submit_many`` with an entry passing one, and under ``tokens=opaque`` a
+    token disguised as a str (a str is a token there), alone or in a report.
     """
     kept = []
     for op, args in calls:
-        if op in ("fail", "cancel", "renew") and not variants.offers(op):
+        single = BATCH_OF.get(op, op)  # without=fail leaves out fail_many too
+        if single in ("fail", "cancel", "renew") and not variants.offers(single):
             continue
-        if op == "submit" and any(name in args and not variants.offers(part) for name, part in _SUBMIT_PARTS):
+        entries = [args] if op == "submit" else args.get("tasks") if op == "submit_many" else None
+        if isinstance(entries, (list, tuple)) and any(
+            isinstance(entry, dict) and name in entry and not variants.offers(part)
+            for entry in entries for name, part in _SUBMIT_PARTS
+        ):
             continue
-        if variants.tokens == "opaque" and isinstance(args.get("token"), str):
+        if variants.tokens == "opaque" and (isinstance(args.get("token"), str) or _str_token_reported(args.get("reports"))):
             continue
         kept.append((op, args))
     return kept
+
+
+def _str_token_reported(reports: object) -> bool:
+    """Whether a batch's ``reports`` names a token as a str (a pair whose second item is one)."""
+    return isinstance(reports, (list, tuple)) and any(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], str) for pair in reports
+    )
 
 
 #: submit's optional arguments and the ``without`` part each belongs to.

@@ -119,3 +119,18 @@ def test_the_batch_capability_is_read_from_hello_and_its_calls_travel_as_one_req
 def test_check_says_it_skipped_batches_a_program_does_not_offer(capsys):
     assert main(["check", "--exec", f"{PYTHON} --no-batch", "--max-examples", "5", "--steps", "5"]) in (0, 1)
     assert "skipped (not offered): restart, prune, batch" in capsys.readouterr().out
+
+
+def test_explore_drives_batches_through_exec_and_says_when_a_program_has_none(capsys):
+    scope = ["--batches", "--tasks", "2", "--capacity", "2", "--horizon", "0", "--priorities", "0",
+             "--max-attempts", "none", "--durations", "1", "--depth", "4"]
+    assert main(["explore", "--exec", PYTHON, *scope]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(", batches") and "skipped" not in out
+    assert "agreed with the model on every transition" in out
+    batches = {line.split()[0]: int(line.split()[1]) for line in out.splitlines() if line.split()[:1] and line.split()[0].endswith("_many")}
+    assert set(batches) == {"submit_many", "dispatch_many", "complete_many", "fail_many"} and all(batches.values())
+    assert main(["explore", "--exec", f"{PYTHON} --no-batch", *scope]) == 0
+    out = capsys.readouterr().out
+    assert "optional capabilities skipped (not offered): batch" in out
+    assert not any(line.split()[:1] and line.split()[0].endswith("_many") for line in out.splitlines())

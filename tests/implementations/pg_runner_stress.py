@@ -37,6 +37,15 @@ acknowledged call must survive a server crash) and a short ``call_timeout``
 some task is not final, since a task leased by a lost dispatch is running for
 nobody until its lease expires.
 
+With ``batches=True`` (``test_postgres_runner_batches.py``) the runners have
+their default ``batch`` (PostgreSQL: batches of up to ``WORKERS``), so each is
+one worker ``rN-pool3`` whose claims are ``dispatch_many`` and whose reports go
+out as ``complete_many``/``fail_many``, and ``Recording`` records those; without
+it, ``Recording`` offers no batch operation, so the runners make single calls
+on slots ``rN-w1`` .. ``rN-w3`` (a runner uses batches only where its
+scheduler offers them). ``unbatched`` turns a history's batches into the
+single calls they stand for, for the checks that count leases and reports.
+
 Every wait is bounded in real seconds (``BOUND``); nothing sleeps.
 """
 
@@ -55,8 +64,9 @@ from fencepost.impl.clocks import SchedulerClock
 from fencepost.impl.postgres import PostgresScheduler
 from fencepost.impl.postgres_payloads import PostgresPayloads
 from fencepost.impl.postgres_session import Reconnect
+from fencepost.spec.formats.scenario import BATCH_OF
 from fencepost.spec.formats.values import to_json
-from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
+from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
 
 #: Real seconds any wait may take before the run fails instead of hanging.
 BOUND = 120.0
@@ -85,22 +95,28 @@ class Recording:
 
     One history process: calls must not overlap, so with ``serialise=True``
     (callers in several threads) a lock holds each call from invoke to completion.
+    The batch operations are recorded too with ``batches=True``; without it the
+    wrapper does not offer them (``AttributeError``), so nothing unrecorded reaches
+    the scheduler.
     """
 
-    def __init__(self, scheduler: PostgresScheduler, process: str, serialise: bool = False) -> None:
+    def __init__(self, scheduler: PostgresScheduler, process: str, serialise: bool = False, batches: bool = False) -> None:
         self._scheduler = scheduler
         self.process = process
         self.events: list[dict] = []
         self._last = -1
         self._lock = threading.Lock() if serialise else None
+        self._recorded = OPERATIONS + BATCH_OPERATIONS if batches else OPERATIONS
 
     def _stamp(self) -> int:
         self._last = max(time.monotonic_ns(), self._last + 1)
         return self._last
 
     def __getattr__(self, name: str) -> object:
+        if name in BATCH_OPERATIONS and name not in self._recorded:
+            raise AttributeError(f"{name}: not offered (Recording(batches=False))")
         target = getattr(self._scheduler, name)
-        if name not in OPERATIONS:
+        if name not in self._recorded:
             return target
 
         def call(**args: object) -> object:
@@ -188,9 +204,10 @@ def _workload(index: int, tasks: int, seed: int) -> list[tuple[object, dict]]:
 # ---------------------------------------------------------------- one process
 
 
-def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None, ready=None) -> None:
+def _run_one(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None, ready=None,
+             batches: bool = False) -> None:
     try:
-        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out, hold, ready)
+        _run_workload(dsn, schema, index, tasks, seed, barrier, decision, out, hold, ready, batches)
     except BaseException:  # reported to the parent at once, so it never waits out its bound on a dead child
         barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
@@ -202,14 +219,14 @@ _GO, _DONE, _HELD = 0, 1, 2
 
 
 def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None,
-                  ready=None) -> None:
+                  ready=None, batches: bool = False) -> None:
     global _CLOCK
     from fencepost.impl.runner import Runner
 
     faulted = hold is not None
     options = dict(synchronous_commit=True, call_timeout=FAULT_CALL_TIMEOUT, reconnect=Reconnect(attempts=20)) \
         if faulted else dict(synchronous_commit=SYNCHRONOUS_COMMIT)
-    scheduler = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}")
+    scheduler = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}", batches=batches)
     mover = Recording(PostgresScheduler(dsn, schema=schema, **options), f"r{index}clock", serialise=True)
     _CLOCK = clock = SchedulerClock(mover)
     payloads = PostgresPayloads(dsn, schema=schema, call_timeout=options.get("call_timeout"), reconnect=options.get("reconnect"))
@@ -273,10 +290,12 @@ def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barr
     }))
 
 
-def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0, faults=None) -> list[dict]:
+def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0, faults=None,
+                batches: bool = False) -> list[dict]:
     """``processes`` shared runners on ``schema``, each submitting ``tasks``; each one's history and counts.
 
     ``faults``: called in a thread of this process while the runners work (see the module docstring).
+    ``batches``: the runners' scheduler offers the batch operations (see the module docstring).
     """
     PostgresPayloads(dsn, schema=schema).close()  # the tables, made once before the processes race to
     ctx = multiprocessing.get_context("spawn")
@@ -285,7 +304,7 @@ def run_runners(dsn: str, schema: str, processes: int, tasks: int, seed: int = 0
     hold = None if faults is None else ctx.Value("i", 1)
     ready = None if faults is None else ctx.Event()
     decision = ctx.Value("i", _GO if faults is None else _HELD)
-    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out, hold, ready))
+    procs = [ctx.Process(target=_run_one, args=(dsn, schema, i, tasks, seed, barrier, decision, out, hold, ready, batches))
              for i in range(processes)]
     for p in procs:
         p.start()
@@ -329,3 +348,75 @@ def merged_events(results: list[dict]) -> list[dict]:
     events = [e for r in results for e in r["events"]]
     events.sort(key=lambda e: (e["time"], e["type"] != "invoke"))
     return events
+
+
+def unbatched(events: list[dict]) -> list[dict]:
+    """The events with each batch call as the single calls it stands for, in order, at its times.
+
+    A ``dispatch_many`` that leased k tasks is k ``dispatch`` calls answering
+    those leases (the one that found nothing is left out: nothing was handed
+    out); a ``complete_many`` or ``fail_many`` is one ``complete`` or ``fail``
+    per report, answering its outcome. A batch that raised or whose answer was
+    lost is one call of its single op that did the same (its parts are not
+    known). For the checks that count leases and reports; the linearizability
+    check takes the batches as they were, each one call.
+    """
+    batch_of: dict[str, dict] = {}  # process -> its open batch invoke
+    out: list[dict] = []
+    for e in events:
+        if e["type"] == "invoke" and e["op"] in BATCH_OF:
+            batch_of[e["process"]] = e
+            continue
+        invoke = batch_of.pop(e["process"], None) if e["type"] != "invoke" else None
+        if invoke is None:
+            out.append(e)
+            continue
+        single, args = BATCH_OF[invoke["op"]], invoke["args"]
+        if e["type"] != "ok" or e.get("error"):
+            out.extend([dict(invoke, op=single), e])
+            continue
+        if single == "dispatch":
+            parts = [({k: v for k, v in args.items() if k != "limit"}, lease) for lease in e["result"]]
+        else:
+            parts = [({"task_id": task_id, "token": token, "now": args["now"]}, outcome)
+                     for (task_id, token), outcome in zip(args["reports"], e["result"])]
+        for part_args, result in parts:
+            out.append(dict(invoke, op=single, args=part_args))
+            out.append(dict(e, result=result))
+    return out
+
+
+#: Bound on the linearizability search of a run's history; a run that needs more fails as undecided.
+MAX_STATES = 2_000_000
+
+
+def run_and_look(dsn: str, prefix: str, processes: int, tasks: int, seed: int, batches: bool = False) -> tuple:
+    """``run_runners`` on a fresh schema named from ``prefix``, then the schema's end state; the schema is dropped.
+
+    Returns (results, merged events, the scheduler's final snapshot, orphan payloads).
+    """
+    from fencepost.impl.postgres import drop_schema, temporary_schema_name
+
+    schema = temporary_schema_name(prefix)
+    try:
+        results = run_runners(dsn, schema, processes, tasks, seed=seed, batches=batches)
+        with PostgresScheduler(dsn, schema=schema) as s:
+            final = s.snapshot()
+        with PostgresPayloads(dsn, schema=schema) as p:
+            orphans = p.orphans()
+    finally:
+        drop_schema(dsn, schema)
+    return results, merged_events(results), final, orphans
+
+
+def assert_linearizable(events: list[dict], folder) -> None:
+    """The whole history, loaded from a file in ``folder`` as the pinned format, is linearizable, cut in windows."""
+    from fencepost.spec.checkers import linearize, linearize_command
+    from fencepost.spec.formats import history as histories
+
+    path = folder / "runners.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    history = histories.load_history(path)
+    verdict = linearize.check_history(history, max_states=MAX_STATES)
+    assert verdict.linearizable is True, linearize_command.report(history, verdict)
+    assert verdict.windows > 1  # cut at quiescent points (the settling rounds, pauses between calls)

@@ -25,7 +25,7 @@ from fencepost.impl.runner import ManualClock, Runner
 from fencepost.spec import model
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.spec.protocol import OPERATIONS
+from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS
 
 #: Real seconds any wait in these tests may take before the test fails instead of hanging.
 #: Generous: the machine is shared; a correct runner answers in milliseconds.
@@ -36,7 +36,7 @@ SHORT_BOUND = 1.0
 
 
 class ModelAsScheduler:
-    """The spec's model behind the protocol's method names, for ``replay``."""
+    """The spec's model behind the protocol's method names (the optional ones too), for ``replay``."""
 
     def __init__(self) -> None:
         self.state = model.initial()
@@ -49,7 +49,7 @@ class ModelAsScheduler:
         return model.task(self.state, task_id)
 
     def __getattr__(self, op: str) -> Callable[..., object]:
-        if op not in OPERATIONS:
+        if op not in OPERATIONS and op not in OPTIONAL_OPERATIONS:
             raise AttributeError(op)
 
         def call(**args: object) -> object:
@@ -73,19 +73,24 @@ def verify_trace(runner: Runner, path: Path) -> None:
 
 @pytest.fixture
 def runners(tmp_path: Path):
-    """``make(**options)``: a started runner on a ``ManualClock`` (``clock=`` to share one); checked at teardown."""
+    """``make(**options)``: a started runner on a ``ManualClock`` (``clock=`` to share one); checked at teardown.
+
+    ``start=False``: not started yet (work submitted before ``start()`` waits for it)."""
     made: list[Runner] = []
 
-    def make(runner_class: type = Runner, **options: object) -> Runner:
+    def make(runner_class: type = Runner, start: bool = True, **options: object) -> Runner:
         options.setdefault("clock", ManualClock())
         options.setdefault("trace", True)  # every runner made here has its trace replayed at teardown
         runner = runner_class(**options)
-        runner.start()
+        if start:
+            runner.start()
         made.append(runner)
         return runner
 
     yield make
     for number, runner in enumerate(made):
+        if not runner._started:
+            runner.start()  # so that stop() stops it
         runner.stop(BOUND)
         verify_trace(runner, tmp_path / f"trace-{number}.toml")
 

@@ -50,3 +50,39 @@ def test_the_table_puts_one_and_four_workers_side_by_side() -> None:
     assert lines[2].split()[0] == "1" and lines[3].split()[0] == "4"
     assert "0.50x" in lines[2] and "0.80x" in lines[3] and "250.0 us/task" in lines[3]
     assert text.endswith("0.80x  holds")
+
+
+# ---------------------------------------------------------------- --shared-runner (PostgreSQL)
+
+
+def test_the_shared_runner_table_puts_single_calls_beside_the_default_batch() -> None:
+    from fencepost.impl import bench_shared_runner as b
+
+    seconds = {(1, 1): [2.0, 4.0], (1, None): [1.0, 1.5], (2, 1): [1.0, 1.0], (2, None): [0.8, 0.9]}
+    lines = b.format_table(seconds, 1_000, counts=(1, 2))
+    assert "batch=1 (single calls)" in lines[0] and "default batch" in lines[0]
+    assert lines[1].split()[0] == "1" and "500/s" in lines[1] and "1,000/s" in lines[1] and lines[1].endswith("2.00x")
+    assert lines[2].split()[0] == "2" and lines[2].endswith("1.25x")
+
+
+def test_a_shared_runner_turn_runs_every_task_on_the_server() -> None:
+    import pg_server
+
+    from fencepost.impl import bench_shared_runner as b
+
+    dsn = pg_server.require_server()
+    assert b.turn(dsn, 12, 1, None) > 0  # returns only once the schema has no unfinished task
+
+
+def test_shared_runner_with_another_run_is_bad_input(capsys: pytest.CaptureFixture) -> None:
+    assert main(["bench", "--shared-runner", "--runner"]) == 2
+    assert "--shared-runner is a separate run" in capsys.readouterr().err
+
+
+def test_one_turn_as_a_script_runs_every_task_in_memory_and_on_sqlite(monkeypatch, capsys) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(bench_runner, "noop", lambda ctx=None: calls.append(ctx))
+    assert bench_runner.durable_turn(30, 2) > 0 and len(calls) == 30
+    assert bench_runner.main(["--tasks", "40", "--workers", "2", "--batch", "2"]) == 0
+    assert len(calls) == 70
+    assert "tasks/s  (Runner(workers=2) on its own scheduler, batch 2)" in capsys.readouterr().out

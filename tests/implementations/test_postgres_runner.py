@@ -15,38 +15,23 @@ Skipped, saying why, without a server.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import pytest
 
 import pg_server
-from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
-from fencepost.impl.postgres_payloads import PostgresPayloads
 from fencepost.spec.protocol import FINAL_STATUSES
-from pg_runner_stress import merged_events, run_runners
+from pg_runner_stress import assert_linearizable, run_and_look
 from test_postgres_stress import check_history_properties, pair_calls
 
 #: Runner processes, and tasks each submits (parents submit more): over 2,000 tasks in all.
 PROCESSES = 4
 TASKS = 480
-#: Bound on the linearizability search; a run that needs more fails as undecided instead of hanging.
-MAX_STATES = 2_000_000
 
 
 @pytest.fixture(scope="module")
 def run():
-    dsn = pg_server.require_server()
-    schema = temporary_schema_name("fp_runners")
-    try:
-        results = run_runners(dsn, schema, PROCESSES, TASKS, seed=3)
-        with PostgresScheduler(dsn, schema=schema) as s:
-            final = s.snapshot()
-        with PostgresPayloads(dsn, schema=schema) as p:
-            orphans = p.orphans()
-    finally:
-        drop_schema(dsn, schema)
-    return results, merged_events(results), final, orphans
+    return run_and_look(pg_server.require_server(), "fp_runners", PROCESSES, TASKS, seed=3)
 
 
 def test_every_task_ended_and_the_history_keeps_the_contract(run) -> None:
@@ -80,16 +65,7 @@ def test_the_workload_did_what_it_says(run) -> None:
 
 
 def test_the_whole_history_is_linearizable(run, tmp_path) -> None:
-    from fencepost.spec.checkers import linearize, linearize_command
-    from fencepost.spec.formats import history as histories
-
-    events = run[1]
-    path = tmp_path / "runners.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    history = histories.load_history(path)
-    verdict = linearize.check_history(history, max_states=MAX_STATES)
-    assert verdict.linearizable is True, linearize_command.report(history, verdict)
-    assert verdict.windows > 1  # cut at quiescent points (the settling rounds, pauses between calls)
+    assert_linearizable(run[1], tmp_path)
 
 
 def test_time_races_were_met_and_retried(run) -> None:

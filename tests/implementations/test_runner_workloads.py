@@ -101,15 +101,16 @@ class Workload:
 
 
 def run_workload(runner_class: type, workers: int, lease: int, task_specs: list, script: list, folder: Path,
-                 given_scheduler: bool = False) -> None:
+                 given_scheduler: bool = False, options: dict | None = None, clock: ManualClock | None = None) -> None:
     """Run one workload through a runner of ``runner_class`` and assert everything the module docstring lists.
 
     ``given_scheduler``: the runner is given its scheduler (its submits are made under its lock)
-    instead of making its own (its submits are queued: ``Runner._queue_submit``)."""
-    clock = ManualClock()
+    instead of making its own (its submits are queued: ``Runner._queue_submit``). ``options``:
+    more of the runner's arguments (``batch``, say); ``clock``: a ``ManualClock`` of another kind."""
+    clock = ManualClock() if clock is None else clock
     workload = Workload([spec[0] for spec in task_specs])
     given = {"scheduler": Scheduler()} if given_scheduler else {}
-    runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True, **given)
+    runner = runner_class(workers=workers, clock=clock, lease=lease, trace=True, **given, **(options or {}))
     runner.start()
     try:
         ids = [
@@ -139,6 +140,9 @@ def run_workload(runner_class: type, workers: int, lease: int, task_specs: list,
     assert replay_mismatches(path) == []
     assert workload.most_at_once <= workers
     accepted = {values[0]: values[1] for op, values, value, _ in runner._trace if op == "complete" and value.accepted}
+    for op, values, value, error in runner._trace:  # a batch's reports, each judged as its own call
+        if op == "complete_many" and error is None:
+            accepted.update((task_id, token) for (task_id, token), outcome in zip(values[0], value) if outcome.accepted)
     for task_id in ids:
         view = runner.task(task_id)
         assert runner._tasks[task_id].status == view.status.value

@@ -85,3 +85,24 @@ async def test_t_toggles_the_lanes_in_place_of_the_board() -> None:
 def test_snapshot_of_the_lanes_at_80x24(snap_compare) -> None:
     assert snap_compare(app_for(Scenario("Lanes: a renewal, an expiry, a late completion", STEPS)),
                         terminal_size=(80, 24), press=["t", "end", "left"])
+
+
+def test_a_batchs_leases_and_reports_are_drawn_as_its_single_calls_would_be() -> None:
+    """dispatch_many's leases are bars on the worker's lanes, and complete_many / fail_many end
+    them or mark a refusal, each report as its own call would: the same lanes as the singles'."""
+    setup = (Step("add_worker", {"worker": "w2", "capacity": 2}), *(Step("submit", {}) for _ in range(2)))
+    batched = (*setup,
+               Step("dispatch_many", {"worker": "w2", "now": 1, "duration": 5, "limit": 2}),
+               Step("complete_many", {"reports": [[1, 1], [2, 9]], "now": 3}),  # the second refused: a token never issued
+               Step("fail_many", {"reports": [[2, 2]], "now": 4}))
+    singles = (*setup,
+               Step("dispatch", {"worker": "w2", "now": 1, "duration": 5}),
+               Step("dispatch", {"worker": "w2", "now": 1, "duration": 5}),
+               Step("complete", {"task_id": 1, "token": 1, "now": 3}),
+               Step("complete", {"task_id": 2, "token": 9, "now": 3}),
+               Step("fail", {"task_id": 2, "token": 2, "now": 4}))
+    many = Lanes(build_timeline(Scenario("batched", batched), Scheduler, model=False))
+    one = Lanes(build_timeline(Scenario("singles", singles), Scheduler, model=False))
+    assert text_of(many, 4)[1:] == text_of(one, 5)[1:] == ["w2.1   #1·1", "w2.2   #2·2"]
+    assert text_of(many, len(batched))[1:] == text_of(one, len(singles))[1:]
+    assert text_of(many, len(batched))[1:] == ["w2.1   #1·1✓", "w2.2   #2·2  ✗"]

@@ -246,11 +246,15 @@ def _time_passing() -> Scenario:
     return Scenario("time passing", tuple(steps_))
 
 
-@pytest.mark.parametrize("walk_limit", [64, 1])  # walk the diffs, or rebuild the columns
+# Walk the diffs and move the rows a clock change makes due (or not) one by one (up to 64 here);
+# rebuild the columns and sort Pending's due part again for more than one row moved (or a
+# sixteenth of it); rebuild the columns but move any number of rows one by one.
+@pytest.mark.parametrize("walk_limit, move_share", [(64, 16), (1, 16), (1, 1)], ids=["walk", "rebuild", "move-each"])
 @pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation", "time-passing"])
-def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit):
+def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit, move_share):
     monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
     monkeypatch.setattr(tl._Columns, "WALK_LIMIT", walk_limit)
+    monkeypatch.setattr(tl._Columns, "MOVE_SHARE", move_share)
     scenario = _time_passing() if name == "time-passing" else load_scenario(resolve(name))
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
