@@ -30,8 +30,9 @@ from restartable import (
 )
 from schedulers import ModelScheduler
 
-#: Runs for checks expected to fail: they fail within a few dozen.
-FAILING_BUDGET = 60
+#: Runs for checks expected to fail. Derandomized (CI) they fail within a few dozen; under the
+#: randomized thorough profile ForgetsCancelRequestOnReopen once went 60 runs unfound.
+FAILING_BUDGET = 200
 #: Runs for the keyless check: enough to drive every rule it has many times.
 KEYLESS_BUDGET = 40
 
