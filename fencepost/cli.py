@@ -18,38 +18,29 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from fencepost import shipped, walkthroughs
+from fencepost.commands.options import positive_int  # noqa: F401 - re-exported with the helpers below
 from fencepost.spec.arguments import (  # noqa: F401 - re-exported: the command line's helpers, by one name
     DEFAULT_IMPL,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_VIOLATION,
-    SHORT_PACKAGES,
     UsageError,
-    add_exec_arguments,
-    call_timeout,
-    canonical_factory_name,
-    check_output_path,
-    exec_name,
     load_factory,
-    open_exec,
-    positive_int,
-    resolve_module_name,
 )
 
 #: subcommand -> (module, one-line help). Modules are imported only when used,
 #: so ``fencepost check`` never pays for importing Textual.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("fencepost.spec.checkers.check", "check a scheduler factory against the spec"),
-    "replay": ("fencepost.spec.checkers.replay", "run a scenario headless and print one line per step"),
-    "tui": ("fencepost.tui.launch", "step through a scenario in the terminal UI"),
-    "explore": ("fencepost.spec.checkers.explore", "bounded exhaustive exploration of the model"),
-    "bench": ("fencepost.impl.bench", "measure the schedulers against their floors"),
-    "crash": ("fencepost.spec.checkers.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
-    "demo": ("fencepost.tui.demo", "run a small workload through the runner on real threads"),
-    "linearize": ("fencepost.spec.checkers.linearize_command", "decide whether a concurrent history could come from the model"),
-    "report": ("fencepost.report.command", "write one self-contained HTML page of a scenario, counterexample or history"),
-    "faults": ("fencepost.impl.faults_command", "inject PostgreSQL server faults, report what held"),
+    "check": ("fencepost.commands.check", "check a scheduler factory against the spec"),
+    "replay": ("fencepost.commands.replay", "run a scenario headless and print one line per step"),
+    "tui": ("fencepost.commands.tui", "step through a scenario in the terminal UI"),
+    "explore": ("fencepost.commands.explore", "bounded exhaustive exploration of the model"),
+    "bench": ("fencepost.commands.bench", "measure the schedulers against their floors"),
+    "crash": ("fencepost.commands.crash", "SIGKILL a durable scheduler mid-run and check what it recovers"),
+    "demo": ("fencepost.commands.demo", "run a small workload through the runner on real threads"),
+    "linearize": ("fencepost.commands.linearize", "decide whether a concurrent history could come from the model"),
+    "report": ("fencepost.commands.report", "write one self-contained HTML page of a scenario, counterexample or history"),
+    "faults": ("fencepost.commands.faults", "inject PostgreSQL server faults, report what held"),
 }
 
 
@@ -96,7 +87,6 @@ def build_subparser(name: str) -> argparse.ArgumentParser:
     module = importlib.import_module(module_name)
     parser = _OneLineParser(prog=f"fencepost {name}", description=(module.__doc__ or help_text).strip().replace("``", ""))
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.set_defaults(default_impl=DEFAULT_IMPL, resolve_scenario=walkthroughs.resolve, choose_impl=shipped.choose_impl)
     module.add_arguments(parser)
     parser.set_defaults(run=module.run, command=name)
     return parser

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Callable
 from typing import ContextManager
 
-import fencepost.impl._validate as v
+from fencepost.impl import kit as v
 from fencepost.spec.protocol import Lease, Outcome
 
 
@@ -32,7 +32,7 @@ class FoldedBatches:
     # -------------------------------------------------------------- hooks
 
     def _batch_keys(self) -> dict[str, tuple[int, tuple]] | None:
-        """The known idempotency keys (``_validate.keyed_task``'s map), or None if the
+        """The known idempotency keys (``kit.keyed_task``'s map), or None if the
         transaction checks them (a key conflict inside it rolls the batch back)."""
         return self._keys
 
@@ -42,11 +42,7 @@ class FoldedBatches:
 
     def _check_dispatch_arguments(self, worker: object, now: object, duration: object) -> None:
         """``dispatch``'s argument checks, in the contract's order."""
-        v.check_worker_name(worker)
-        if worker not in self._capacity:
-            raise v.unknown_worker(worker)
-        v.check_time(self.now, now)
-        v.check_min("duration", duration, 1)
+        v.check_dispatch(worker, now, duration, current=self.now, workers=self._capacity)
 
     def _check_batch_time(self, now: object) -> None:
         v.check_time(self.now, now)

@@ -99,7 +99,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fencepost.impl import _validate as v
+from fencepost.impl import kit as v
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
@@ -454,7 +454,7 @@ class DurableScheduler:
         return ids
 
     def _known_keys(self, entries: list) -> dict[str, tuple[int, tuple]]:
-        """The known idempotency keys among ``entries``' (``_validate.keyed_task``'s map): one read per distinct key."""
+        """The known idempotency keys among ``entries``' (``kit.keyed_task``'s map): one read per distinct key."""
         keys = {e["key"] for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)}
         known = {}
         for key in keys:
@@ -476,11 +476,7 @@ class DurableScheduler:
             ValueError: a bad worker, time or duration (as ``dispatch``), or
                 ``limit`` not an int >= 1; nothing changes.
         """
-        v.check_worker_name(worker)
-        if worker not in self._capacity:
-            raise v.unknown_worker(worker)
-        v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
+        v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
         _fits("now", now)
         expires_at = _fits("now + duration", now + duration)
         v.check_min("limit", limit, 1)
@@ -662,7 +658,7 @@ class DurableScheduler:
                    max_attempts: int | None, retry_delay: int) -> int | None:
         """The task a key already names, if its arguments match; None for a new key; raise on a mismatch.
 
-        The comparison and its message are ``impl._validate.keyed_task``'s, over the one row the key has.
+        The comparison and its message are ``impl.kit.keyed_task``'s, over the one row the key has.
         """
         row = conn.execute(_KEYED_TASK, (key,)).fetchone()
         known = {} if row is None else {key: (row[0], tuple(row[1:]))}
@@ -682,11 +678,7 @@ class DurableScheduler:
 
         Returns None when the worker is full or nothing is due; that issues no token.
         """
-        v.check_worker_name(worker)
-        if worker not in self._capacity:
-            raise v.unknown_worker(worker)
-        v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
+        v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
         _fits("now", now)
         expires_at = _fits("now + duration", now + duration)
         with self._write() as conn:

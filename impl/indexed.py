@@ -49,7 +49,7 @@ bounded as above (a stale entry may name a forgotten task; it is dropped
 like any other).
 
 The hot paths (``submit``, ``dispatch``, ``complete``) test their arguments
-with exact-type comparisons first and fall back to ``impl._validate``'s checks,
+with exact-type comparisons first and fall back to the kit's checks (``impl.kit``),
 in ``SimpleScheduler``'s order, only when one fails, so an invalid call raises
 the same ``ValueError`` with the same message.
 
@@ -58,7 +58,7 @@ marked "Speed trick" with what taking it out costs a submit + dispatch +
 complete cycle at 10^4 and 10^5 pending tasks: the Lease builder, the fresh
 records, the exact-type checks, the skipped ``_advance_to`` and the module
 names for ``Status`` members. ``fencepost bench --tricks`` measures them
-(``impl/bench_tricks.py`` names the rewrite that takes each one out, and its
+(``fencepost/bench/tricks.py`` names the rewrite that takes each one out, and its
 test checks the scheduler without it still conforms); docs/design.md has the
 figures, and what was taken out because it did not pay.
 """
@@ -68,7 +68,7 @@ from __future__ import annotations
 from collections import deque
 from heapq import heapify, heappop, heappush
 
-import fencepost.impl._validate as v
+from fencepost.impl import kit as v
 from fencepost.impl._batches import FoldedBatches
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
@@ -616,12 +616,7 @@ class IndexedScheduler(FoldedBatches):
 
     def _check_dispatch(self, worker: object, now: object, duration: object) -> int:
         """Check ``dispatch``'s arguments in the contract's order; return the capacity."""
-        v.check_worker_name(worker)
-        if worker not in self._capacity:
-            raise v.unknown_worker(worker)
-        v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
-        return self._capacity[worker]
+        return v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
 
     def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> None:
         """Check a token-carrying call's arguments in the contract's order."""

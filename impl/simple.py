@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import fencepost.impl._validate as v
+from fencepost.impl import kit as v
 from fencepost.impl._batches import FoldedBatches
 from fencepost.spec.protocol import (
     ACCEPTED,
@@ -129,11 +129,7 @@ class SimpleScheduler(FoldedBatches):
 
         Returns None when the worker is full or nothing is due; that issues no token.
         """
-        v.check_worker_name(worker)
-        if worker not in self._capacity:
-            raise v.unknown_worker(worker)
-        v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
+        v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
         self._expire(now)
         load = sum(1 for t in self._tasks if t is not None and t.status is Status.RUNNING and t.worker == worker)
         if load >= self._capacity[worker]:

@@ -21,6 +21,7 @@ from fencepost.spec.checkers.linearize import Verdict, describe
 from fencepost.spec.checkers.linearize_command import describe_call, describe_outcome
 from fencepost.spec.formats.history import ERROR, INFO, OK, Call, History
 from fencepost.spec.variants import DEFAULT, Variants
+from fencepost.story.history import linearization_points
 
 
 #: Sub-positions per event: a linearization point sits on one of these, between two events.
@@ -124,23 +125,9 @@ def _failure(history: History, verdict: Verdict) -> str:
 
 
 def points(history: History, order: tuple[int, ...]) -> dict[int, float]:
-    """Where each placed call's point is drawn, in event positions: increasing along ``order``.
-
-    Each point goes one slot (1/``SLOTS`` of an event) after its call's
-    invocation or after the point before it, whichever is later, and stays
-    before its completion while there is room (the order keeps real time, so
-    every earlier call was invoked before this one completed). An info call's
-    point may lie past its info event: it may take effect any time after it
-    was invoked. O(len(order)).
-    """
-    found, last = {}, -1
-    for index in order:
-        call = history.calls[index]
-        slot = max(call.invoked * SLOTS + 1, last + 1)
-        if call.completed is not None:
-            slot = min(slot, call.completed * SLOTS - 1)
-        found[index] = (last := slot) / SLOTS
-    return found
+    """Where each placed call's point is drawn, in event positions: the story's linearization points,
+    ``SLOTS`` to an event. O(len(order))."""
+    return {index: slot / SLOTS for index, slot in linearization_points(history, order, SLOTS).items()}
 
 
 def _lanes(history: History, verdict: Verdict, placed: dict[int, int], involved: set[int], failing: int | None) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fencepost.tui.timeline import Timeline
+from fencepost.story.timeline import Timeline
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from fencepost.report import svg
 from fencepost.report.leases import Lease, Leases, read_leases
 from fencepost.report.page import prose, render_page, table_sections, text
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.tui.timeline import Board, Row, Timeline
+from fencepost.story.timeline import Board, Row, Timeline
 from fencepost.spec.variants import DEFAULT
 
 

@@ -7,11 +7,15 @@ The rules are in three files, the contract:
 * ``model``: the reference model, plain data and pure transitions, guards first.
 * ``invariants``: the safety invariants, each named after what it states.
 
-Apart from them: ``checkers/`` (what decides whether a scheduler keeps the
-contract: the state machine, ``check``, ``explore``, ``replay`` ...),
-``formats/`` (the files fencepost reads and writes: scenarios, traces ...),
-``mutants/`` (broken schedulers the checkers must catch), ``adapters/``
-(schedulers in other processes: ``--exec``), and the command
-line (``cli``), the Hypothesis profiles (``profiles``) and the pytest helper
-(``testing``).
+Beside them: ``variants`` (the documented choices a queue may declare, and
+the core they never switch off), ``checkers/`` (what decides whether a
+scheduler keeps the contract: the state machine, ``check``, ``explore``,
+``replay``, ``linearize`` ...), ``formats/`` (the files fencepost reads and
+writes: scenarios, traces, histories ...), ``adapters/`` (schedulers in other
+processes: ``--exec``), ``arguments`` (what the command line and the library
+share: exit statuses, ``UsageError``, loading ``MODULE:NAME``), the
+Hypothesis profiles (``profiles``) and the pytest helper (``testing``).
+Nothing here imports the schedulers (``impl/``) or anything above them; the
+command line is ``fencepost/commands/``, the broken schedulers the checkers
+must catch are ``impl/mutants/``.
 """

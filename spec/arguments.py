@@ -1,9 +1,9 @@
-"""What every ``fencepost`` subcommand's arguments share.
+"""What every ``fencepost`` subcommand and the library code behind it share.
 
 The exit statuses, ``UsageError`` (bad input: one line on stderr, exit
-status 2), the argparse types and the loading of ``MODULE:NAME`` factories.
-The subcommands' modules (checkers, ``impl.bench``, ``tui.launch``) import
-these; only ``fencepost.cli`` knows the subcommands and wires them together.
+status 2), the loading of ``MODULE:NAME`` factories and ``--exec`` programs,
+and the variants in force. No argparse here: the options themselves are the
+commands layer's (``fencepost/commands/``).
 
 Exit statuses, shared by every subcommand: 0 success or conformance, 1 a
 violation or a failed expectation, 2 bad arguments or a bad input file.
@@ -11,16 +11,12 @@ violation or a failed expectation, 2 bad arguments or a bad input file.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import importlib.util
-import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -36,9 +32,17 @@ class UsageError(Exception):
 
 
 #: fencepost's own subpackages, which the command line also accepts by their
-#: short, pre-``fencepost.`` names (``impl:Scheduler``, ``spec.mutants.x:Scheduler``),
+#: short, pre-``fencepost.`` names (``impl:Scheduler``, ``impl.mutants.x:Scheduler``),
 #: so that older commands, scenario files and counterexamples keep working.
 SHORT_PACKAGES = ("spec", "impl", "tui")
+
+#: Modules that moved, by their old names (short or full) -> where they are now, so
+#: that a command a user typed before the move (``spec.mutants.closed_interval:Scheduler``,
+#: ``impl.postgres_broken:status_fenced``) still names the same code.
+MOVED_MODULES = {
+    "spec.mutants": "impl.mutants",
+    "impl.postgres_broken": "impl.postgres.broken",
+}
 
 
 def resolve_module_name(module_name: str) -> list[str]:
@@ -48,15 +52,26 @@ def resolve_module_name(module_name: str) -> list[str]:
     (``impl.durable`` is ``fencepost.impl.durable``), then the name as given,
     so a project with its own ``impl`` package can still name its modules.
     """
+    module_name = moved_module(module_name)
     head = module_name.split(".", 1)[0]
     if head in SHORT_PACKAGES:
         return [f"fencepost.{module_name}", module_name]
     return [module_name]
 
 
+def moved_module(module_name: str) -> str:
+    """``module_name`` under its name since the move (``MOVED_MODULES``); other names unchanged."""
+    bare = module_name.removeprefix("fencepost.")
+    for old, new in MOVED_MODULES.items():
+        if bare == old or bare.startswith(old + "."):
+            return new + bare[len(old):]
+    return module_name
+
+
 def canonical_factory_name(spec: str) -> str:
-    """``impl:Scheduler`` -> ``fencepost.impl:Scheduler``; other names unchanged."""
+    """``impl:Scheduler`` -> ``fencepost.impl:Scheduler``, a moved module under its new name; other names unchanged."""
     module_name, sep, attr = spec.partition(":")
+    module_name = moved_module(module_name)
     if module_name.split(".", 1)[0] in SHORT_PACKAGES and importlib.util.find_spec("fencepost." + module_name.split(".", 1)[0]):
         return f"fencepost.{module_name}{sep}{attr}"
     return spec
@@ -132,40 +147,19 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
     raise UsageError(problem)
 
 
-def call_timeout(text: str) -> float:
-    """``--call-timeout``'s type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
 
 
-def add_exec_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--exec COMMAND`` and ``--call-timeout SECONDS``, for every subcommand that drives a scheduler."""
-    parser.add_argument(
-        "--exec", dest="exec_command", metavar="COMMAND", default=None,
-        help="run the scheduler in this program, in any language, over the JSON-lines adapter protocol "
-        "(split like a shell command, run without a shell)",
-    )
-    parser.add_argument(
-        "--call-timeout", type=call_timeout, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
-        help=f"longest any one call into the scheduler may take before it is reported as a hang (default {DEFAULT_CALL_TIMEOUT:g})",
-    )
-
-
-def open_exec(command: str, timeout: float) -> object:
+def open_exec(command: str, timeout: float, tick_ms: int | None = None) -> object:
     """Start ``--exec COMMAND`` and say hello: an ``ExecProgram``, the factory of its schedulers.
 
-    The caller closes it. Raises:
+    ``tick_ms``: under ``--clock real``, the tick the program is told (see
+    ``spec.realclock``). The caller closes it. Raises:
         UsageError: the command is not valid, cannot start, or does not say hello properly.
     """
     from fencepost.spec.adapters.exec import AdapterStartError, ExecProgram
 
     try:
-        program = ExecProgram(command, call_timeout=timeout)
+        program = ExecProgram(command, call_timeout=timeout, tick_ms=tick_ms)
         program.start()
     except (ValueError, AdapterStartError) as exc:
         raise UsageError(str(exc)) from None
@@ -189,17 +183,6 @@ def check_output_path(path: str, argument: str = "--trace-out") -> None:
     if not target.resolve().parent.is_dir():
         raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
 
-
-def add_variant_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--variant NAME=VALUE`` (repeatable), for every subcommand that judges by the contract."""
-    from fencepost.spec.variants import VALUES
-
-    parser.add_argument(
-        "--variant", dest="variants", action="append", default=None, metavar="NAME=VALUE",
-        help="check under a declared contract variant instead of the contract's rule (repeatable; "
-        f"names: {', '.join([*VALUES, 'without'])}; see docs/contract.md). A file's or the scheduler's "
-        "own declaration is used without it, and must agree with it",
-    )
 
 
 def declared_variants(source: object) -> dict | None:
@@ -233,16 +216,3 @@ def variants_in_force(given: list[str] | None, *declarations: tuple[object, str]
         return combine(sides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1, else a one-line error naming the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-

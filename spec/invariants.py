@@ -56,6 +56,7 @@ class History:
     final: dict[int, tuple] = field(default_factory=dict)  # task id -> its view when first seen final
     cancelled_at: dict[int, int] = field(default_factory=dict)  # task id -> time first seen cancelled
     prev_tokens: dict[int, int | None] = field(default_factory=dict)  # task id -> token at last step
+    held: dict[int, object] = field(default_factory=dict)  # task id -> the last token seen on it (revive=unclaimed)
 
 
 def _status(view: TaskView) -> str:
@@ -121,8 +122,10 @@ def tokens_are_unique_and_increasing(obs: Observation, history: History) -> None
         if view.token in seen:
             _fail("tokens_are_unique_and_increasing", f"tasks {seen[view.token]} and {view.id} share token {view.token}")
         seen[view.token] = view.id
-        if history.prev_tokens.get(view.id) != view.token:
+        revived = obs.variants.revive == "unclaimed" and history.held.get(view.id) == view.token
+        if history.prev_tokens.get(view.id) != view.token and not revived:  # a revived lease is the same lease
             fresh.append(view.token)
+        history.held[view.id] = view.token
     if obs.variants.tokens == "opaque":
         for token in fresh:
             if token in history.issued:

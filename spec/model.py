@@ -91,6 +91,7 @@ class Task:
     expires_at: int | None = None  # set exactly while running
     cancel_requested: bool = False  # only ever set while running
     expired_token: int | str | None = None  # the token whose lease expired last, for the rejection reason
+    expired_worker: str | None = None  # under revive=unclaimed: the worker of the lease that expired last
     tokens: tuple[int | str, ...] = ()  # every token issued for this task; kept only under repeat=accept or late=accept-unclaimed
     ended_at: int | None = None  # the time of the transition that made the task final; set exactly while final
     forgotten: bool = False  # pruned: only its id (never reused) and ended_at remain meaningful
@@ -350,7 +351,8 @@ def expire(state: State, now: int) -> State:
                 status = Status.FAILED
             else:
                 status = Status.PENDING
-            state = _put(state, _release(t, status, now, expired_token=t.token))
+            revivable = {"expired_worker": t.worker} if variants.revive == "unclaimed" else {}
+            state = _put(state, _release(t, status, now, expired_token=t.token, **revivable))
     return replace(state, now=now)
 
 
@@ -491,6 +493,7 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
         started_at=now,
         expires_at=now + duration,
         expired_token=None,
+        expired_worker=None,
         tokens=chosen.tokens + (token,) if _keeps_tokens(variants) else (),
     )
     issued = state.issued | {token} if variants.tokens == "opaque" else state.issued
@@ -602,7 +605,10 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
 
     Refused once a cancellation was requested, so a cancelled task cannot be
     kept alive by its worker. A late token never renews (not even under
-    ``late=accept-unclaimed``): a lease that ended stays ended.
+    ``late=accept-unclaimed``): a lease that ended stays ended; except under
+    ``revive=unclaimed``, where the token of the lease that expired last
+    revives it (same token, same worker, ``[now, now + duration)``) while
+    the task is pending and nobody took it since, room permitting.
     """
     require_task(state, task_id)
     require_token(state, token)
@@ -610,12 +616,26 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     require_duration(state, duration)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
+    if _revives(state, current, token):
+        revived = replace(current, status=Status.RUNNING, worker=current.expired_worker, token=token, started_at=now,
+                          expires_at=now + duration, expired_token=None, expired_worker=None)
+        return _put(state, revived), ACCEPTED  # unchanged: attempts (no new dispatch), every other task
     refused = _rejection(current, token)
     if refused:
         return state, refused
     if current.cancel_requested:
         return state, Outcome(False, Reason.CANCEL_REQUESTED)
     return _put(state, replace(current, expires_at=now + duration)), ACCEPTED
+
+
+def _revives(state: State, task: Task, token: object) -> bool:
+    """Under ``revive=unclaimed``: whether ``token`` revives ``task``'s lapsed lease (see ``renew``)."""
+    if state.variants.revive != "unclaimed" or task.status is not Status.PENDING or task.expired_worker is None:
+        return False
+    if task.expired_token is None or task.expired_token != token:
+        return False
+    full = state.variants.capacity == "per-worker" and load(state, task.expired_worker) >= capacity_of(state, task.expired_worker)
+    return not full
 
 
 def prune(state: State, before: int, now: int) -> tuple[State, int]:

@@ -174,6 +174,16 @@ class PruneProtocol(Protocol):
     def prune(self, before: int, now: int) -> int: ...
 
 
+#: What the ``ValueError`` of a call naming a forgotten task must say (case-insensitive:
+#: "forgotten", "forgot"): the one word by which a scheduler in any language says it.
+FORGOTTEN_WORD = "forgot"
+
+
+def says_forgotten(error: ValueError) -> bool:
+    """Whether ``error``, raised by a call naming a task, says the task was forgotten by prune."""
+    return FORGOTTEN_WORD in str(error).lower()
+
+
 class OutcomeUnknown(Exception):
     """A call was sent to the scheduler and its answer never came: it may or may not have taken effect.
 

@@ -53,6 +53,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     "due": ("at", "after"),
     # Whether a lease lasts the duration its call asks for, or one length N for every lease (any positive int).
     "duration": ("any",),
+    # Whether a renew with the token of the lease that expired last revives it while nobody took the task since
+    # (a Redis Streams XCLAIM of an entry still in its consumer's pending list resets its idle time).
+    "revive": ("refuse", "unclaimed"),
 }
 
 #: Variants whose other values are not listed in ``VALUES`` but follow a rule:
@@ -83,6 +86,7 @@ class Variants:
     repeat: str = "refuse"
     due: str = "at"
     duration: str = "any"
+    revive: str = "refuse"
     without: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- reading

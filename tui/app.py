@@ -14,27 +14,27 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
-from rich.text import Text
-from textual.binding import ActiveBinding, Binding
-from textual.containers import Horizontal, Vertical
-from textual.notifications import Notification, Notify
-from textual.reactive import var
-from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
-from textual.worker import get_current_worker
-
 from fencepost.spec.arguments import DEFAULT_IMPL, UsageError
 from fencepost.spec.formats.recorded import suggestions
-from fencepost.spec.formats.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from fencepost.spec.formats.scenario import (
+    Scenario,
+    ScenarioError,
+    dump_scenario,
+    load_scenario,
+)
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.walkthroughs import builtin_names, builtin_summary, curriculum, resolve
+from fencepost.story.quiz import Quiz
+from fencepost.story.timeline import Timeline, build_timeline
+from fencepost.story.walkthroughs import (
+    builtin_names,
+    builtin_summary,
+    curriculum,
+    resolve,
+)
 from fencepost.tui.commands import CommandError, parse_command
 from fencepost.tui.lanes import LanesView
-from fencepost.tui.quiz import Quiz
 from fencepost.tui.screens import HelpScreen, PromptScreen
-from fencepost.tui.timeline import Timeline, build_timeline
+from fencepost.tui.textual_private import take_back_notice
 from fencepost.tui.widgets import (
     Differences,
     EventLog,
@@ -46,6 +46,16 @@ from fencepost.tui.widgets import (
     TaskColumn,
     WorkerStrip,
 )
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import ActiveBinding, Binding
+from textual.containers import Horizontal, Vertical
+from textual.notifications import Notification, Notify
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
 
 #: Autoplay speeds, in steps per second.
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -540,8 +550,7 @@ class FencepostApp(App[None]):
         keep = []
         for named, notification in self._problem_notices:
             if step is None or named == step:
-                if notification in self._notifications:
-                    self._unnotify(notification)
+                take_back_notice(self, notification)
             else:
                 keep.append((named, notification))
         self._problem_notices = keep
@@ -840,14 +849,14 @@ class FencepostApp(App[None]):
     def single_notice(self, message: str, seconds: float) -> None:
         """A notice that takes the place of the last one shown this way: keys pressed in a row
         (→ through several questions, m and m again) leave one notice, not a stack over the panel."""
-        if self._single_notice is not None and self._single_notice in self._notifications:
-            self._unnotify(self._single_notice)
+        if self._single_notice is not None:
+            take_back_notice(self, self._single_notice)
         self._single_notice = Notification(message, timeout=seconds)
         self.post_message(Notify(self._single_notice))
 
-    def _on_notify(self, event: Notify) -> None:
+    def on_notify(self, event: Notify) -> None:
         # A single notice overtaken before its message arrived (keys faster than the screen) is never shown.
-        # (Textual calls App's own handler after this one unless the default is prevented.)
+        # (Textual calls App's own handler, the one that shows it, after this one unless the default is prevented.)
         if event.notification.message in SINGLE_NOTICES and event.notification is not self._single_notice:
             event.prevent_default()
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from fencepost.tui.timeline import Timeline
+from fencepost.story.timeline import Timeline
 from fencepost.tui.widgets import Line, LineList
 
 #: The fewest columns between two time labels on the axis.

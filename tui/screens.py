@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from fencepost.tui import commands
-from fencepost.tui.glossary import glossary_markdown
+from fencepost.story.glossary import glossary_markdown
 
 _USAGES = "\n".join(commands.usage(op) for op in commands.SIGNATURES)
 

@@ -15,7 +15,24 @@ import bisect
 from collections.abc import Sequence
 from typing import Self
 
-from rich._wrap import divide_line  # Textual 8.2's own line breaker (Content._wrap_and_format)
+from fencepost.spec.formats.scenario import Question
+from fencepost.story.quiz import SKIPPED
+from fencepost.story.timeline import (
+    EVENT_KINDS,
+    Board,
+    Check,
+    Frame,
+    Row,
+    Timeline,
+    WorkerLoad,
+    lease_text,
+    short_key,
+)
+from fencepost.tui.textual_private import (
+    KeepLayoutOnVirtualSize,
+    cached_rows,
+    divide_line,
+)
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown as RichMarkdown
@@ -25,18 +42,14 @@ from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
+from textual.containers import VerticalScroll
 from textual.content import Content, Span
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
-from textual.containers import VerticalScroll
 from textual.widgets import Static
-
-from fencepost.spec.formats.scenario import Question
-from fencepost.tui.quiz import SKIPPED
-from fencepost.tui.timeline import EVENT_KINDS, Board, Check, Frame, Row, Timeline, WorkerLoad, lease_text, short_key
 
 #: A line: the class for the whole row (or None), then (text, class or None) parts.
 Line = tuple[str | None, tuple[tuple[str, str | None], ...]]
@@ -258,14 +271,14 @@ class LineList(ComponentStyles, BorderTitles, ScrollView, can_focus=False):
         and width were drawn before is handed to Textual's cache as that row was, and the
         rows Textual draws are kept for the next time. O(rows in ``crop``).
         """
-        cache = self._styles_cache  # Textual 8.2's: rows by height (_cache), the heights to draw (_dirty_lines)
+        width, kept, dirty = cached_rows(self)
         size, offset = self.size, self.scroll_offset
-        if cache._width != self.outer_size.width or not size:
+        if width != self.outer_size.width or not size:
             return super().render_lines(crop)  # a new width: Textual draws everything again
         top = self.styles.gutter.top
         drawn = self._drawn if self._window == (size, offset) else None  # else lines have moved since
         first, end = max(crop.y, top), min(crop.bottom, top + size.height)
-        rows, kept, dirty, drawn_rows = self._finished, cache._cache, cache._dirty_lines, {}
+        rows, drawn_rows = self._finished, {}
         for y in range(first, end):
             if y in dirty or y not in kept:
                 key = (self._line_on_row(y - top, drawn), offset.x, size.width)
@@ -608,7 +621,7 @@ def _last_space(text: str, width: int) -> int:
     return text.rfind(" ", 0, _cells_prefix(text, width) + 1)
 
 
-class FittedStatic(Static):
+class FittedStatic(KeepLayoutOnVirtualSize, Static):
     """A ``Static`` whose new content lays the screen out again only when it changes the widget's height.
 
     ``Static.update`` lays out the whole screen every time, which costs more than
@@ -652,12 +665,6 @@ class FittedStatic(Static):
             return sum(len(divide_line(line, width, fold=True)) + 1 for line in plain.split("\n"))
         return self.get_content_height(Size(0, 0), Size(0, 0), width)
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        # Textual (8.2) stores the virtual size it gives a widget in a layout through a
-        # reactive that lays the screen out once more, right after the layout that resized
-        # it; a Static does not scroll, so its virtual size changes nothing there. (A private
-        # hook: tests/tui/test_repaint.py counts the layouts a step costs, and would see it go.)
-        return super()._size_updated(size, virtual_size, container_size, layout=False)
 
 
 class WorkerStrip(ComponentStyles, FittedStatic):
@@ -766,16 +773,8 @@ class SidePanel(BorderTitles, VerticalScroll, can_focus=False):
     def watch_virtual_size(self) -> None:  # the content's height changed
         self.show_hint()
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        # As FittedStatic: Textual (8.2) stores the virtual size a layout gives the panel through
-        # a reactive that lays the screen out once more, though that layout has placed the
-        # content already; a scrollbar that comes or goes still lays out (its own reactive).
-        # The watcher does not run for it, so the hint is shown here.
-        content_changed = virtual_size != self.virtual_size
-        resized = super()._size_updated(size, virtual_size, container_size, layout=False)
-        if content_changed:
-            self.show_hint()
-        return resized
+    def virtual_size_given(self) -> None:  # a layout's new virtual size: the watcher does not run for it
+        self.show_hint()
 
     def on_resize(self) -> None:
         self.show_hint()

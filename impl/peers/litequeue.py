@@ -53,9 +53,10 @@ import sqlite3
 import tempfile
 import threading
 
-from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
-from fencepost.impl.peers import EPOCH_SECONDS, declare
-from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
+from fencepost.impl.kit import (
+    ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_new_worker, check_submit, check_task_id,
+    check_time, check_token, declare, not_offered,
+)
 
 #: Nanoseconds in a second: litequeue's clock is ``time.time_ns``.
 NS = 1_000_000_000
@@ -171,7 +172,7 @@ class LiteQueueScheduler:
         check_submit(priority, due_at, max_attempts, retry_delay)
         for name, value, default in (("priority", priority, 0), ("due_at", due_at, None), ("max_attempts", max_attempts, None)):
             if value != default:
-                raise ValueError(f"{name} is not offered by litequeue: {value!r}")
+                raise not_offered(name, value, "litequeue")
         shared = self._shared
         with shared.lock:  # the id and the put together, so task ids follow put order
             _CLOCK.now = shared.now
@@ -182,11 +183,7 @@ class LiteQueueScheduler:
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
         """Recovery sweep, then ``pop()``; the message id is the token."""
-        check_worker_name(worker)
-        if worker not in self._shared.workers:
-            raise unknown_worker(worker)
-        check_time(self._shared.now, now)
-        check_min("duration", duration, 1)
+        check_dispatch(worker, now, duration, current=self._shared.now, workers=self._shared.workers)
         self._at(now)
         message = self._queue.pop()
         if message is None:
@@ -199,8 +196,7 @@ class LiteQueueScheduler:
     def complete(self, task_id: int, token: object, now: int) -> Outcome:
         """``done(message_id)``: litequeue refuses nothing, so every report on the task's own id is accepted."""
         check_task_id(task_id, len(self._shared.tasks))
-        if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
-            raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
+        check_token(token, opaque=True)
         check_time(self._shared.now, now)
         self._at(now)
         message = self._queue.get(token) if isinstance(token, str) else None

@@ -62,10 +62,11 @@ import uuid
 import weakref
 from datetime import timedelta
 
-from fencepost.impl.forks import inherited
-from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
-from fencepost.impl.peers import EPOCH_SECONDS, declare
-from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
+from fencepost.impl.postgres.forks import inherited
+from fencepost.impl.kit import (
+    ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_min, check_new_worker, check_submit,
+    check_task_id, check_time, check_token, declare, not_offered,
+)
 
 #: The server used when ``FENCEPOST_PG_DSN`` is not set: the one CI starts.
 DEFAULT_DSN = "postgresql://root@127.0.0.1:5432/test"
@@ -217,7 +218,7 @@ class PgQueuerClient:
         """
         check_submit(priority, due_at, max_attempts, retry_delay)
         if max_attempts is not None:
-            raise ValueError(f"max_attempts is not offered by pgqueuer's queue (its executors retry): {max_attempts!r}")
+            raise not_offered("max_attempts", max_attempts, "pgqueuer's queue", "its executors retry")
         if not -2**31 <= priority < 2**31:
             raise ValueError(f"priority must fit pgqueuer's int column (-2**31 .. 2**31-1): {priority!r}")
         with self._shared.lock:
@@ -234,11 +235,7 @@ class PgQueuerClient:
         """``dequeue`` one job as the worker's queue manager; the job id is the token."""
         from pgqueuer.ports.repository import EntrypointExecutionParameter
 
-        check_worker_name(worker)
-        if worker not in self._shared.workers:
-            raise unknown_worker(worker)
-        check_time(self._shared.now, now)
-        check_min("duration", duration, 1)
+        check_dispatch(worker, now, duration, current=self._shared.now, workers=self._shared.workers)
         if duration != DURATION:
             raise ValueError(f"duration must be {DURATION}: pgqueuer's heartbeat_timeout is one for the queue: {duration!r}")
         manager, capacity = self._shared.workers[worker]
@@ -295,8 +292,7 @@ class PgQueuerClient:
     def _report(self, task_id: object, token: object, now: object) -> object | None:
         """Check a report's arguments, move the clock; the Job the token names if it is this task's, else None."""
         check_task_id(task_id, len(self._shared.jobs))
-        if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
-            raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
+        check_token(token, opaque=True)
         check_time(self._shared.now, now)
         self._at(now)
         with self._shared.lock:

@@ -25,9 +25,18 @@ another):
 * ``capacity``: every client dispatches at once as the same worker, whose
   capacity is 1. A queue whose per-worker limit is read and then acted on
   without a lock gives that worker several leases at once.
-* ``zombie``: one task is leased, left to expire, and leased again; then at
-  once the expired holder completes with its old token, the new holder
-  completes, another renews with the new token, and one more dispatches.
+* ``zombie``: one task is leased, left to expire, and leased again; then the
+  expired holder completes with its old token, alone, while the new holder
+  still holds the lease (forced, not hoped for: it returns before anything
+  else starts); then at once the new holder completes, another renews with
+  the new token, and one more dispatches.
+
+A factory whose queue runs on its server's clock (``fencepost_clock =
+"real"``, ``spec.realclock``) is recorded on the real clock: it is made with
+the tick in force (``--tick-ms``, default ``spec.realclock.DEFAULT_TICK_MS``),
+every timed call waits for its tick to start before it is invoked (so the
+history's ``time`` stamps are the calls' real intervals), and the idle time
+between rounds is skipped once every lease of the round has ended.
 
 Every wait is bounded (``BOUND`` seconds); a thread that raises ends its
 call as an error in the history and the recording goes on.
@@ -43,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fencepost.spec.formats.history import Event, HistoryLog, write_history
+from fencepost.spec.realclock import declares_real_clock, DEFAULT_TICK_MS, RealClock, ticking
 
 #: The longest any thread waits at a barrier, in seconds; a round that takes longer is abandoned.
 BOUND = 30.0
@@ -143,15 +153,15 @@ def zombie_round(cs: list[object], t: int) -> str | None:
     if old is None or new is None:
         return f"task {task} was not leased twice: {old}, {new}"
     now = t + LEASE + 3
+    zombie = _together([lambda: first.complete(task, old.token, now)])  # alone: the new holder surely still holds it
     calls = [
-        lambda: first.complete(task, old.token, now),  # the zombie
         lambda: second.complete(task, new.token, now),  # the current holder
     ]
     if len(cs) > 2 and hasattr(cs[2], "renew"):
         calls.append(lambda c=cs[2]: c.renew(task, new.token, now, LEASE))
     if len(cs) > 3:
         calls.append(lambda c=cs[3]: c.dispatch("w4", now, LEASE))
-    results = _together(calls)
+    results = zombie + _together(calls)
     if _raised(results):
         return _raised(results)
     if getattr(results[0], "accepted", False):
@@ -195,8 +205,33 @@ class Recording:
     rounds: int  # rounds run
 
 
+#: Where ``now`` is among each timed call's positional arguments (the races pass it by position).
+_NOW_AT = {"dispatch": 1, "complete": 2, "fail": 2, "cancel": 1, "renew": 2, "advance": 0, "prune": 1}
+
+
+class _OnTicks:
+    """A recorded client whose timed calls first wait for their tick on a shared ``RealClock``."""
+
+    def __init__(self, client: object, clock: object) -> None:
+        self._client, self._clock = client, clock
+
+    def __getattr__(self, name: str) -> object:
+        attribute = getattr(self._client, name)
+        if name not in _NOW_AT:
+            return attribute
+
+        def on_tick(*args: object, **kwargs: object) -> object:
+            now = kwargs.get("now", args[_NOW_AT[name]] if len(args) > _NOW_AT[name] else None)
+            if type(now) is int and now >= 0:
+                self._clock.wait_for(now)
+            return attribute(*args, **kwargs)
+
+        return on_tick
+
+
 def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: int = 4,
-           switch_interval: float | None = None, stop_at_problem: bool = False, shared: bool = False) -> Recording:
+           switch_interval: float | None = None, stop_at_problem: bool = False, shared: bool = False,
+           tick_ms: int | None = None) -> Recording:
     """Run ``race`` for ``rounds`` rounds on ``threads`` recorded clients of one scheduler from ``factory``.
 
     ``switch_interval`` (seconds), when given, is the interpreter's thread
@@ -208,6 +243,8 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     rounds instead of never. ``stop_at_problem``: end after the first round
     in which the race saw something go wrong. ``shared``: every thread calls
     the one scheduler object, even one that can open more connections.
+    ``tick_ms``: the tick for a factory on its server's clock (see the module
+    docstring); default ``spec.realclock.DEFAULT_TICK_MS``.
 
     Raises:
         ValueError: an unknown race, or fewer than 2 threads or 1 round.
@@ -216,11 +253,15 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
         raise ValueError(f"race must be one of {', '.join(RACES)}: {race!r}")
     if threads < 2 or rounds < 1:
         raise ValueError(f"threads must be >= 2 and rounds >= 1: threads={threads!r}, rounds={rounds!r}")
-    scheduler = factory()
+    clock = RealClock(tick_ms or DEFAULT_TICK_MS) if declares_real_clock(factory) else None
+    with ticking(clock.tick_ms if clock else None):
+        scheduler = factory()
+        raw = clients_of(scheduler, threads, shared)
     log = HistoryLog(variants=getattr(factory, "fencepost_variants", None))
     previous = sys.getswitchinterval()
-    raw = clients_of(scheduler, threads, shared)
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
+    if clock is not None:
+        cs = [_OnTicks(c, clock) for c in cs]
     problems: list[tuple[int, str]] = []
     done = 0
     try:
@@ -229,6 +270,8 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
         _add_workers(cs)
         for round_ in range(1, rounds + 1):
             t = ROUND_SPAN * round_
+            if clock is not None:  # every lease of the round before has ended by now: skip the rest of the span
+                clock.skip_idle(t, clock.last_tick + LEASE)
             cs[0].advance(t)
             problem = RACES[race](cs, t)
             done = round_
@@ -318,10 +361,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop at the first round the race saw go wrong and write only it (see excerpt())")
     parser.add_argument("--shared", action="store_true",
                         help="every thread calls the one scheduler object, not a connection of its own")
+    parser.add_argument("--tick-ms", type=int, default=None, metavar="N",
+                        help="for a queue on its server's clock: milliseconds one tick lasts "
+                        f"(default {DEFAULT_TICK_MS}; see docs/real-clock.md)")
     args = parser.parse_args(argv)
     try:
         factory = load_factory(args.factory)
-        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared)
+        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared,
+                           args.tick_ms)
     except (UsageError, ValueError) as exc:
         print(f"record: error: {exc}", file=sys.stderr)
         return 2

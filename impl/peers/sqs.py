@@ -55,9 +55,10 @@ import os
 import threading
 import weakref
 
-from fencepost.impl._validate import check_min, check_new_worker, check_submit, check_task_id, check_time, check_worker_name, unknown_worker
-from fencepost.impl.peers import EPOCH_SECONDS, declare
-from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
+from fencepost.impl.kit import (
+    ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_min, check_new_worker, check_submit,
+    check_task_id, check_time, check_token, declare, not_offered,
+)
 
 #: The SQS region the mock serves; any valid name works, moto keeps one backend per region.
 REGION = "us-east-1"
@@ -199,11 +200,11 @@ class SqsScheduler:
         """
         check_submit(priority, due_at, max_attempts, retry_delay)
         if max_attempts is not None:
-            raise ValueError(f"max_attempts is not offered by SQS (a budget is a queue's RedrivePolicy): {max_attempts!r}")
+            raise not_offered("max_attempts", max_attempts, "SQS", "a budget is a queue's RedrivePolicy")
         _CLOCK.now = self._now
         delay = 0 if due_at is None else max(0, due_at - self._now)
         if delay and self._fifo:
-            raise ValueError(f"due_at is not offered by a FIFO queue (no per-message delay): {due_at!r}")
+            raise not_offered("due_at", due_at, "a FIFO queue", "no per-message delay")
         if delay > MAX_DELAY_SECONDS:
             raise ValueError(f"due_at must be at most {MAX_DELAY_SECONDS} after now={self._now} on SQS: {due_at!r}")
         with self._lock:
@@ -219,11 +220,7 @@ class SqsScheduler:
 
     def dispatch(self, worker: str, now: int, duration: int) -> Lease | None:
         """``ReceiveMessage`` of one message hidden for ``duration`` seconds; its receipt handle is the token."""
-        check_worker_name(worker)
-        if worker not in self._workers:
-            raise unknown_worker(worker)
-        check_time(self._now, now)
-        check_min("duration", duration, 1)
+        check_dispatch(worker, now, duration, current=self._now, workers=self._workers)
         self._at(now)
         answer = self._sqs.receive_message(
             QueueUrl=self._url, MaxNumberOfMessages=1, VisibilityTimeout=duration, WaitTimeSeconds=0,
@@ -271,8 +268,7 @@ class SqsScheduler:
     def _report_arguments(self, task_id: object, token: object, now: object) -> None:
         """The contract's argument rules for a report's task, token and time (the clock does not move)."""
         check_task_id(task_id, self._tasks)
-        if isinstance(token, bool) or not isinstance(token, (str, int)) or token == "":
-            raise ValueError(f"token must be a non-empty str or an int, not {type(token).__name__}: {token!r}")
+        check_token(token, opaque=True)
         check_time(self._now, now)
 
     def _other_tasks_handle(self, task_id: int, token: object) -> Outcome | None:

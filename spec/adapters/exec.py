@@ -37,6 +37,7 @@ import weakref
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, SchedulerFault, format_watched_call
 from fencepost.spec.formats.limits import MAX_ANSWER_LINE_BYTES
 from fencepost.spec.formats.adapter import ProtocolError, parse_answer, request_line
+from fencepost.spec.realclock import TICK_ENV
 
 #: Seconds a program has to start and answer ``hello``, at least: starting an
 #: interpreter (Node, the JVM, Python with imports) on a loaded machine takes
@@ -82,6 +83,9 @@ class ExecProgram:
         cwd: the folder to run it in (default: the current one).
         startup_timeout: seconds the program has to answer ``hello``, at
             least (see ``STARTUP_TIMEOUT``).
+        tick_ms: under ``--clock real``, the tick in milliseconds: the
+            program gets it as ``FENCEPOST_TICK_MS`` in its environment and
+            as ``hello``'s ``tick_ms`` argument (``spec.realclock``).
 
     Raises:
         ValueError: ``command`` is empty or not valid shell quoting, or
@@ -94,7 +98,7 @@ class ExecProgram:
 
     def __init__(
         self, command: str, call_timeout: float = DEFAULT_CALL_TIMEOUT, cwd: str | None = None,
-        startup_timeout: float = STARTUP_TIMEOUT,
+        startup_timeout: float = STARTUP_TIMEOUT, tick_ms: int | None = None,
     ) -> None:
         try:
             argv = shlex.split(command)
@@ -109,6 +113,7 @@ class ExecProgram:
         self.call_timeout = call_timeout
         self.cwd = cwd
         self.startup_timeout = startup_timeout
+        self.tick_ms = tick_ms
         self.capabilities: frozenset[str] = frozenset()
         #: the contract variants the program's hello declares (None: none), read like a factory's
         self.fencepost_variants: dict | None = None
@@ -153,6 +158,7 @@ class ExecProgram:
             process = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=self.cwd, bufsize=0, start_new_session=True,
+                env=None if self.tick_ms is None else {**os.environ, TICK_ENV: str(self.tick_ms)},
             )
         except OSError as exc:
             raise AdapterStartError(f"--exec {self.command!r}: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
@@ -165,7 +171,8 @@ class ExecProgram:
         self._finalizer = weakref.finalize(self, _kill, process)
         self.starts += 1
         try:
-            self.capabilities = self._request("hello", {}, max(self.call_timeout, self.startup_timeout))
+            hello = {} if self.tick_ms is None else {"tick_ms": self.tick_ms}
+            self.capabilities = self._request("hello", hello, max(self.call_timeout, self.startup_timeout))
             self.fencepost_variants = getattr(self.capabilities, "variants", None)
             if self.fencepost_variants and self.fencepost_variants.get("tokens") == "opaque":
                 self.opaque_tokens = True

@@ -1,11 +1,21 @@
 """The checkers: everything that decides whether a scheduler keeps the contract.
 
-* ``machine``: the Hypothesis ``RuleBasedStateMachine`` that drives the model and
-  a scheduler in lockstep; ``check`` runs it (``fencepost check``); ``coverage``
-  declares the outcomes a check must reach.
+Driving a scheduler beside the model:
+
+* ``machine``: the Hypothesis ``RuleBasedStateMachine`` that drives the model and a
+  scheduler in lockstep; ``lockstep`` compares them call by call; ``results`` puts
+  results in comparable form and in words; ``invalid_calls`` the calls the protocol
+  refuses; ``renaming`` tokens up to renaming (``tokens=opaque``); ``capabilities``
+  which optional parts a scheduler offers; ``coverage`` the outcomes and boundaries a
+  check must reach; ``deadline`` the deadline on every call (a hang is a finding).
+* ``check``: runs the machine (``fencepost check``); ``minimize`` shrinks what it finds.
+* ``realtime``: the same on the wall clock, for queues whose clock cannot be set.
 * ``explore``: bounded exhaustive search of every call in a small scope.
-* ``replay``: runs a scenario file and checks its expectations (``fencepost replay``).
-* ``deadline``: the deadline on every call into a scheduler; a hang is a finding.
-* ``linearize``: whether a concurrent history could come from the model (``fencepost linearize``);
-  ``linearize_cost`` measures how its cost grows with concurrency.
+* ``replay`` and ``steps``: a scenario file's steps run and judged (``fencepost replay``).
+* ``crash``: SIGKILL a durable scheduler mid-run and check what it recovers.
+
+Judging a concurrent history:
+
+* ``linearize``: whether a history could come from the model; ``linearize_states``
+  its model states, kept as differences; ``linearize_command`` its report in words.
 """

@@ -24,8 +24,6 @@ declaration is a usage error. The summary says which variants were in force.
 
 from __future__ import annotations
 
-import argparse
-import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,17 +34,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from fencepost.spec import profiles
 from fencepost.spec.arguments import (
-    EXIT_OK,
-    EXIT_VIOLATION,
     UsageError,
-    add_exec_arguments,
-    add_variant_arguments,
-    check_output_path,
-    declared_variants,
-    exec_name,
-    load_factory,
-    open_exec,
-    variants_in_force,
 )
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
@@ -56,6 +44,7 @@ from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.results import format_trace
 from fencepost.spec.checkers.lockstep import hang_trace
 from fencepost.spec.checkers.minimize import minimize
+from fencepost.spec.checkers.realtime import real_clock_machine, run_timed_calls, ticked, Timing
 from fencepost.spec.variants import DEFAULT, Variants
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
@@ -83,6 +72,7 @@ class CheckResult:
     batches: int = 1  # batches run; more than one when coverage needed them
     capabilities: Capabilities = field(default_factory=Capabilities)  # optional parts found and checked
     variants: Variants = DEFAULT  # the declared contract variants the run checked under
+    timing: Timing | None = None  # under --clock real: the tick, the lateness seen, the inconclusive runs
 
     @property
     def missing(self) -> list[str]:
@@ -100,6 +90,7 @@ def check_factory(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     capabilities: Capabilities | None = None,
     variants: Variants | None = None,
+    timing: Timing | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
 
@@ -127,12 +118,19 @@ def check_factory(
             join the ones the run must reach.
         variants: the declared contract variants to check under; default
             what the factory declares (``fencepost_variants``), else the contract.
+        timing: given, the run is on the real clock (``spec.checkers.realtime``):
+            ticks of ``timing.tick_ms`` on the wall clock, every call timed, the
+            judge allowing what the measured timing allows; runs it cannot
+            decide are set aside (counted in ``timing.inconclusive``), never
+            findings. None: logical time.
 
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
         in ``trace`` when the implementation diverged or broke an invariant.
     """
     base = base or settings.get_profile("ci")
+    if timing is not None:
+        factory = ticked(factory, timing.tick_ms)
     if variants is None:
         variants = Variants.from_declared(getattr(factory, "fencepost_variants", None), "fencepost_variants")
     if capabilities is None:
@@ -143,7 +141,7 @@ def check_factory(
     for batch in range(COVERAGE_BATCHES):
         batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
         passed, trace, failure, batch_runs = _run_batch(
-            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout, variants,
+            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout, variants, timing,
         )
         runs += batch_runs
         if not passed or not coverage.missing():
@@ -151,7 +149,7 @@ def check_factory(
     return CheckResult(
         passed=passed, trace=trace, failure=failure, coverage=coverage,
         examples=runs, seconds=time.perf_counter() - started, seed=seed, batches=batch + 1,
-        capabilities=capabilities, variants=variants,
+        capabilities=capabilities, variants=variants, timing=timing,
     )
 
 
@@ -170,13 +168,19 @@ def _detect(factory: Callable[[], object], call_timeout: float | None) -> Capabi
 def _run_batch(
     factory: Callable[[], object], coverage: Coverage, capabilities: Capabilities, base: settings,
     max_examples: int | None, steps: int | None, seed: int | None, call_timeout: float | None,
-    variants: Variants = DEFAULT,
+    variants: Variants = DEFAULT, timing: Timing | None = None,
 ) -> tuple[bool, list[TraceStep], str | None, int]:
     """One Hypothesis run of the machine: (passed, minimized trace, failure, runs made)."""
     if getattr(factory, "keeps_deadlines", False):
         call_timeout = None  # the adapter times its own calls, and a watched thread would add nothing
     watch = Watch(call_timeout) if call_timeout is not None else None
-    machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch, variants=variants)
+    replay = {} if timing is None else {"replay": run_timed_calls(timing)}
+    if timing is None:
+        machine = conformance_machine(factory, coverage=coverage, capabilities=capabilities, watch=watch, variants=variants)
+    else:  # drawn against the model, each run replayed on the queue on the real clock
+        machine = real_clock_machine(factory, coverage=coverage, capabilities=capabilities, variants=variants,
+                                     timing=timing, call_timeout=call_timeout)
+        watch = None
     runs = 0
     original_init = machine.__init__
 
@@ -205,11 +209,13 @@ def _run_batch(
         else:
             run_watched(lambda: run_state_machine_as_test(machine, settings=run_settings), watch)
     except CallTimeout as exc:  # the watching thread gave up on a call: Hypothesis's run is abandoned with it
-        trace = minimize(factory, hang_trace(watch.context, exc), call_timeout, variants)
+        trace = minimize(factory, hang_trace(watch.context, exc), call_timeout, variants, **replay)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else str(exc), runs
     except Exception as exc:  # an implementation's bug may surface as any exception, flakiness included
-        trace = minimize(factory, list(machine.last_trace), call_timeout, variants)
+        # on the real clock Hypothesis's last run is its replay, which timing may have let pass
+        failing = timing.failing if timing is not None and timing.failing else machine.last_trace
+        trace = minimize(factory, list(failing), call_timeout, variants, **replay)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else f"{type(exc).__name__}: {exc}", runs
     return True, [], None, runs
@@ -223,91 +229,6 @@ def report_failure(result: CheckResult) -> str:
         f"violation: {result.failure}",
     ]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- command line
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("factory", metavar="MODULE:FACTORY", nargs="?", default=None,
-                        help="zero-argument callable returning a fresh scheduler, e.g. impl:Scheduler (or --exec COMMAND)")
-    parser.add_argument("--max-examples", type=_positive, default=None, metavar="N", help=f"runs of the state machine (default {DEFAULT_MAX_EXAMPLES})")
-    parser.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed; without it the run is derandomized and repeatable")
-    parser.add_argument("--steps", type=_positive, default=None, metavar="N", help="steps per run (default %d)" % profiles.CI_STEPS)
-    parser.add_argument("--coverage", action="store_true", help="print how often each outcome and boundary was reached")
-    parser.add_argument("--trace-out", metavar="FILE", default=None, help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
-    add_variant_arguments(parser)
-    add_exec_arguments(parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    if (args.factory is None) == (args.exec_command is None):
-        raise UsageError("give a MODULE:FACTORY or --exec COMMAND, exactly one of them")
-    if args.trace_out:
-        check_output_path(args.trace_out)
-    if args.exec_command is not None:
-        variants_in_force(args.variants)  # a bad flag is an error before the program starts
-        with open_exec(args.exec_command, args.call_timeout) as program:
-            variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
-            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
-            return _check(args, program, exec_name(args.exec_command), variants)
-    variants = variants_in_force(args.variants)
-    factory = load_factory(args.factory)
-    variants = variants_in_force(args.variants, (declared_variants(factory), f"{args.factory}'s fencepost_variants"))
-    probe_factory(factory, args.factory, variants)
-    return _check(args, factory, args.factory, variants)
-
-
-def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, variants: Variants = DEFAULT) -> int:
-    try:
-        result = check_factory(factory, max_examples=args.max_examples, seed=args.seed, steps=args.steps,
-                               call_timeout=args.call_timeout, variants=variants)
-    except CallTimeout as exc:  # making a sample scheduler, before any step
-        raise UsageError(f"{name}: {exc}") from None
-    mode = "derandomized" if args.seed is None else f"seed {args.seed}"
-    if args.coverage:
-        print(result.coverage.report())
-    print(result.capabilities.summary())
-    if variants != DEFAULT:
-        print(variants_summary(variants))
-    if not result.passed:
-        print(f"{name} does NOT conform to the fencepost spec ({mode}, {result.examples} runs, {result.seconds:.1f}s)")
-        print(report_failure(result))
-        if args.trace_out:
-            from fencepost.spec.formats.trace import write_counterexample
-
-            try:
-                path = write_counterexample(result, args.trace_out, factory_spec=args.factory, exec_command=args.exec_command)
-                # the file records its variants, so replaying it needs no --variant
-            except OSError as exc:
-                raise UsageError(f"cannot write --trace-out {args.trace_out!r}: {exc.strerror or exc}") from None
-            again = f"--exec {shlex.quote(args.exec_command)}" if args.exec_command else f"--impl {args.factory}"
-            print(f"counterexample written to {path}; replay it with: fencepost replay {path} {again}")
-        return EXIT_VIOLATION
-    missing = result.missing
-    if missing:
-        print(f"{name} passed, but the run never reached: {'; '.join(missing)}")
-        print("the check is vacuous there: raise --max-examples or --steps")
-        return EXIT_VIOLATION
-    print(f"{name} conforms to the fencepost spec ({mode}, {result.examples} runs in {result.batches} batch{'es' if result.batches > 1 else ''}, {result.seconds:.1f}s); every declared outcome and boundary reached")
-    return EXIT_OK
 
 
 def variants_summary(variants: Variants) -> str:
@@ -338,4 +259,3 @@ def probe_factory(factory: Callable[[], object], text: str, variants: Variants =
     if missing or not hasattr(scheduler, "now"):
         missing += [] if hasattr(scheduler, "now") else ["now"]
         raise UsageError(f"FACTORY {text!r} returned a {type(scheduler).__name__} without the protocol's {', '.join(missing)}")
-

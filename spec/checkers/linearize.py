@@ -309,8 +309,10 @@ def _window_orders(
     last = stop - 1 if cut is None else cut
     state, pending = config
     carried = [_carried(history.calls[i], first) for i in sorted(pending)]
-    calls = carried + _invoked_between(history, first, last)
-    unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None or c.completed > last}
+    # A call that completes after the cut counts as unknown: its recorded result is not checked.
+    calls = carried + [c if c.completed is None or c.completed <= last else _unknown(c)
+                       for c in _invoked_between(history, first, last)]
+    unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None}
     watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
     return _orders(state.settled(), calls, unknown, budget, watch_local, answers)
 
@@ -322,6 +324,11 @@ def _invoked_between(history: History, first: int, last: int) -> list[Call]:
     lo = bisect.bisect_left(calls, first, key=lambda c: c.invoked)
     hi = bisect.bisect_right(calls, last, key=lambda c: c.invoked)
     return list(calls[lo:hi])
+
+
+def _unknown(call: Call) -> Call:
+    """``call`` with its outcome unknown (info): what a call not completed by a cut counts as."""
+    return Call(call.index, call.process, call.op, call.args, INFO, None, None, call.invoked, None, call.ended)
 
 
 def _carried(call: Call, start: int) -> Call:

@@ -41,11 +41,9 @@ or change (``_State``), so it costs about the same whatever the number of tasks.
 
 from __future__ import annotations
 
-import argparse
 
-from fencepost.spec.arguments import EXIT_OK, EXIT_VIOLATION, UsageError, add_variant_arguments, positive_int, variants_in_force
-from fencepost.spec.checkers.linearize import DEFAULT_MAX_STATES, Verdict, check_history, describe
-from fencepost.spec.formats.history import ERROR, INFO, Call, History, HistoryError, load_history
+from fencepost.spec.checkers.linearize import Verdict, describe
+from fencepost.spec.formats.history import ERROR, INFO, Call, History
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
@@ -127,34 +125,3 @@ def _lease_with(history: History, token: object) -> str | None:
         if call.op == "dispatch" and getattr(call.result, "token", None) == token and type(call.result.token) is type(token):
             return f"{call.process} got at line {history.events[call.completed].line}"
     return None
-
-
-# ---------------------------------------------------------------- command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("history", metavar="HISTORY", help="a JSON-lines history file")
-    parser.add_argument(
-        "--max-states", type=positive_int, default=DEFAULT_MAX_STATES, metavar="N",
-        help=f"give up (exit {EXIT_UNDECIDED}, undecided) after exploring N (placed calls, model state) pairs "
-             f"(default {DEFAULT_MAX_STATES:,})",
-    )
-    parser.add_argument("--order", action="store_true", help="print the order found for a linearizable history")
-    add_variant_arguments(parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        history = load_history(args.history)
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from None
-    variants = variants_in_force(args.variants, (history.variants, "the history's header"))
-    try:
-        verdict = check_history(history, max_states=args.max_states, variants=variants)
-    except ValueError as exc:  # a history the variants cannot judge exactly
-        raise UsageError(str(exc)) from None
-    for line in report(history, verdict, args.order, variants):
-        print(line)
-    if verdict.linearizable is None:
-        return EXIT_UNDECIDED
-    return EXIT_OK if verdict.linearizable else EXIT_VIOLATION

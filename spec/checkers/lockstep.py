@@ -31,11 +31,9 @@ from fencepost.spec.checkers.deadline import CallTimeout, run_watched, Scheduler
 from fencepost.spec.checkers.results import comparable, describe, Divergence, normalize, VIEW_FIELDS, view_tuple
 from fencepost.spec.checkers.steps import bad_task_ids, check_bad_task_ids, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
-from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
+from fencepost.spec.protocol import RESTART, says_forgotten
 from fencepost.spec.variants import DEFAULT, Variants
 
-#: What a forgotten task's ``task()`` error must say (case-insensitive): "forgotten", "forgot".
-FORGOTTEN_WORD = "forgot"
 
 
 # ---------------------------------------------------------------- lockstep
@@ -275,7 +273,7 @@ class Lockstep:
         try:
             view = self.impl.task(task_id)
         except ValueError as exc:
-            if FORGOTTEN_WORD not in str(exc).lower():
+            if not says_forgotten(exc):
                 self.diverge(record, f"task({task_id}) of a forgotten task must raise saying it was forgotten, "
                                      f"it raised: {exc}")
             return

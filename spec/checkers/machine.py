@@ -120,6 +120,7 @@ def conformance_machine(
     watch: Watch | None = None,
     capabilities: Capabilities | None = None,
     variants: Variants = DEFAULT,
+    lockstep: Callable[..., Lockstep] = Lockstep,
 ) -> type[RuleBasedStateMachine]:
     """Build the conformance machine for schedulers made by ``factory``.
 
@@ -136,6 +137,8 @@ def conformance_machine(
             finds on one instance from ``factory``.
         variants: the declared contract variants the run checks against;
             the default is the contract.
+        lockstep: makes each run's comparator, called as ``Lockstep`` is;
+            ``--clock real`` passes ``spec.checkers.realtime.timed_lockstep``.
 
     Returns:
         A ``RuleBasedStateMachine`` subclass. Its ``last_trace`` class
@@ -254,7 +257,7 @@ def conformance_machine(
 
         def __init__(self) -> None:
             super().__init__()
-            self.run = Lockstep(factory, coverage, watch, variants)
+            self.run = lockstep(factory, coverage, watch, variants)
             type(self).last_trace = self.run.trace
 
         @property

@@ -151,7 +151,7 @@ def _earlier(calls: list[tuple[str, dict, object]]) -> list[tuple[str, dict, obj
 
 
 def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout: float | None = None,
-             variants: Variants = DEFAULT) -> list[TraceStep]:
+             variants: Variants = DEFAULT, replay: Callable[..., list[TraceStep] | None] = run_calls) -> list[TraceStep]:
     """Shrink a failing trace to a short one that still fails.
 
     Hypothesis's own shrinker replays the whole machine hundreds of times; this
@@ -166,23 +166,25 @@ def minimize(factory: Callable[[], object], trace: list[TraceStep], call_timeout
     that still hangs costs the deadline. Replays run under ``variants``
     (under ``tokens=opaque`` the trace names tokens by number, so a
     scheduler's fresh tokens in each replay stand for the same leases).
+    ``replay`` replays candidates (``run_calls``' signature); ``--clock real``
+    passes ``spec.checkers.realtime.run_timed_calls``.
     """
-    best = run_calls(factory, [(s.op, s.args) for s in trace], call_timeout, variants)
+    best = replay(factory, [(s.op, s.args) for s in trace], call_timeout, variants)
     if best is None:
         return trace  # not reproducible from the calls alone (e.g. a flaky implementation)
     while True:  # until a whole pass changes nothing: a simpler argument can unlock a deletion
-        shorter = _minimize_pass(factory, best, call_timeout, variants)
+        shorter = _minimize_pass(factory, best, call_timeout, variants, replay)
         if [(s.op, s.args) for s in shorter] == [(s.op, s.args) for s in best]:
             return best
         best = shorter
 
 
 def _minimize_pass(factory: Callable[[], object], best: list[TraceStep], call_timeout: float | None,
-                   variants: Variants = DEFAULT) -> list[TraceStep]:
+                   variants: Variants = DEFAULT, replay: Callable[..., list[TraceStep] | None] = run_calls) -> list[TraceStep]:
     """One round of ``minimize``: deletions, then an earlier clock, then simpler arguments."""
 
     def attempt(candidate: list[tuple[str, dict, object]]) -> list[TraceStep] | None:
-        return run_calls(factory, [(op, args) for op, args, _ in candidate], call_timeout, variants) if candidate else None
+        return replay(factory, [(op, args) for op, args, _ in candidate], call_timeout, variants) if candidate else None
 
     def calls_of(steps: list[TraceStep]) -> list[tuple[str, dict, object]]:
         return [(s.op, dict(s.args), s.expected) for s in steps]

@@ -26,34 +26,20 @@ raised something other than ``ValueError``; 2 a bad file or a bad ``--impl``.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 from fencepost.spec.checkers.deadline import CallTimeout, SchedulerFault, Watch, run_watched, watched_factory
 from fencepost.spec.arguments import (
-    EXIT_OK,
-    EXIT_VIOLATION,
     UsageError,
-    add_exec_arguments,
-    add_variant_arguments,
-    declared_variants,
-    exec_name,
-    load_factory,
-    open_exec,
-    variants_in_force,
 )
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 from fencepost.spec.formats.scenario import (
     Scenario,
-    ScenarioError,
     Step,
     StepResult,
     first_restart,
-    load_scenario,
-    scenario_variants,
 )
 from fencepost.spec.checkers.steps import (
     apply_step,
@@ -63,7 +49,6 @@ from fencepost.spec.checkers.steps import (
     describe_result,
     offers_restart,
 )
-
 
 
 @dataclass(frozen=True)
@@ -254,80 +239,3 @@ def summary(replayed: list[ReplayedStep], total: int | None = None) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Replay's arguments.
-
-    The command line sets two defaults on ``parser`` first: ``default_impl``,
-    the ``--impl`` used when none is given, and ``resolve_scenario``, which
-    turns ``PATH`` (a file or a built-in walkthrough's name) into a file.
-    """
-    parser.add_argument("scenario", metavar="PATH", help="a scenario file (.toml or .json) or a built-in walkthrough name")
-    parser.add_argument(
-        "--impl",
-        default=None,
-        metavar="MODULE:FACTORY",
-        help=f"a zero-argument factory returning a fresh scheduler (default: {parser.get_default('default_impl')}, "
-        "or the shipped scheduler that offers what the scenario needs)",
-    )
-    add_variant_arguments(parser)
-    add_exec_arguments(parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.impl is not None and args.exec_command is not None:
-        raise UsageError("give --impl or --exec, not both")
-    try:
-        scenario = load_scenario(args.resolve_scenario(args.scenario))
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
-    recorded = (scenario_variants(scenario), "the scenario file's meta.variants")
-    variants_in_force(args.variants, recorded)  # a disagreement is an error before anything starts
-    if args.exec_command is not None:
-        with open_exec(args.exec_command, args.call_timeout) as program:
-            variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
-            program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
-            try:
-                scheduler = program()
-            except SchedulerFault as exc:
-                raise UsageError(f"{exec_name(args.exec_command)}: {exc}") from None
-            try:
-                refuse_restart_without_reopen(scenario, scheduler, exec_name(args.exec_command))
-            except UsageError as exc:
-                raise UsageError(f"{args.scenario}: {exc}") from None
-            return _report(args, scenario, exec_name(args.exec_command), replay(scenario, scheduler, variants=variants), variants)
-    impl, chosen = args.impl, None
-    if impl is None:  # the scenario's needs choose among the shipped schedulers (the command line says how)
-        try:
-            impl, chosen = args.choose_impl(scenario)
-        except UsageError as exc:
-            raise UsageError(f"{args.scenario}: {exc}") from None
-    factory = load_factory(impl, "--impl")
-    variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl}'s fencepost_variants"))
-    try:
-        replayed = replay_watched(scenario, factory, args.call_timeout, f"--impl {impl}", variants)
-    except UsageError as exc:
-        raise UsageError(f"{args.scenario}: {exc}") from None
-    except SchedulerFault as exc:  # the factory itself hung
-        raise UsageError(f"--impl {impl}: {exc}") from None
-    except Exception as exc:
-        raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
-    return _report(args, scenario, impl, replayed, variants, chosen)
-
-
-def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: list[ReplayedStep],
-            variants: Variants = DEFAULT, chosen: str | None = None) -> int:
-    title = " ".join(scenario.title.split())
-    print(f"replay {args.scenario} against {name}: {title} ({_count(len(scenario.steps), 'step')})")
-    if chosen:
-        print(f"note: {chosen}")  # no --impl: the scenario's needs chose a shipped scheduler
-    if variants != DEFAULT:
-        print(f"declared variants in force: {variants.describe()}")
-    running = {"impl": name if args.exec_command is None else args.default_impl, "exec": args.exec_command}
-    for line in suggestions(scenario.meta, running):
-        print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
-    for line in format_lines(replayed):
-        print(line)
-    print(summary(replayed, len(scenario.steps)))
-    return EXIT_VIOLATION if any(r.mismatch for r in replayed) else EXIT_OK

@@ -60,6 +60,7 @@ import heapq
 import json
 import threading
 import time
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ from fencepost.spec.formats.limits import (
     LimitError,
     check_tree,
     describe_path,
+    parse_json,
 )
 from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
@@ -633,3 +635,29 @@ def merge_histories(histories: Iterable[History]) -> list[Event]:
 def _merge_sorted(streams: list[list[tuple]]) -> Iterator[tuple]:
     # Within one input, times strictly increase, so (time, ...) keys are sorted per input.
     return heapq.merge(*streams, key=lambda item: item[:4])
+
+
+def is_history(path: str) -> bool:
+    """Whether ``path`` names a concurrent history rather than a scenario: it ends in
+    ``.jsonl``, or its first non-blank line is a whole JSON object with ``process`` and ``type``."""
+    if path.lower().endswith(".jsonl"):
+        return True
+    if not os.path.isfile(path):  # a FIFO would block the open below; the scenario reader words the problem
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(MAX_SNIFF_BYTES)
+    except OSError:
+        return False
+    for raw in head.splitlines():
+        if raw.strip():
+            try:  # hostile input: json.loads alone raises RecursionError on a deep line
+                first = parse_json(raw.decode("utf-8", "replace"), path)
+            except ValueError:  # not JSON, too deep, or a line longer than the sniff: a scenario
+                return False
+            return isinstance(first, dict) and "process" in first and "type" in first
+    return False
+
+
+#: How much of a file ``is_history`` reads to recognise a history by its first line.
+MAX_SNIFF_BYTES = 4096

@@ -12,8 +12,8 @@ with ``task()`` and ``now``.
 
 from __future__ import annotations
 
-from fencepost.impl import _validate as v
-from fencepost.impl.postgres import PostgresScheduler, temporary
+from fencepost.impl import kit as v
+from fencepost.impl.postgres.scheduler import PostgresScheduler, temporary
 from fencepost.spec.protocol import TaskView
 
 

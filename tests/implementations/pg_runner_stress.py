@@ -60,10 +60,10 @@ import threading
 import time
 import traceback
 
-from fencepost.impl.clocks import SchedulerClock
-from fencepost.impl.postgres import PostgresScheduler
-from fencepost.impl.postgres_payloads import PostgresPayloads
-from fencepost.impl.postgres_session import Reconnect
+from fencepost.impl.runner.clocks import SchedulerClock
+from fencepost.impl.postgres.scheduler import PostgresScheduler
+from fencepost.impl.postgres.payloads import PostgresPayloads
+from fencepost.impl.postgres.session import Reconnect
 from fencepost.spec.formats.scenario import BATCH_OF
 from fencepost.spec.formats.values import to_json
 from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, OutcomeUnknown, Status
@@ -221,7 +221,7 @@ _GO, _DONE, _HELD = 0, 1, 2
 def _run_workload(dsn: str, schema: str, index: int, tasks: int, seed: int, barrier, decision, out, hold=None,
                   ready=None, batches: bool = False) -> None:
     global _CLOCK
-    from fencepost.impl.runner import Runner
+    from fencepost.impl.runner.core import Runner
 
     faulted = hold is not None
     options = dict(synchronous_commit=True, call_timeout=FAULT_CALL_TIMEOUT, reconnect=Reconnect(attempts=20)) \
@@ -395,7 +395,7 @@ def run_and_look(dsn: str, prefix: str, processes: int, tasks: int, seed: int, b
 
     Returns (results, merged events, the scheduler's final snapshot, orphan payloads).
     """
-    from fencepost.impl.postgres import drop_schema, temporary_schema_name
+    from fencepost.impl.postgres.scheduler import drop_schema, temporary_schema_name
 
     schema = temporary_schema_name(prefix)
     try:

@@ -31,7 +31,7 @@ def _server() -> tuple[str | None, str]:
         with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        from fencepost.impl.postgres import connect_failure
+        from fencepost.impl.postgres.scheduler import connect_failure
 
         return None, connect_failure("FENCEPOST_PG_DSN", dsn, exc)
     return dsn, ""

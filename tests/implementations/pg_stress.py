@@ -30,7 +30,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from fencepost.impl.postgres import PostgresScheduler
+from fencepost.impl.postgres.scheduler import PostgresScheduler
 from fencepost.spec.formats.values import to_json
 
 #: Real seconds any wait may take (a barrier, a child process) before the run fails instead of hanging.

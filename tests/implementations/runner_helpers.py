@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from fencepost.impl.runner import ManualClock, Runner
+from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec import model
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import load_scenario

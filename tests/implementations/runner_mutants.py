@@ -1,13 +1,13 @@
 """Broken runners, each one override of ``Runner``, that the runner's tests must catch.
 
-They live with the tests, not in ``spec/mutants/``: those are schedulers for
+They live with the tests, not in ``impl/mutants/``: those are schedulers for
 ``fencepost check``, these are runners, and only ``test_runner_mutants.py``
 runs them. Each names the seed's rule it breaks.
 """
 
 from __future__ import annotations
 
-from fencepost.impl.runner import Runner
+from fencepost.impl.runner.core import Runner
 
 
 class HoldsLockDuringWork(Runner):

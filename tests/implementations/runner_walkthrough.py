@@ -24,7 +24,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from fencepost.impl.runner import ManualClock, Runner
+from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 
 try:

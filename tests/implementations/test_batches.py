@@ -27,7 +27,7 @@ from test_postgres_concurrency import BOUND, clients, race
 
 def postgres() -> object:
     pg_server.require_server()
-    from fencepost.impl.postgres import temporary
+    from fencepost.impl.postgres.scheduler import temporary
 
     return temporary()
 
@@ -370,7 +370,7 @@ def test_batched_workers_race_history_is_linearizable() -> None:
 
 def test_the_race_catches_a_batch_that_trusts_its_earlier_reports() -> None:
     """The same rounds over a scheduler whose complete_many accepts a stale token after an accepted one."""
-    from fencepost.spec.mutants.complete_many_trusts_batch import Scheduler
+    from fencepost.impl.mutants.complete_many_trusts_batch import Scheduler
 
     shared = Scheduler()
 
@@ -395,7 +395,7 @@ def test_crash_recovers_batches_whole_on_durable_sqlite_and_postgres(storage: st
 
     if storage == "postgres":
         pg_server.require_server()
-        from fencepost.impl.postgres import opener
+        from fencepost.impl.postgres.scheduler import opener
     else:
         opener = DurableScheduler
     runs = []

@@ -10,14 +10,15 @@ import argparse
 
 import pytest
 
-from fencepost.impl import bench
+from fencepost.bench import schedulers as bench
+from fencepost.commands import bench as bench_command
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    bench.add_arguments(parser)
+    bench_command.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -120,7 +121,7 @@ def test_spec_speed_unavailable_is_one_line() -> None:
 
 
 def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.run(parse("--sizes", "10,30", "--cycles", "5", "--repeats", "1", "--no-spec")) == 0
+    assert bench_command.run(parse("--sizes", "10,30", "--cycles", "5", "--repeats", "1", "--no-spec")) == 0
     out = capsys.readouterr().out
     assert out.startswith("fencepost bench: sizes 10, 30")
     assert "N pending" in out and "spec speed" not in out
@@ -137,7 +138,7 @@ def test_a_count_below_one_is_a_usage_error() -> None:
     from fencepost.cli import UsageError
 
     with pytest.raises(UsageError, match="--repeats must be >= 1, got 0"):
-        bench.run(parse("--sizes", "10", "--repeats", "0", "--no-spec"))
+        bench_command.run(parse("--sizes", "10", "--repeats", "0", "--no-spec"))
 
 
 def test_sizes_accept_underscores() -> None:

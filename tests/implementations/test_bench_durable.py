@@ -11,7 +11,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from fencepost.impl import bench_durable
+from fencepost.bench import durable as bench_durable
 from fencepost.cli import main
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.impl import bench_runner
+from fencepost.bench import runner as bench_runner
 from fencepost.cli import main
 
 
@@ -56,7 +56,7 @@ def test_the_table_puts_one_and_four_workers_side_by_side() -> None:
 
 
 def test_the_shared_runner_table_puts_single_calls_beside_the_default_batch() -> None:
-    from fencepost.impl import bench_shared_runner as b
+    from fencepost.bench import shared_runner as b
 
     seconds = {(1, 1): [2.0, 4.0], (1, None): [1.0, 1.5], (2, 1): [1.0, 1.0], (2, None): [0.8, 0.9]}
     lines = b.format_table(seconds, 1_000, counts=(1, 2))
@@ -68,7 +68,7 @@ def test_the_shared_runner_table_puts_single_calls_beside_the_default_batch() ->
 def test_a_shared_runner_turn_runs_every_task_on_the_server() -> None:
     import pg_server
 
-    from fencepost.impl import bench_shared_runner as b
+    from fencepost.bench import shared_runner as b
 
     dsn = pg_server.require_server()
     assert b.turn(dsn, 12, 1, None) > 0  # returns only once the schema has no unfinished task
@@ -83,6 +83,6 @@ def test_one_turn_as_a_script_runs_every_task_in_memory_and_on_sqlite(monkeypatc
     calls: list[object] = []
     monkeypatch.setattr(bench_runner, "noop", lambda ctx=None: calls.append(ctx))
     assert bench_runner.durable_turn(30, 2) > 0 and len(calls) == 30
-    assert bench_runner.main(["--tasks", "40", "--workers", "2", "--batch", "2"]) == 0
+    assert main(["bench", "runner-turn", "--tasks", "40", "--workers", "2", "--batch", "2"]) == 0
     assert len(calls) == 70
     assert "tasks/s  (Runner(workers=2) on its own scheduler, batch 2)" in capsys.readouterr().out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.cli import main
-from fencepost.impl.bench_tricks import TRICKS, Trick, TrickGone, without
+from fencepost.bench.tricks import TRICKS, Trick, TrickGone, without
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.spec.checkers.check import check_factory, report_failure
 

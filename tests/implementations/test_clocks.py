@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.impl.clocks import ManualClock, MonotonicClock
+from fencepost.impl.runner.clocks import ManualClock, MonotonicClock
 
 
 def test_a_manual_clock_moves_only_when_told_and_tells_its_listeners() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from runner_helpers import replay_mismatches
 
-from fencepost.impl import demo
+from fencepost.impl.runner import demo
 from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
 
@@ -53,7 +53,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str, ca
 
 
 def test_on_a_terminal_it_opens_the_trace_in_the_tui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fencepost.tui import launch
+    from fencepost.commands import tui as launch
 
     opened: list = []
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)

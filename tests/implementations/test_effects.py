@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fencepost.impl.durable import DurableScheduler
-from fencepost.impl.effects import ALREADY_APPLIED, EffectLedger
+from fencepost.impl.runner.effects import ALREADY_APPLIED, EffectLedger
 from fencepost.spec.protocol import Outcome
 
 #: The longest the test waits for the worker process to report or to die.

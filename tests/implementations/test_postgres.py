@@ -23,8 +23,8 @@ import psycopg
 import pytest
 
 import pg_server as pg
-from fencepost.impl import postgres
-from fencepost.impl.postgres import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
+from fencepost.impl.postgres import scheduler as postgres
+from fencepost.impl.postgres.scheduler import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
 from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import Status
 from pg_reads import one_read_per_step
@@ -217,7 +217,7 @@ def reused_empty(dsn: str) -> None:
 
 def test_temporary_schemas_are_dropped_at_exit(dsn: str) -> None:
     code = (
-        "from fencepost.impl.postgres import temporary\n"
+        "from fencepost.impl.postgres.scheduler import temporary\n"
         "kept = temporary(); gone = temporary(); print(kept.schema, gone.schema); del gone\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -276,7 +276,7 @@ def test_without_a_server_the_tests_skip_and_say_why(monkeypatch: pytest.MonkeyP
 
 
 def test_opener_maps_one_path_to_one_schema_and_forgets_it_once_gone(dsn: str, tmp_path) -> None:
-    from fencepost.impl.postgres import opener
+    from fencepost.impl.postgres.scheduler import opener
 
     folder = tmp_path / "runs"
     folder.mkdir()
@@ -312,7 +312,7 @@ def test_check_without_a_server_is_one_line_and_exit_2(monkeypatch: pytest.Monke
 
 
 def test_connection_errors_name_the_dsn_and_hide_its_password() -> None:
-    from fencepost.impl.postgres import DatabaseClock, redacted
+    from fencepost.impl.postgres.scheduler import DatabaseClock, redacted
 
     assert redacted("postgresql://app:s3cret@db:5432/jobs") == "postgresql://app:***@db:5432/jobs"
     assert redacted("host=db password='a b' user=app") == "host=db password=*** user=app"

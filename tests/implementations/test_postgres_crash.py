@@ -10,7 +10,7 @@ is already dead). Skipped, saying why, without a server.
 from __future__ import annotations
 
 import pg_server
-from fencepost.impl.postgres import opener
+from fencepost.impl.postgres.scheduler import opener
 from fencepost.spec.checkers.crash import crash_test
 
 #: Kills per run: each costs a child process and a fresh schema (about 2 s here).

@@ -6,10 +6,10 @@ on a lock held by the test, so "mid-call" is certain, not timed) is asked
 again when that is safe and otherwise raises ``OutcomeUnknown``; a call past
 ``call_timeout`` is cut; reserved and foreign-held schemas are refused in one
 line, changing nothing. Against a throw-away cluster the tests start
-themselves (``impl/pg_cluster.py``; skipped, saying why, without the server
+themselves (``impl/faults/cluster.py``; skipped, saying why, without the server
 binaries): a server that stays away makes a call give up in one line naming
 the dsn, and the next call after it is back succeeds; and the fault suite
-(``impl/faults.py``) -- every fault, several times, under a multi-process
+(``impl/faults/inject.py``) -- every fault, several times, under a multi-process
 workload -- keeps every property it checks.
 """
 
@@ -22,10 +22,10 @@ import psycopg
 import pytest
 
 import pg_server
-from fencepost.impl.faults import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
-from fencepost.impl.pg_cluster import Cluster, unavailable
-from fencepost.impl.postgres import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
-from fencepost.impl.postgres_session import Reconnect
+from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
+from fencepost.impl.faults.cluster import Cluster, unavailable
+from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
+from fencepost.impl.postgres.session import Reconnect
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners
 
@@ -259,7 +259,7 @@ def test_shared_runners_ride_through_every_fault(cluster) -> None:
 
 
 def test_the_database_clock_is_read_again_after_its_backend_is_ended(dsn, schema) -> None:
-    from fencepost.impl.postgres import DatabaseClock
+    from fencepost.impl.postgres.scheduler import DatabaseClock
 
     clock = DatabaseClock(dsn, schema=schema)
     try:

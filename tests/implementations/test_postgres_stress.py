@@ -25,7 +25,7 @@ from collections import defaultdict
 import pytest
 
 import pg_server
-from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
+from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, temporary_schema_name
 from fencepost.spec.checkers import linearize, linearize_command
 from fencepost.spec.formats import history as histories
 from fencepost.spec.protocol import Status

@@ -1,6 +1,6 @@
 """Every built-in walkthrough true on PostgresScheduler, the shipped scheduler that needs a server.
 
-``fencepost.shipped.ON_A_SERVER`` names it with what it offers. Each
+``fencepost.story.shipped.ON_A_SERVER`` names it with what it offers. Each
 walkthrough whose needs it offers is replayed on it, and every step's
 ``expect`` must hold, as ``tests/spec/test_needs.py`` holds them on the
 in-process schedulers of ``SHIPPED``. Skipped, with the reason, when no
@@ -12,13 +12,13 @@ from __future__ import annotations
 import pytest
 
 import pg_server as pg
-from fencepost.shipped import ON_A_SERVER
+from fencepost.story.shipped import ON_A_SERVER
 from fencepost.spec.arguments import load_factory
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import load_scenario, needs_of
 from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
-from fencepost.walkthroughs import builtin_names, resolve
+from fencepost.story.walkthroughs import builtin_names, resolve
 
 WALKTHROUGHS = {name: load_scenario(resolve(name)) for name in builtin_names()}
 

@@ -22,7 +22,7 @@ from fencepost.spec import model
 
 
 def _postgres():
-    from fencepost.impl import postgres
+    from fencepost.impl.postgres import scheduler as postgres
 
     return postgres.temporary()
 
@@ -276,7 +276,7 @@ def test_the_postgres_scheduler_deletes_the_rows_and_keeps_its_counters() -> Non
 
 @pytest.mark.skipif("postgres" not in FACTORIES, reason="FENCEPOST_PG_DSN is not set: no PostgreSQL server to test on")
 def test_a_pruned_shared_task_takes_its_payload_with_it() -> None:
-    from fencepost.impl.postgres_payloads import PostgresPayloads
+    from fencepost.impl.postgres.payloads import PostgresPayloads
 
     s = _postgres()
     store = PostgresPayloads(s.dsn, schema=s.schema)

@@ -20,7 +20,7 @@ from runner_helpers import (
     zombie_case,
 )
 
-from fencepost.impl.runner import Cancelled, ManualClock, MonotonicClock, Runner, TaskContext
+from fencepost.impl.runner.core import Cancelled, ManualClock, MonotonicClock, Runner, TaskContext
 
 
 def test_equal_due_times_run_in_submission_order(runners) -> None:

@@ -23,7 +23,7 @@ from test_runner_workloads import actions, run_workload, tasks
 
 from fencepost.impl import Scheduler
 from fencepost.impl.durable import DurableScheduler
-from fencepost.impl.runner import DEFAULT_BATCH_WAIT, POOL_PREFIX, ManualClock, Runner, default_batch
+from fencepost.impl.runner.core import DEFAULT_BATCH_WAIT, POOL_PREFIX, ManualClock, Runner, default_batch
 from fencepost.spec.protocol import OPERATIONS, Status
 
 

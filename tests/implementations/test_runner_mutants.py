@@ -13,7 +13,7 @@ import pytest
 from runner_helpers import SHORT_BOUND, lock_not_held_case, worked_example_case, zombie_case
 from runner_mutants import MUTANTS, CompletesWithFirstToken, HoldsLockDuringWork, KeepsRejectedResult
 
-from fencepost.impl.runner import ManualClock
+from fencepost.impl.runner.core import ManualClock
 
 #: The cases that catch each mutant (every mutant must be caught by each case listed).
 CAUGHT_BY = {

@@ -13,7 +13,7 @@ import pytest
 import runner_work
 from runner_helpers import BOUND, runners  # noqa: F401  (a fixture)
 
-from fencepost.impl.runner import ManualClock
+from fencepost.impl.runner.core import ManualClock
 
 #: The start method the runner uses, so the events below reach its children.
 SPAWN = multiprocessing.get_context("spawn")

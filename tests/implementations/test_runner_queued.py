@@ -18,7 +18,7 @@ import pytest
 from runner_helpers import BOUND, Gate, replay_mismatches
 
 from fencepost.impl import Scheduler
-from fencepost.impl.runner import ManualClock, MonotonicClock, Runner
+from fencepost.impl.runner.core import ManualClock, MonotonicClock, Runner
 from fencepost.spec.protocol import Status
 
 #: Threads submitting at once, and submits each, in the concurrent test.

@@ -14,9 +14,9 @@ import pytest
 from runner_helpers import BOUND
 from test_runner_shared import NoPayloads
 
-from fencepost.impl.clocks import MonotonicClock
+from fencepost.impl.runner.clocks import MonotonicClock
 from fencepost.impl.indexed import IndexedScheduler
-from fencepost.impl.runner import DEFAULT_RETENTION, ManualClock, Runner
+from fencepost.impl.runner.core import DEFAULT_RETENTION, ManualClock, Runner
 from fencepost.spec.protocol import Status
 
 

@@ -17,8 +17,8 @@ import pytest
 from runner_helpers import BOUND
 
 from fencepost.impl import Scheduler
-from fencepost.impl.clocks import SchedulerClock
-from fencepost.impl.runner import ManualClock, Runner
+from fencepost.impl.runner.clocks import SchedulerClock
+from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec.protocol import Status
 
 
@@ -244,8 +244,8 @@ def shared():
     import pg_server
 
     dsn = pg_server.require_server()
-    from fencepost.impl.postgres import PostgresScheduler, drop_schema, temporary_schema_name
-    from fencepost.impl.postgres_payloads import PostgresPayloads
+    from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, temporary_schema_name
+    from fencepost.impl.postgres.payloads import PostgresPayloads
 
     schema = temporary_schema_name("fp_shared")
     made, opened = [], []
@@ -285,7 +285,7 @@ def test_a_task_one_runner_submits_runs_in_another_and_both_see_how_it_ended(sha
 
 
 def test_a_task_nothing_here_can_run_fails_with_the_reason(shared) -> None:
-    from fencepost.impl.postgres import PostgresScheduler
+    from fencepost.impl.postgres.scheduler import PostgresScheduler
 
     submitter = shared(name="a")
     worker = shared(name="b", functions={"echo": echo})  # lacks "other"
@@ -302,8 +302,8 @@ def test_a_task_nothing_here_can_run_fails_with_the_reason(shared) -> None:
 
 
 def test_a_refused_submit_leaves_no_payload_and_no_task(shared) -> None:
-    from fencepost.impl.postgres import PostgresScheduler
-    from fencepost.impl.postgres_payloads import PostgresPayloads
+    from fencepost.impl.postgres.scheduler import PostgresScheduler
+    from fencepost.impl.postgres.payloads import PostgresPayloads
 
     runner = shared(name="a")
     for fn, options, message in [
@@ -339,8 +339,8 @@ def test_a_named_runner_restarted_takes_its_slots_back(shared) -> None:
 
 def test_shared_runners_on_the_database_clock_run_each_others_tasks(shared) -> None:
     """Real time from the server (``DatabaseClock``), as in production: one process's task runs in another."""
-    from fencepost.impl.postgres import DatabaseClock, PostgresScheduler
-    from fencepost.impl.postgres_payloads import PostgresPayloads
+    from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler
+    from fencepost.impl.postgres.payloads import PostgresPayloads
 
     made = []
     for name in ("a", "b"):
@@ -380,8 +380,8 @@ def test_a_shared_runner_with_process_isolation_runs_anothers_task_and_its_child
 
 def test_on_real_time_an_idle_shared_runner_starts_a_task_another_process_submitted_for_later(shared) -> None:
     """The stamp shows a new task at once, but not the moment it falls due: a real-time runner looks every poll."""
-    from fencepost.impl.postgres import DatabaseClock, PostgresScheduler
-    from fencepost.impl.postgres_payloads import PostgresPayloads
+    from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler
+    from fencepost.impl.postgres.payloads import PostgresPayloads
 
     scheduler = PostgresScheduler(shared.dsn, schema=shared.schema)
     clock = DatabaseClock(shared.dsn, schema=shared.schema)  # 1 ms ticks

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.impl import Scheduler
-from fencepost.impl.runner import ManualClock, Runner
+from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec.formats.history import HistoryLog
 from fencepost.spec.protocol import OutcomeUnknown, Status
 

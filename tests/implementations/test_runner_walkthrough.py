@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.walkthroughs import resolve
+from fencepost.story.walkthroughs import resolve
 from runner_walkthrough import walkthrough_run
 
 

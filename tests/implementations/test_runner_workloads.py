@@ -24,7 +24,7 @@ from runner_helpers import BOUND, replay_mismatches
 from runner_mutants import CompletesWithFirstToken
 
 from fencepost.impl import Scheduler
-from fencepost.impl.runner import ManualClock, Runner
+from fencepost.impl.runner.core import ManualClock, Runner
 
 #: Examples per run: each starts a pool of threads, so fewer than the spec's machine runs.
 EXAMPLES = 40

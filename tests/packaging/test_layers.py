@@ -2,19 +2,20 @@
 
 The source is read with ``ast`` (nothing is imported), every ``import`` and
 ``from ... import`` is resolved to a module of the tree (an import inside a
-function counts: a lazy import is still a dependency), and the rules are:
+function counts: a lazy import is still a dependency), and the rules, from
+the bottom layer up, are:
 
-* ``spec/`` imports neither ``impl/`` nor ``tui/``;
-* ``impl/`` does not import ``tui/``;
-* neither ``spec/`` nor ``impl/`` nor ``tui/`` imports ``report/`` (the HTML report sits on top);
+* ``spec/`` (the protocol, the model, the formats, the checkers) imports none of
+  ``impl/``, ``story/``, ``tui/``, ``report/`` or the top (``fencepost/``);
 * a format module (``spec/formats/``) imports no checker (``spec/checkers/``);
+* ``impl/`` (the schedulers) imports none of ``story/``, ``tui/``, ``report/`` or the top;
+  within it, only the mutants import the mutants (they stand above the schedulers they break);
+* ``story/`` imports neither ``tui/`` nor ``report/`` nor the top;
+* ``tui/`` and ``report/`` import neither each other nor the top;
 * no import cycle between modules.
 
-``spec/mutants/`` is the one exception to the first rule: its modules are
-deliberately broken copies of ``impl/``'s schedulers, kept under ``spec/``
-for their pinned names (``fencepost check spec.mutants.x:Scheduler``); they
-sit beside the implementations in the layering, and nothing in ``spec/``
-outside them imports them.
+The top, ``fencepost/`` (the public names, the command line, the measurements),
+may import anything.
 
 The checks run on the real tree and, to show that they can fail, on tiny
 synthetic trees that break each rule.
@@ -31,12 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Where each installed package's modules live in the repository (pyproject's package-dir).
 PACKAGE_DIRS = {
-    "fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.tui": "tui",
-    "fencepost.report": "report",
+    "fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.story": "story",
+    "fencepost.tui": "tui", "fencepost.report": "report",
 }
 
-#: Packages below ``fencepost.spec`` that belong to the implementations' layer (see the module docstring).
-IMPL_LAYER_UNDER_SPEC = ("fencepost.spec.mutants",)
+#: The packages of the top layer, under ``fencepost/``: they may import anything.
+TOP = ("fencepost.cli", "fencepost.commands", "fencepost.bench", "fencepost.figures", "fencepost.__main__")
 
 
 def module_files(root: Path) -> dict[str, Path]:
@@ -102,24 +103,39 @@ def _under(module: str, package: str) -> bool:
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     """One line per import that points the wrong way."""
+    top = ("fencepost",)  # the package itself (its __init__) and everything in TOP
     rules = [
         ("fencepost.spec", "fencepost.impl", "spec/ imports impl/"),
+        ("fencepost.spec", "fencepost.story", "spec/ imports story/"),
         ("fencepost.spec", "fencepost.tui", "spec/ imports tui/"),
-        ("fencepost.impl", "fencepost.tui", "impl/ imports tui/"),
         ("fencepost.spec", "fencepost.report", "spec/ imports report/"),
-        ("fencepost.impl", "fencepost.report", "impl/ imports report/"),
-        ("fencepost.tui", "fencepost.report", "tui/ imports report/"),
         ("fencepost.spec.formats", "fencepost.spec.checkers", "a format imports a checker"),
+        ("fencepost.impl", "fencepost.story", "impl/ imports story/"),
+        ("fencepost.impl", "fencepost.tui", "impl/ imports tui/"),
+        ("fencepost.impl", "fencepost.report", "impl/ imports report/"),
+        ("fencepost.story", "fencepost.tui", "story/ imports tui/"),
+        ("fencepost.story", "fencepost.report", "story/ imports report/"),
+        ("fencepost.tui", "fencepost.report", "tui/ imports report/"),
+        ("fencepost.report", "fencepost.tui", "report/ imports tui/"),
     ]
     problems = []
     for module in sorted(graph):
-        if any(_under(module, p) for p in IMPL_LAYER_UNDER_SPEC):
+        if _is_top(module):
             continue
         for target in sorted(graph[module]):
+            if _is_top(target) or target in top:
+                problems.append(f"a library module imports the top: {module} imports {target}")
+                continue
             for lower, upper, rule in rules:
                 if _under(module, lower) and _under(target, upper):
                     problems.append(f"{rule}: {module} imports {target}")
+            if _under(target, "fencepost.impl.mutants") and not _under(module, "fencepost.impl.mutants"):
+                problems.append(f"a scheduler imports a mutant: {module} imports {target}")
     return problems
+
+
+def _is_top(module: str) -> bool:
+    return module == "fencepost" or any(_under(module, package) for package in TOP)
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -210,7 +226,7 @@ def test_the_graph_sees_the_tree():
     # A graph that found nothing would pass every rule: make sure it reads real imports.
     graph = import_graph(REPO)
     assert "fencepost.cli" in graph and "fencepost.spec.model" in graph
-    assert "fencepost.tui.timeline" in graph["fencepost.report.scenario"]
+    assert "fencepost.story.timeline" in graph["fencepost.report.scenario"]
     assert "fencepost.spec.protocol" in graph["fencepost.spec.model"]
     assert "fencepost.impl.simple" in graph["fencepost.impl.indexed"] or "fencepost.spec.protocol" in graph["fencepost.impl.indexed"]
 
@@ -220,7 +236,8 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for folder in ("spec", "impl", "tui", "report", "fencepost", "spec/formats", "spec/checkers", "spec/mutants"):
+    for folder in ("spec", "impl", "story", "tui", "report", "fencepost", "spec/formats", "spec/checkers", "impl/mutants",
+                   "impl/runner", "fencepost/bench"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "__init__.py").touch()
     return tmp_path
@@ -231,9 +248,17 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     [
         ({"spec/model.py": "from fencepost.impl import simple\n", "impl/simple.py": ""}, "spec/ imports impl/: fencepost.spec.model imports fencepost.impl.simple"),
         ({"spec/model.py": "def f():\n    import fencepost.tui.app\n", "tui/app.py": ""}, "spec/ imports tui/: fencepost.spec.model imports fencepost.tui.app"),
-        ({"impl/demo.py": "from fencepost.tui.app import App\n", "tui/app.py": "App = 1\n"}, "impl/ imports tui/: fencepost.impl.demo imports fencepost.tui.app"),
-        ({"impl/bench.py": "from fencepost.report import page\n", "report/page.py": ""},
-         "impl/ imports report/: fencepost.impl.bench imports fencepost.report.page"),
+        ({"impl/runner/demo.py": "from fencepost.tui.app import App\n", "tui/app.py": "App = 1\n"}, "impl/ imports tui/: fencepost.impl.runner.demo imports fencepost.tui.app"),
+        ({"impl/simple.py": "from fencepost.report import page\n", "report/page.py": ""},
+         "impl/ imports report/: fencepost.impl.simple imports fencepost.report.page"),
+        ({"story/timeline.py": "from fencepost.tui import app\n", "tui/app.py": ""},
+         "story/ imports tui/: fencepost.story.timeline imports fencepost.tui.app"),
+        ({"report/scenario.py": "from fencepost.tui.widgets import x\n", "tui/widgets.py": "x = 1\n"},
+         "report/ imports tui/: fencepost.report.scenario imports fencepost.tui.widgets"),
+        ({"tui/app.py": "from fencepost.bench import tui\n", "fencepost/bench/tui.py": ""},
+         "a library module imports the top: fencepost.tui.app imports fencepost.bench.tui"),
+        ({"impl/indexed.py": "from fencepost.impl.mutants import x\n", "impl/mutants/x.py": ""},
+         "a scheduler imports a mutant: fencepost.impl.indexed imports fencepost.impl.mutants.x"),
         ({"tui/app.py": "def f():\n    import fencepost.report.scenario\n", "report/scenario.py": ""},
          "tui/ imports report/: fencepost.tui.app imports fencepost.report.scenario"),
         ({"spec/formats/trace.py": "from ..checkers.machine import x\n", "spec/checkers/machine.py": "x = 1\n"},
@@ -244,19 +269,19 @@ def test_a_wrong_way_import_is_found(tmp_path, files, rule):
     assert layer_violations(import_graph(_tree(tmp_path, files))) == [rule]
 
 
-def test_the_mutants_may_import_impl_but_nothing_else_in_spec_may(tmp_path):
-    root = _tree(tmp_path, {"spec/mutants/broken.py": "from fencepost.impl.simple import S\n", "impl/simple.py": "S = 1\n"})
+def test_the_mutants_may_import_the_schedulers(tmp_path):
+    root = _tree(tmp_path, {"impl/mutants/broken.py": "from fencepost.impl.simple import S\n", "impl/simple.py": "S = 1\n"})
     assert layer_violations(import_graph(root)) == []
 
 
 def test_a_cycle_is_found_and_named(tmp_path):
     root = _tree(tmp_path, {
-        "impl/runner.py": "from fencepost.impl import isolation\n",
-        "impl/isolation.py": "def f():\n    from fencepost.impl.runner import Runner\n",
+        "impl/runner/core.py": "from fencepost.impl.runner import isolation\n",
+        "impl/runner/isolation.py": "def f():\n    from fencepost.impl.runner.core import Runner\n",
         "impl/simple.py": "from fencepost.spec import model\n",
         "spec/model.py": "",
     })
-    assert import_cycles(import_graph(root)) == [["fencepost.impl.isolation", "fencepost.impl.runner", "fencepost.impl.isolation"]]
+    assert import_cycles(import_graph(root)) == [["fencepost.impl.runner.core", "fencepost.impl.runner.isolation", "fencepost.impl.runner.core"]]
 
 
 def test_a_longer_cycle_is_named_in_order(tmp_path):

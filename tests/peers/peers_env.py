@@ -27,6 +27,7 @@ PACKAGES = {
     "sqs": ("moto", "boto3"),
     "litequeue": ("litequeue",),
     "pgqueuer": ("pgqueuer", "psycopg"),
+    "redis_streams": ("redis",),
 }
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
@@ -46,6 +47,24 @@ def require(adapter: str) -> None:
         problem = _server_problem()
         if problem:
             pytest.skip(problem)
+    if adapter == "redis_streams":
+        problem = _redis_problem()
+        if problem:
+            pytest.skip(problem)
+
+
+@functools.cache
+def _redis_problem() -> str:
+    import redis
+
+    from fencepost.impl.peers.redis_streams import DEFAULT_URL
+
+    url = os.environ.get("FENCEPOST_REDIS_URL", DEFAULT_URL)
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT).ping()
+    except redis.RedisError as exc:
+        return f"no Redis server answers at {url}: {type(exc).__name__}"
+    return ""
 
 
 @functools.cache

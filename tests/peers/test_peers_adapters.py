@@ -157,7 +157,10 @@ def test_a_forked_child_frees_neither_its_parents_pgqueuer_jobs_nor_its_schema()
     try:
         scheduler.add_worker("w1", 1)
         scheduler.submit()
-        gc.disable()  # the garbage must still be pending at the fork
+        # The garbage must still be pending at the fork, and in the parent until the count below:
+        # an automatic collection in between (a CI run saw one) would delete the job itself.
+        # The child's gc.collect() runs with the collector disabled too.
+        gc.disable()
         try:
             garbage = make("pgqueuer", "queue")  # another scheduler with a job, left in a cycle
             garbage.submit()
@@ -168,13 +171,13 @@ def test_a_forked_child_frees_neither_its_parents_pgqueuer_jobs_nor_its_schema()
             receiver, sender = context.Pipe(duplex=False)
             child = context.Process(target=_collect_and_exit, args=(sender,))
             child.start()
+            assert receiver.poll(60), "the child sent nothing"
+            assert receiver.recv() is False  # it installed nothing, so its exit drops nothing
+            child.join(60)
+            assert child.exitcode == 0
+            assert _jobs_of(entrypoint) == 1  # the child's collection deleted nothing of the parent's
         finally:
             gc.enable()
-        assert receiver.poll(60), "the child sent nothing"
-        assert receiver.recv() is False  # it installed nothing, so its exit drops nothing
-        child.join(60)
-        assert child.exitcode == 0
-        assert _jobs_of(entrypoint) == 1  # the child's collection deleted nothing of the parent's
         gc.collect()  # the parent's own collection does
         assert _jobs_of(entrypoint) == 0
         lease = scheduler.dispatch("w1", 1, 5)  # the parent's session and its job are still there

@@ -36,6 +36,9 @@ SHIPPED = {
     "pgqueuer_capacity_race.jsonl": ("dispatch(", "w1 is full (1 of 1)"),
     # litequeue:queue_file claim --shared (L4): a pop raises OperationalError
     "litequeue_shared_instance_raises.jsonl": ("dispatch(", "raised OperationalError"),
+    # redis_streams:group zombie, on the real clock (``--rounds 3 --excerpt``, no switch interval): the
+    # expired holder's XACK of an entry another consumer claimed is accepted (docs/real-clock.md)
+    "redis_streams_group_zombie.jsonl": ("complete(", "rejected (stale_token)"),
 }
 
 

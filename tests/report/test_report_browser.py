@@ -69,7 +69,7 @@ class Opened:
 
 def test_a_counterexample_page_renders_quietly_with_its_divergence_marked(browser, tmp_path):
     page = make_page(TESTS / "regressions" / "token_reuse.toml", tmp_path / "token_reuse.html",
-                     "--impl", "spec.mutants.token_reuse:Scheduler")
+                     "--impl", "impl.mutants.token_reuse:Scheduler")
     opened = Opened(browser, page, DESKTOP)
     row = opened.page.locator("tr#s5")
     assert row.is_visible() and "first" in row.get_attribute("class")
@@ -120,7 +120,7 @@ def test_hostile_input_renders_as_text(browser, tmp_path, make):
 
 def test_at_a_phone_width_only_the_pictures_scroll_sideways(browser, tmp_path):
     page = make_page(TESTS / "regressions" / "token_reuse.toml", tmp_path / "phone.html",
-                     "--impl", "spec.mutants.token_reuse:Scheduler")
+                     "--impl", "impl.mutants.token_reuse:Scheduler")
     opened = Opened(browser, page, PHONE)
     assert opened.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     assert opened.page.locator("tr#s5").is_visible()
@@ -143,7 +143,7 @@ def test_printed_every_step_is_laid_out_and_the_controls_are_gone(browser, tmp_p
 
 
 def test_a_big_failing_history_is_drawn_compact_and_opens_scrolled_to_the_stretch(browser, tmp_path):
-    from fencepost.spec.checkers import linearize_cost
+    from fencepost.bench import linearize as linearize_cost
     from fencepost.spec.formats.history import write_history
 
     source = tmp_path / "broken.jsonl"

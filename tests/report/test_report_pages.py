@@ -10,7 +10,7 @@ import pytest
 
 from fencepost.report.page import DATA_ID, json_block, prose
 from fencepost.cli import main
-from fencepost.walkthroughs import builtin_names
+from fencepost.story.walkthroughs import builtin_names
 from pages import (
     FORGOTTEN, FORGOTTEN_FAILING_CALL, HOSTILE_NAME, HOSTILE_NOTE, OVERLAPS, ZOMBIE, ZOMBIE_FAILING_CALL, hostile_history, make_page, parse,
     write_hostile_scenario,
@@ -72,7 +72,7 @@ def test_every_history_file_under_tests_gives_a_page(path, tmp_path):
 
 def test_a_counterexample_on_its_mutant_marks_the_diverging_step_side_by_side(tmp_path):
     path = TESTS / "regressions" / "token_reuse.toml"
-    page = make_page(path, tmp_path / "page.html", "--impl", "spec.mutants.token_reuse:Scheduler")
+    page = make_page(path, tmp_path / "page.html", "--impl", "impl.mutants.token_reuse:Scheduler")
     tags = parse(page)
     assert data_of(page)["first_problem"] == 5
     assert "first" in tags.with_id("s5")["class"].split()
@@ -89,7 +89,7 @@ def test_a_counterexample_on_a_correct_scheduler_still_marks_the_step_it_records
     data = data_of(page)
     assert data["first_problem"] is None and data["recorded_divergence"] == 5
     assert "recorded" in tags.with_id("s5")["class"].split()
-    assert "--impl spec.mutants.token_reuse:Scheduler" in page.read_text(encoding="utf-8")
+    assert "--impl impl.mutants.token_reuse:Scheduler" in page.read_text(encoding="utf-8")
 
 
 def test_the_lease_picture_marks_expiries_rejections_and_retries(tmp_path):

@@ -5,7 +5,8 @@ every search step applied the model to the whole canonical ``State`` (O(T)
 for T tasks). ``tests/spec/test_linearize_states.py`` checks that the current
 checker gives the same verdicts, orders, state counts and reports. Not used
 by fencepost itself; do not edit except to follow a change of the model's
-contract.
+contract or of the checker's documented rules (issue 29: a call completed
+after the cut counts as unknown, see ``_window_orders``).
 
 The original module docstring follows.
 
@@ -347,8 +348,12 @@ def _window_orders(
     last = stop - 1 if cut is None else cut
     state, pending = config
     carried = [_carried(history.calls[i], first) for i in sorted(pending)]
-    calls = carried + _invoked_between(history, first, last)
-    unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None or c.completed > last}
+    # Issue 29's fix, followed here: a call that completes after the cut counts as unknown (info),
+    # as the docs always said; before it, its recorded result was still checked.
+    calls = carried + [c if c.completed is None or c.completed <= last else
+                       Call(c.index, c.process, c.op, c.args, INFO, None, None, c.invoked, None, c.ended)
+                       for c in _invoked_between(history, first, last)]
+    unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None}
     watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
     return _orders(state.state, calls, unknown, budget, watch_local, answers)
 

@@ -15,7 +15,7 @@ from fencepost.spec.testing import conformance_test
 TestSimpleSchedulerConforms = conformance_test(SimpleScheduler)
 TestIndexedSchedulerConforms = conformance_test(IndexedScheduler)
 
-BROKEN = "spec.mutants.token_reuse:Scheduler"
+BROKEN = "impl.mutants.token_reuse:Scheduler"
 
 
 def test_a_broken_factory_exits_1_with_numbered_steps_call_expected_got(capsys):
@@ -67,7 +67,7 @@ def test_the_default_implementation_conforms_and_coverage_prints_every_outcome(c
 
 
 def test_the_same_seed_finds_the_same_counterexample():
-    from fencepost.spec.mutants import token_reuse
+    from fencepost.impl.mutants import token_reuse
 
     first = check_factory(token_reuse.Scheduler, seed=7)
     second = check_factory(token_reuse.Scheduler, seed=7)
@@ -93,7 +93,7 @@ def test_trace_out_replays_failing_at_the_diverging_step_and_clean_on_a_correct_
 
 def test_a_view_only_divergence_still_fails_replay_at_its_step(tmp_path, capsys):
     path = tmp_path / "cx.toml"
-    mutant = "spec.mutants.expire_before_validation:Scheduler"
+    mutant = "impl.mutants.expire_before_validation:Scheduler"
     assert main(["check", mutant, "--trace-out", str(path)]) == 1
     scenario = load_scenario(path)
     assert scenario.steps[-1].expect_state is not None

@@ -22,8 +22,8 @@ from fencepost.spec.checkers import crash
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.spec.mutants import CRASH_MUTANTS
-from fencepost.spec.mutants.durable_ack_before_commit import Scheduler as AckBeforeCommit
+from fencepost.impl.mutants import CRASH_MUTANTS
+from fencepost.impl.mutants.durable_ack_before_commit import Scheduler as AckBeforeCommit
 from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS
 
 #: tmpfs, where there is one: a kill tests SQLite's commit, not the disk's fsync.
@@ -187,5 +187,5 @@ def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pyt
     assert "RECOVERY FAILED" in printed and "restart()" in printed and "<-- diverges" in printed
     scenario = load_scenario(out)
     assert scenario.steps[-1].op == "restart" and scenario.steps[-1].expect_state
-    assert main(["replay", str(out), "--impl", "spec.mutants.durable_ack_before_commit:temporary"]) == 1
+    assert main(["replay", str(out), "--impl", "impl.mutants.durable_ack_before_commit:temporary"]) == 1
     assert main(["replay", str(out), "--impl", "impl.durable:temporary"]) == 0

@@ -1,6 +1,6 @@
 """The walkthroughs as a curriculum: in teaching order, every term defined and taught before use.
 
-The glossary (``tui/glossary.py``) is what the help screen shows; ``meta.teaches``
+The glossary (``story/glossary.py``) is what the help screen shows; ``meta.teaches``
 says which walkthrough teaches which of its terms; ``curriculum.txt`` orders the
 walkthroughs. The checks here are what keep the three honest as walkthroughs
 are added: a term a note names must be in the glossary, and taught by this
@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from fencepost.walkthroughs import BUILTIN_DIR, builtin_names, curriculum, resolve
+from fencepost.story.walkthroughs import BUILTIN_DIR, builtin_names, curriculum, resolve
 from fencepost.spec.formats.scenario import LEASE_FIELDS, SIGNATURES, STATE_FIELDS, Scenario, load_scenario
 from fencepost.spec.protocol import OPERATIONS, Reason, Status
-from fencepost.tui.glossary import BY_WORD, GLOSSARY
+from fencepost.story.glossary import BY_WORD, GLOSSARY
 
 #: The protocol's own names a note may use: every one needs a glossary entry.
 #: (Plain English argument names -- now, worker, task, before, limit -- are left to the jargon list.)

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.walkthroughs import curriculum, resolve
+from fencepost.story.walkthroughs import curriculum, resolve
 from fencepost.spec.protocol import OPERATIONS, Reason, Status
-from fencepost.tui.glossary import BY_WORD
+from fencepost.story.glossary import BY_WORD
 
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "curriculum.md"
 

@@ -21,7 +21,7 @@ from fencepost.spec.checkers.check import check_factory
 from fencepost.cli import load_factory, main
 from fencepost.spec.checkers.explore import DEFAULT_SCOPE, Result, Scope, calls, default_jobs, explore, state_key
 from fencepost.spec.checkers.lockstep import run_calls
-from fencepost.spec.mutants import BATCH_MUTANTS, DESCRIPTIONS, MUTANTS
+from fencepost.impl.mutants import BATCH_MUTANTS, DESCRIPTIONS, MUTANTS
 from fencepost.spec.protocol import FINAL_STATUSES, OPERATIONS, Status
 
 #: A scope small enough for a fraction of a second that still reaches every

@@ -18,14 +18,14 @@ import pytest
 from fencepost.cli import load_factory, main
 from fencepost.impl.durable import temporary
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.shipped import SHIPPED
+from fencepost.story.shipped import SHIPPED
 from fencepost.spec import model
 from fencepost.spec.checkers import explore as explore_module
 from fencepost.spec.checkers.coverage import BATCH_OUTCOMES
 from fencepost.spec.checkers.explore import Scope, calls, explore
 from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
-from fencepost.spec.mutants import BATCH_MUTANTS, DESCRIPTIONS, MUTANTS
+from fencepost.impl.mutants import BATCH_MUTANTS, DESCRIPTIONS, MUTANTS
 from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS
 from fencepost.spec.variants import Variants
 

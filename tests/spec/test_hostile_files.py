@@ -34,9 +34,9 @@ from fencepost.impl import Scheduler
 from fencepost.spec.checkers.replay import replay
 from fencepost.cli import main
 from fencepost.spec.formats.limits import MAX_FILE_BYTES, MAX_INT_DIGITS, MAX_NESTING, MAX_STEPS, MAX_STRING_CHARS
-from fencepost.walkthroughs import BUILTIN_DIR
+from fencepost.story.walkthroughs import BUILTIN_DIR
 from fencepost.spec.formats.scenario import Scenario, ScenarioError, dumps_scenario, load_scenario
-from fencepost.tui.timeline import build_timeline
+from fencepost.story.timeline import build_timeline
 from hostile import assert_one_line_refusal, mutations
 
 REGRESSIONS = Path(__file__).parents[1] / "regressions"

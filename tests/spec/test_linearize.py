@@ -214,3 +214,45 @@ def history_from(text: str):
     from fencepost.spec.formats.history import loads_history
 
     return loads_history(text, "test.jsonl")
+
+
+# ---------------------------------------------------------------- the call blamed (issue 29)
+
+#: Task 1 leased to w1 under token 1 for [0, 5), then, expired, to w2 under token 2 for [6, 11).
+RELEASED = (
+    ("c0", "invoke", "add_worker", {"worker": "w1", "capacity": 1}), ("c0", "ok", None),
+    ("c0", "invoke", "add_worker", {"worker": "w2", "capacity": 1}), ("c0", "ok", None),
+    ("c0", "invoke", "submit"), ("c0", "ok", 1),
+    ("c1", "invoke", "dispatch", {"worker": "w1", "now": 0, "duration": 5}), ("c1", "ok", lease(1, "w1", 1, 0, 5)),
+    ("c2", "invoke", "dispatch", {"worker": "w2", "now": 6, "duration": 5}), ("c2", "ok", lease(1, "w2", 2, 6, 11)),
+)
+
+#: A recorded Redis Streams zombie race (issue 29): the expired holder's XACK went first and was
+#: accepted, so the renewal by the current holder claimed nothing and its completion was refused;
+#: the renewal's answer came back first, the zombie's next.
+ZOMBIE_RACE = (
+    *RELEASED,
+    ("c1", "invoke", "complete", {"task_id": 1, "token": 1, "now": 7}),
+    ("c2", "invoke", "complete", {"task_id": 1, "token": 2, "now": 7}),
+    ("c3", "invoke", "renew", {"task_id": 1, "token": 2, "now": 7, "duration": 5}),
+    ("c3", "ok", REJECTED),
+    ("c1", "ok", ACCEPTED),
+    ("c2", "ok", REJECTED),
+)
+
+
+def test_a_call_completed_after_the_cut_counts_as_unknown_so_the_zombie_is_blamed():
+    # Up to the renewal's answer the history is linearizable: the holder's completion, still
+    # open there, may have been accepted first. No order explains the zombie's accepted completion.
+    h = history(*ZOMBIE_RACE)
+    verdict = check_history(h)
+    assert verdict.linearizable is False
+    assert h.calls[verdict.failure.call].process == "c1"
+    assert h.events[verdict.failure.end].line == 15
+    rows = {line.split()[0]: " ".join(line.split()[3:]) for line in report(h, verdict)[2:5]}
+    assert rows == {
+        "c1": "complete(task_id=1, token=1, now=7) -> accepted <-- no order explains this result",
+        "c2": "complete(task_id=1, token=2, now=7) -> not yet known",
+        "c3": "renew(task_id=1, token=2, now=7, duration=5) -> rejected",
+    }
+    assert check_history(history(*ZOMBIE_RACE[:-2], ("c1", "info"), ("c2", "info"))).linearizable

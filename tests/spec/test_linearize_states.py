@@ -23,7 +23,7 @@ from fencepost.spec.checkers import linearize, linearize_states
 from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.checkers.linearize import check_history, describe
 from fencepost.spec.checkers.linearize_command import report
-from fencepost.spec.checkers.linearize_cost import as_history, generate
+from fencepost.bench.linearize import as_history, generate
 from fencepost.spec.formats.history import Event
 from fencepost.spec.formats.values import to_json
 from fencepost.spec.protocol import Status

@@ -21,7 +21,7 @@ from fencepost.spec.checkers.invalid_calls import INT_ARGUMENTS, INVALID_CALLS, 
 from fencepost.spec.checkers.lockstep import Lockstep, run_calls
 from fencepost.spec.checkers.minimize import minimize
 from fencepost.spec.checkers.results import normalize, view_tuple
-from fencepost.spec.mutants import MUTANTS
+from fencepost.impl.mutants import MUTANTS
 from fencepost.spec.protocol import Outcome
 from fencepost.spec.formats.scenario import Scenario, Step, dumps_scenario, loads_scenario
 

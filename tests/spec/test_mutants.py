@@ -16,12 +16,12 @@ from functools import cache
 
 import pytest
 
-import fencepost.spec.mutants
+import fencepost.impl.mutants
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.check import CheckResult, check_factory
 from fencepost.cli import load_factory, main
 from fencepost.spec.checkers.lockstep import run_calls
-from fencepost.spec.mutants import CRASH_DESCRIPTIONS, CRASH_MUTANTS, DESCRIPTIONS, MUTANTS
+from fencepost.impl.mutants import CRASH_DESCRIPTIONS, CRASH_MUTANTS, DESCRIPTIONS, MUTANTS
 
 #: Longest counterexample accepted. Derandomized, the mutants shrink to 1-8
 #: steps; over ten seeds each, to at most 9 (the minimizer deletes calls and
@@ -61,11 +61,11 @@ def test_check_rejects_mutant_with_a_short_real_counterexample(name: str) -> Non
 
 
 def test_registry_lists_every_mutant_module_with_its_seed() -> None:
-    modules = {m.name for m in pkgutil.iter_modules(fencepost.spec.mutants.__path__) if not m.name.startswith("_")}
+    modules = {m.name for m in pkgutil.iter_modules(fencepost.impl.mutants.__path__) if not m.name.startswith("_")}
     assert modules == set(MUTANTS) | set(CRASH_MUTANTS)
     assert set(MUTANTS) == set(DESCRIPTIONS) and set(CRASH_MUTANTS) == set(CRASH_DESCRIPTIONS)
     for name, target in {**MUTANTS, **CRASH_MUTANTS}.items():
-        module = importlib.import_module(f"fencepost.spec.mutants.{name}")
+        module = importlib.import_module(f"fencepost.impl.mutants.{name}")
         assert target == f"{module.__name__}:Scheduler"
         assert isinstance(module.Scheduler, type)
         assert "Pitfall:" in module.__doc__ and "Seed 00" in module.__doc__, f"{name}'s docstring names no pitfall or seed"

@@ -2,7 +2,7 @@
 
 ``fencepost replay NAME`` and ``fencepost tui NAME`` run a walkthrough with no
 flag on the first shipped scheduler that offers what it needs
-(``fencepost.shipped``); these tests hold the walkthroughs to every step's
+(``fencepost.story.shipped``); these tests hold the walkthroughs to every step's
 ``expect`` there and on every other shipped scheduler that offers it too.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fencepost.shipped import DEFAULT_IMPL, SHIPPED, open_for, scheduler_for
+from fencepost.story.shipped import DEFAULT_IMPL, SHIPPED, open_for, scheduler_for
 from fencepost.spec.checkers.capabilities import detect
 from fencepost.spec.checkers.replay import replay
 from fencepost.cli import main
@@ -18,7 +18,7 @@ from fencepost.spec.arguments import UsageError, load_factory
 from fencepost.spec.formats.scenario import (
     NEEDS, Scenario, ScenarioError, dumps_scenario, load_scenario, loads_scenario, needs_of,
 )
-from fencepost.walkthroughs import builtin_names, resolve
+from fencepost.story.walkthroughs import builtin_names, resolve
 from fencepost.spec.formats.scenario import is_variant_need
 from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.formats.limits import FORBIDDEN_CHARACTERS
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
-from fencepost.walkthroughs import (
+from fencepost.story.walkthroughs import (
     BUILTIN_DIR,
     DEFAULT_WALKTHROUGH,
     builtin_names,
@@ -613,7 +613,7 @@ def test_builtin_names_follow_the_curriculum_the_default_first() -> None:
 
 
 def test_a_builtin_the_curriculum_does_not_list_comes_after_it_alphabetically(tmp_path, monkeypatch) -> None:
-    from fencepost import walkthroughs as module
+    from fencepost.story import walkthroughs as module
 
     for name in ("zeta", "alpha", "first"):
         (tmp_path / f"{name}.toml").write_text('title = "x"\nsteps = []\n')

@@ -10,7 +10,7 @@ from fencepost.impl.simple import SimpleScheduler
 from restartable import ReopenableScheduler
 from schedulers import ModelScheduler
 from fencepost.spec.checkers.replay import replay
-from fencepost.walkthroughs import BUILTIN_DIR, builtin_names, resolve
+from fencepost.story.walkthroughs import BUILTIN_DIR, builtin_names, resolve
 from fencepost.spec.formats.scenario import (
     OUTCOME_OPS,
     Scenario,

@@ -9,7 +9,7 @@ it says whether that one rule is judged as the declared variants say
 * ``EarlyDispatch`` hands out a task whatever its due time: the core
   ("nothing is dispatched before its due time"), rejected whatever is declared.
 * ``ClosedInterval`` keeps a lease live at exactly ``expires_at`` (as
-  ``spec.mutants.closed_interval`` does, but ending it at the time of the call
+  ``impl.mutants.closed_interval`` does, but ending it at the time of the call
   that sees it over): allowed only by ``interval=closed``.
 * ``RandomTokens`` hands out random strings as tokens: allowed only by
   ``tokens=opaque``; ``ReusedRandomTokens`` hands a task its first random
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 
-from fencepost.impl import _validate as v
+from fencepost.impl import kit as v
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import DISPATCHABLE_STATUSES, Lease, Status
 

@@ -6,7 +6,7 @@ import pytest
 from textual.geometry import Region
 
 from fencepost.spec.formats.scenario import Question, Scenario, Step
-from fencepost.walkthroughs import curriculum
+from fencepost.story.walkthroughs import curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import EventLog, Narration, QuestionPanel, SidePanel, StatusBar, StepSummary, TaskColumn
 from tui_helpers import SIZE, app_for

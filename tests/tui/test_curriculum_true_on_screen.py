@@ -11,7 +11,7 @@ import pytest
 
 from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.walkthroughs import builtin_names, curriculum
+from fencepost.story.walkthroughs import builtin_names, curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import StatusBar
 from tui_helpers import SIZE

@@ -6,8 +6,9 @@ import json
 
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import loads_history
-from fencepost.tui.history import SCALE, HistoryApp, Lanes, linearization_points, picture
-from fencepost.tui.launch import is_history
+from fencepost.story.history import SCALE, linearization_points, picture
+from fencepost.tui.history import HistoryApp, Lanes
+from fencepost.spec.formats.history import is_history
 
 LEASE_1 = {"task_id": 1, "worker": "w1", "token": 1, "started_at": 0, "expires_at": 5}
 LEASE_2 = {"task_id": 1, "worker": "w1", "token": 2, "started_at": 5, "expires_at": 10}

@@ -7,7 +7,7 @@ from tui_helpers import app_for
 from fencepost.impl import Scheduler
 from fencepost.spec.formats.scenario import Scenario, Step
 from fencepost.tui.lanes import Lanes, LanesView
-from fencepost.tui.timeline import build_timeline
+from fencepost.story.timeline import build_timeline
 
 #: Two workers (w2 with two slots): a completion, a renewal, an expiry, a late completion, a failure.
 STEPS = (

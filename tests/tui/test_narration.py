@@ -7,13 +7,13 @@ import sys
 
 from fencepost.impl import Scheduler
 from fencepost.spec.formats.scenario import Scenario, Step
-from fencepost.tui import narration
-from fencepost.tui.timeline import build_timeline
+from fencepost.story import narration
+from fencepost.story.timeline import build_timeline
 
 
 def test_importing_the_narration_loads_no_textual() -> None:
     code = (
-        "import sys, fencepost.tui.narration, fencepost.tui.timeline\n"
+        "import sys, fencepost.story.narration, fencepost.story.timeline\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
         "print(loaded)\n"
     )

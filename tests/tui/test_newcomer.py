@@ -10,12 +10,13 @@ from fencepost.cli import main
 from fencepost.impl import Scheduler
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.scenario import Scenario, Step
-from fencepost.spec.mutants import closed_interval
+from fencepost.impl.mutants import closed_interval
 from fencepost.tui.app import FencepostApp, StepScreen
-from fencepost.tui.history import HistoryApp, lead_up_lines, model_lines
+from fencepost.story.history import lead_up_lines, model_lines
+from fencepost.tui.history import HistoryApp
 from fencepost.tui.lanes import Lanes, LanesView
 from fencepost.tui.screens import HelpScreen, PromptScreen
-from fencepost.tui.timeline import build_timeline
+from fencepost.story.timeline import build_timeline
 from fencepost.tui.widgets import Differences, QuestionPanel, StatusBar
 from long_history import long_history
 from test_curriculum_screens import text_of

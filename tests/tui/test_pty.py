@@ -55,8 +55,8 @@ def readme_runs(tmp_path: Path) -> dict[str, list[tuple[list[str], list[tuple[st
     write_history(history, long_history(20).events)
     return {
         "check": [(["check", "mypackage.sched:MyScheduler"], [], 2),
-                  (["check", "spec.mutants.worker_identity:Scheduler", "--trace-out", "cx.toml"], [], 1)],
-        "replay": [(["replay", "cx.toml", "--impl", "spec.mutants.worker_identity:Scheduler"], [], 1),
+                  (["check", "impl.mutants.worker_identity:Scheduler", "--trace-out", "cx.toml"], [], 1)],
+        "replay": [(["replay", "cx.toml", "--impl", "impl.mutants.worker_identity:Scheduler"], [], 1),
                    (["replay", "cx.toml"], [], 0)],
         "tui": [([], [(STEP_SCREEN, b"q")], 0),
                 (["tui", "--list"], [], 0),
@@ -85,7 +85,7 @@ def test_every_subcommand_the_readme_shows_has_a_run_below(tmp_path):
 @pytest.mark.parametrize("name", sorted(readme_subcommands()))
 def test_each_subcommand_the_readme_shows_ends_without_a_traceback_in_a_terminal(tmp_path, name):
     if name in ("replay", "tui"):  # a counterexample to replay and look at, as the README does
-        run_in_pty([*fencepost_command(), "check", "spec.mutants.worker_identity:Scheduler", "--trace-out", "cx.toml"],
+        run_in_pty([*fencepost_command(), "check", "impl.mutants.worker_identity:Scheduler", "--trace-out", "cx.toml"],
                    cwd=tmp_path)
     for argv, keys, status in readme_runs(tmp_path)[name]:
         run = run_in_pty([*fencepost_command(), *argv], keys, cwd=tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.spec.formats.scenario import Question, Scenario, Step
-from fencepost.tui.quiz import SKIPPED, Quiz
+from fencepost.story.quiz import SKIPPED, Quiz
 
 Q1 = Question("First?", ("a", "b"), 1, "Because.")
 Q3 = Question("Third?", ("a", "b", "c"), 3, "Because.")

@@ -18,7 +18,7 @@ from textual.screen import Screen
 
 from fencepost.impl import Scheduler
 from fencepost.tui.app import FencepostApp, open_timeline
-from fencepost.tui.bench import generate
+from fencepost.bench.tui import generate
 from fencepost.tui.widgets import EventLog, LineList, SidePanel, StepSummary, TaskColumn, WorkerStrip
 
 #: A scenario with every kind of event, small enough to open in a moment.

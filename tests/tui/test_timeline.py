@@ -8,11 +8,11 @@ import pytest
 
 from fencepost.impl import Scheduler
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.mutants import token_reuse
+from fencepost.impl.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
-from fencepost.walkthroughs import resolve
-from fencepost.tui import timeline as tl
-from fencepost.tui.timeline import build_timeline
+from fencepost.story.walkthroughs import resolve
+from fencepost.story import timeline as tl
+from fencepost.story.timeline import build_timeline
 
 
 def steps(*calls: tuple) -> tuple[Step, ...]:
@@ -354,7 +354,7 @@ def test_append_records_accepted_calls_with_their_result_as_expect_and_refuses_i
 
 
 def test_a_lease_call_accepted_under_a_stale_token_shows_the_token_the_task_really_holds():
-    from fencepost.spec.mutants import worker_identity
+    from fencepost.impl.mutants import worker_identity
 
     # The mutant accepts token 1 for task 2 because token 1's lease went to the same worker.
     calls = [("submit",), ("submit",), ("add_worker", "w3", 3), ("dispatch", "w3", 0, 1), ("dispatch", "w3", 0, 1)]

@@ -6,8 +6,8 @@ import copy
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.formats.scenario import Scenario, Step
-from fencepost.tui import timeline as tl
-from fencepost.tui.timeline import build_timeline
+from fencepost.story import timeline as tl
+from fencepost.story.timeline import build_timeline
 
 
 class Reopenable(SimpleScheduler):

@@ -8,7 +8,7 @@ import pytest
 from textual.geometry import Region
 
 from fencepost.cli import main
-from fencepost.spec.mutants import token_reuse
+from fencepost.impl.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from tui_helpers import ROW_STEPS, SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 from fencepost.tui import app as app_module
@@ -228,7 +228,7 @@ async def test_the_palette_offers_load_jump_and_screenshot(in_tmp_cwd: Path):
 
 
 def test_the_stylesheet_colours_every_kind_of_event():
-    from fencepost.tui.timeline import EVENT_KINDS
+    from fencepost.story.timeline import EVENT_KINDS
 
     css = (Path(app_module.__file__).with_name("app.tcss")).read_text()
     for kind in EVENT_KINDS:
@@ -286,9 +286,9 @@ async def test_the_status_line_keeps_step_clock_and_marks_and_shortens_a_long_ti
 
 
 async def test_a_renew_under_a_stale_token_is_shown_with_the_token_the_task_holds():
-    from fencepost.spec.mutants import worker_identity
+    from fencepost.impl.mutants import worker_identity
 
-    # The counterexample `fencepost check spec.mutants.worker_identity:Scheduler` finds.
+    # The counterexample `fencepost check impl.mutants.worker_identity:Scheduler` finds.
     trace = (
         Step("submit", {}),
         Step("submit", {}),

@@ -9,9 +9,10 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.cli import main
+from fencepost.spec.arguments import DEFAULT_IMPL, load_factory
 from fencepost.spec.formats.scenario import Scenario
-from fencepost.walkthroughs import builtin_names, curriculum
-from fencepost.tui import launch
+from fencepost.story.walkthroughs import builtin_names, curriculum
+from fencepost.commands import tui as launch
 from fencepost.tui.app import FencepostApp
 from tui_helpers import SIZE
 
@@ -93,7 +94,7 @@ async def test_opening_a_file_never_imports_its_meta_impl_and_the_screen_says_ho
     assert not (downloaded / "imported.marker").exists() and SIDE_EFFECT_MODULE not in sys.modules
     assert sys.path == path_before  # nothing imported later (Textual included) can come from this folder
     # (inspect.unwrap: the TUI runs the factory under the call deadline's watch)
-    assert app.impl_name is None and inspect.unwrap(app.timeline.factory) is launch.load_factory(launch.DEFAULT_IMPL)
+    assert app.impl_name is None and inspect.unwrap(app.timeline.factory) is load_factory(DEFAULT_IMPL)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert [n.message for n in app._notifications] == [

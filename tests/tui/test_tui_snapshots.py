@@ -6,7 +6,7 @@ and look at the report before committing the new SVGs.
 
 from __future__ import annotations
 
-from fencepost.spec.mutants import token_reuse
+from fencepost.impl.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario
 from tui_helpers import ROW_STEPS, SIZE, STALE_TOKEN_STEPS, app_for, empty_session
 

@@ -6,7 +6,7 @@ import dataclasses
 
 from fencepost.impl import Scheduler
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
-from fencepost.walkthroughs import resolve
+from fencepost.story.walkthroughs import resolve
 from fencepost.tui.app import FencepostApp, open_timeline
 
 #: The size the snapshots are taken at, and the Pilot tests run at.
