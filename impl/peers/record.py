@@ -36,7 +36,11 @@ A factory whose queue runs on its server's clock (``fencepost_clock =
 the tick in force (``--tick-ms``, default ``spec.realclock.DEFAULT_TICK_MS``),
 every timed call waits for its tick to start before it is invoked (so the
 history's ``time`` stamps are the calls' real intervals), and the idle time
-between rounds is skipped once every lease of the round has ended.
+between rounds is skipped once every lease of the round has ended. Its
+history's header then carries a ``clock`` (the tick, and the server clock's
+resolution: the factory's ``fencepost_clock_resolution_ns``, default 1 ms), and
+``fencepost linearize`` judges each timed call at some instant inside its
+interval, not at its tick (``spec.checkers.linearize_realtime``).
 
 Every wait is bounded (``BOUND`` seconds); a thread that raises ends its
 call as an error in the history and the recording goes on.
@@ -257,7 +261,9 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     with ticking(clock.tick_ms if clock else None):
         scheduler = factory()
         raw = clients_of(scheduler, threads, shared)
-    log = HistoryLog(variants=getattr(factory, "fencepost_variants", None))
+    timing = None if clock is None else {"tick_ns": clock.tick_ms * 1_000_000,
+                                         "resolution_ns": getattr(factory, "fencepost_clock_resolution_ns", 1_000_000)}
+    log = HistoryLog(variants=getattr(factory, "fencepost_variants", None), timing=timing)
     previous = sys.getswitchinterval()
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
     if clock is not None:
@@ -375,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     events = recording.log.events
     if args.excerpt and recording.problems:
         events = excerpt(events, recording.problems[0][0])
-    write_history(args.path, events, recording.log.variants)
+    write_history(args.path, events, recording.log.variants, recording.log.timing)
     seen = "; ".join(f"round {r}: {p}" for r, p in recording.problems[:3]) or "nothing"
     print(f"{args.path}: {len(events)} events, {args.threads} threads, {recording.rounds} rounds of {args.race}; "
           f"the race saw {len(recording.problems)} problem(s): {seen}")

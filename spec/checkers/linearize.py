@@ -32,9 +32,10 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fencepost.spec import model
+from fencepost.spec.checkers.linearize_realtime import RealTime, windows as realtime_windows
 from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.formats.history import Call, ERROR, History, INFO, OK
 from fencepost.spec.formats.values import BATCH_OF, same_result
@@ -162,6 +163,9 @@ def _chooses(variants: object) -> bool:
     return variants.order == "any" or variants.tokens == "opaque"
 
 
+#: What a real clock's readings of one call end with (``RealTime.options`` exhausted).
+_TRIED_ALL = object()
+
 #: Kinds of entries in the search's list.
 _CALL, _RETURN, _UNKNOWN_RETURN = 0, 1, 2
 
@@ -180,6 +184,7 @@ def _orders(
     budget: _Budget,
     watch: int | None = None,
     answers: list[Answer] | None = None,
+    timing: RealTime | None = None,
 ) -> Iterator[_Found]:
     """Orders of ``calls`` from ``start``, one per distinct end (state, info calls not taken), found lazily.
 
@@ -187,15 +192,19 @@ def _orders(
     ``unknown`` may take effect at any point after invocation, or never, and
     match any answer. The model's answers to the call at ``watch`` that did
     not match are collected in ``answers``. Raises Undecided past the budget.
+    With ``timing`` (a history on a real clock, ``linearize_realtime``) the
+    calls are ordered by their widened real intervals, and a timed call is
+    tried at each reading ``timing.options`` gives.
     """
     # Entries in real-time order: an invocation, then its completion; unknown completions last.
     entries: list[tuple[float, int, int]] = []  # (position, kind, local call index)
     for local, call in enumerate(calls):
-        entries.append((call.invoked, _CALL, local))
+        invoked, completed = (call.invoked, call.completed) if timing is None else timing.spans[call.index]
+        entries.append((invoked, _CALL, local))
         if local in unknown:
             entries.append((float("inf"), _UNKNOWN_RETURN, local))
         else:
-            entries.append((call.completed, _RETURN, local))
+            entries.append((completed, _RETURN, local))
     entries.sort(key=lambda e: (e[0], e[1], e[2]))
     n = len(entries)
     head, end = n, n + 1
@@ -224,10 +233,12 @@ def _orders(
             prv[nxt[node]] = node
 
     seen: set[tuple[int, _State]] = set()
-    stack: list[tuple[int, _State]] = []  # (entry placed, the state before it)
+    # (entry placed, the state before it, and on a real clock the readings not tried yet)
+    stack: list[tuple[int, _State, Iterator | None]] = []
     ends: set[tuple[_State, frozenset[int]]] = set()
     state, placed = start, 0
     entry = nxt[head]
+    options: Iterator | None = None  # on a real clock: the (state, answer) pairs left to try at ``entry``
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
@@ -235,36 +246,48 @@ def _orders(
             end_key = state
             if (end_key, pending) not in ends:
                 ends.add((end_key, pending))
-                yield _Found(end_key, pending, tuple(calls[local_of[e]].index for e, _ in stack))
+                yield _Found(end_key, pending, tuple(calls[local_of[e]].index for e, _, _ in stack))
         elif kind[entry] == _CALL:
             local = local_of[entry]
-            after, answer = _step(calls[local], state)
+            if timing is not None:
+                if options is None:
+                    options = timing.options(calls[local], state, _step, local in unknown)
+                tried = next(options, _TRIED_ALL)
+                if tried is _TRIED_ALL:
+                    options = None
+                    entry = nxt[entry]
+                    continue
+                after, answer = tried
+            else:
+                after, answer = _step(calls[local], state)
             if after is not None:
                 key = (placed | 1 << local, after)
                 if key not in seen:
                     budget.spend()
                     seen.add(key)
-                    stack.append((entry, state))
+                    stack.append((entry, state, options))
                     state, placed = after, placed | 1 << local
                     lift(entry)
-                    entry = nxt[head]
+                    entry, options = nxt[head], None
                     continue
             elif local == watch and answers is not None and len(answers) < MAX_ANSWERS:
                 call = calls[local]
                 why = _why_not(state, call)
                 if not any(describe(call.op, a.value) == describe(call.op, answer) and a.why == why for a in answers):
-                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _ in stack), why,
+                    answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _, _ in stack), why,
                                           _holding(state, call) if why else None))
-            entry = nxt[entry]
-            continue
+            if options is None:
+                entry = nxt[entry]
+            continue  # on a real clock: the next reading of the same call
         # An end was reached, or a completion whose call is not placed (nothing after it
         # may go first): undo the last step and try what comes after it.
         if not stack:
             return
-        entry, state = stack.pop()
+        entry, state, options = stack.pop()
         placed &= ~(1 << local_of[entry])
         unlift(entry)
-        entry = nxt[entry]
+        if options is None:
+            entry = nxt[entry]
 
 
 # ---------------------------------------------------------------- windows
@@ -299,6 +322,7 @@ def _window_orders(
     cut: int | None = None,
     watch: int | None = None,
     answers: list[Answer] | None = None,
+    timing: RealTime | None = None,
 ) -> Iterator[_Found]:
     """Orders of one window's calls (up to event ``cut``, if given) from ``config``, lazily.
 
@@ -314,7 +338,7 @@ def _window_orders(
                        for c in _invoked_between(history, first, last)]
     unknown = {local for local, c in enumerate(calls) if c.kind == INFO or c.completed is None}
     watch_local = next((i for i, c in enumerate(calls) if c.index == watch), None)
-    return _orders(state.settled(), calls, unknown, budget, watch_local, answers)
+    return _orders(state.settled(), calls, unknown, budget, watch_local, answers, timing)
 
 
 def _invoked_between(history: History, first: int, last: int) -> list[Call]:
@@ -346,13 +370,17 @@ class _Frame:
 
 
 def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start: model.State | None = None,
-                  variants: Variants = DEFAULT) -> Verdict:
+                  variants: Variants = DEFAULT, timing: RealTime | None = None) -> Verdict:
     """Decide whether ``history`` is linearizable with respect to the model (see the module docstring).
 
     ``start`` is the model state before the first call (default: a fresh
     scheduler under ``variants``, whose variants it carries otherwise).
+    ``timing``: judge on a real clock (``linearize_realtime``; by default, when the
+    history's header has a ``clock``, ``RealTime.of(history)``), each timed call at
+    some reading inside its interval; times in the states are then in the clock's units.
     Raises ValueError for an info dispatch under ``order=any`` or
-    ``tokens=opaque`` (see the module docstring). The windows are searched depth first: the first order found in
+    ``tokens=opaque`` (see the module docstring), and where ``RealTime.of`` and
+    ``RealTime.options`` do. The windows are searched depth first: the first order found in
     a window goes on to the next, and another of its end states is tried only
     if the next cannot go on from it, so a linearizable history costs little
     more than one pass. Each window's search is bounded by 2^k sets of placed
@@ -361,7 +389,13 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     state's base and T tasks (``_State.apply``), independent of T in practice.
     """
     budget = _Budget(max_states)
+    if timing is None and history.clock is not None:
+        timing = RealTime.of(history)
     windows = quiescent_windows(history)
+    if timing is not None:
+        windows = realtime_windows(history, windows, timing)
+        variants = timing.variants(variants if start is None else start.variants)
+        start = None if start is None else replace(start, variants=variants)
     if not windows:
         return Verdict(True, (), 0, 0)
     first = model.initial(variants) if start is None else start
@@ -381,7 +415,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     # window's are tried in that order, so the answers shown do not depend on hash seeds).
     reached: list[dict[Config, None]] = [{} for _ in windows]
     reached[0][origin] = None
-    frames = [_Frame(0, _window_orders(history, origin, windows[0], budget))]
+    frames = [_Frame(0, _window_orders(history, origin, windows[0], budget, timing=timing))]
     try:
         while frames:
             frame = frames[-1]
@@ -397,16 +431,17 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
             if config in reached[following]:
                 continue  # searched from there before, and it did not reach the end
             reached[following][config] = None
-            frames.append(_Frame(following, _window_orders(history, config, windows[following], budget)))
+            frames.append(_Frame(following, _window_orders(history, config, windows[following], budget, timing=timing)))
         deepest = max(i for i, configs in enumerate(reached) if configs)
-        failure = _locate(history, reached[deepest], windows[deepest], budget)
+        failure = _locate(history, reached[deepest], windows[deepest], budget, timing)
     except Undecided:
         stuck = frames[-1].window if frames else 0
         return Verdict(None, (), budget.limit, len(windows), undecided_at=windows[stuck][0])
     return Verdict(False, (), budget.spent, len(windows), failure)
 
 
-def _locate(history: History, configs: dict[Config, None], window: tuple[int, int], budget: _Budget) -> Failure:
+def _locate(history: History, configs: dict[Config, None], window: tuple[int, int], budget: _Budget,
+            timing: RealTime | None = None) -> Failure:
     """The shortest prefix of the failing window that cannot be ordered from any of ``configs``.
 
     ``configs`` are every state the history before the window can end in, so
@@ -414,7 +449,7 @@ def _locate(history: History, configs: dict[Config, None], window: tuple[int, in
     """
 
     def orderable(cut: int) -> bool:
-        return any(next(_window_orders(history, c, window, budget, cut), None) for c in configs)
+        return any(next(_window_orders(history, c, window, budget, cut, timing=timing), None) for c in configs)
 
     first, stop = window
     lo, hi = first, stop - 1  # orderable(stop - 1) is False
@@ -427,7 +462,7 @@ def _locate(history: History, configs: dict[Config, None], window: tuple[int, in
     failing = next(c.index for c in history.calls if c.completed == hi)
     answers: list[Answer] = []
     for config in configs:
-        for _ in _window_orders(history, config, window, budget, hi, failing, answers):
+        for _ in _window_orders(history, config, window, budget, hi, failing, answers, timing):
             pass
     carried = sorted({i for _, pending in configs for i in pending})
     involved = tuple(carried + [c.index for c in _invoked_between(history, first, hi)])

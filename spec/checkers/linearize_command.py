@@ -69,12 +69,26 @@ def describe_outcome(call: Call) -> str:
     return describe(call.op, call.result)
 
 
-def report(history: History, verdict: Verdict, show_order: bool = False, variants: Variants = DEFAULT) -> list[str]:
-    """The lines ``fencepost linearize`` prints for ``verdict``, judged under ``variants``."""
+def duration_text(ns: int) -> str:
+    """A span of nanoseconds in the largest unit that keeps it whole: ``50 ms``, ``250 us``, ``7 ns``."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns and ns % size == 0:
+            return f"{ns // size} {unit}"
+    return f"{ns} ns"
+
+
+def report(history: History, verdict: Verdict, show_order: bool = False, variants: Variants = DEFAULT,
+           timing: object = None) -> list[str]:
+    """The lines ``fencepost linearize`` prints for ``verdict``, judged under ``variants``
+    (on a real clock with ``timing``, a ``linearize_realtime.RealTime``)."""
     events, calls = history.events, history.calls
     size = f"{len(calls)} calls by {len(history.processes)} processes"
     if variants != DEFAULT:
         size += f", under {variants.describe()}"
+    if timing is not None:
+        size += (f", on a real clock (tick {duration_text(timing.tick_ns)}, resolution "
+                 f"{duration_text(timing.resolution_ns)}, offset {duration_text(timing.offset_ns)}): "
+                 "each timed call at some instant inside its interval")
     where = f"{verdict.windows} windows, {verdict.states:,} states explored"
     if verdict.linearizable is None:
         line = events[verdict.undecided_at].line if verdict.undecided_at < len(events) else 0
@@ -99,6 +113,11 @@ def report(history: History, verdict: Verdict, show_order: bool = False, variant
         c = calls[i]
         done = c.ended is not None and c.ended <= f.end
         span = f"lines {events[c.invoked].line}-{events[c.ended].line if done else 'open'}"
+        if timing is not None:  # where on the real clock the call may have taken effect, from the first stamp
+            low, high = timing.readings[i]
+            ms = timing.resolution_ns / 1e6
+            first = timing.readings[0][0] if timing.readings else 0
+            span += f" at +{(low - first) * ms:g}..{'' if high is None else f'{(high - first) * ms:g}'} ms"
         mark = "   <-- no order explains this result" if i == f.call else ""
         rows.append((c.process, span, describe_call(c), (describe_outcome(c) if done else "not yet known") + mark))
     widths = [max(len(row[k]) for row in rows) for k in range(3)]

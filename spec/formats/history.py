@@ -90,8 +90,16 @@ _EVENT_KEYS = {
     "invoke": {"process", "type", "op", "args", "time"},
     "ok": {"process", "type", "result", "error", "time"},
     "info": {"process", "type", "time"},
-    HEADER: {"type", "variants"},
+    HEADER: {"type", "variants", "clock"},
 }
+
+#: A header's ``clock`` (a history recorded on a queue's own clock, judged in real time by
+#: ``spec.checkers.linearize_realtime``): its fields, and the defaults of the optional ones.
+#: ``tick_ns``: how long one logical tick lasted on the queue (durations and retry delays are in
+#: ticks); ``resolution_ns``: the unit the queue's server reads its clock in (Redis: 1 ms);
+#: ``offset_ns``: how far apart the clients' clocks may be (0: one machine, one clock).
+CLOCK_DEFAULTS = {"resolution_ns": 1_000_000, "offset_ns": 0}
+CLOCK_FIELDS = ("tick_ns", "resolution_ns", "offset_ns")
 
 
 class HistoryError(ValueError):
@@ -151,6 +159,7 @@ class History:
     calls: tuple[Call, ...]
     source: str = "<history>"
     variants: dict | None = None  # the header's declared variants as written; None without a header
+    clock: dict | None = None  # the header's clock, every field filled in (``CLOCK_FIELDS``); None: logical time
 
     @property
     def processes(self) -> tuple[str, ...]:
@@ -206,6 +215,7 @@ def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
     open_calls: dict[str, tuple[int, Event, int]] = {}  # process -> (call index, its invoke event, its position)
     total = 0
     variants: dict | None = None
+    clock: dict | None = None
     opaque = False
     first = True
     for number, raw in enumerate(lines, start=1):
@@ -218,7 +228,7 @@ def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
         if event.type == HEADER:
             if not first:
                 raise HistoryError(f"{source}: line {number}: a header is allowed only as the first line")
-            variants = event.result
+            variants, clock = event.result, event.args
             opaque = Variants.from_declared(variants).tokens == "opaque"
             first = False
             continue
@@ -250,7 +260,7 @@ def read_history(lines: Iterable[bytes], source: str = "<history>") -> History:
         events.append(event)
     for index, invoke, invoked in open_calls.values():
         calls[index] = _call(index, invoke, None, None, invoked, None)
-    return History(tuple(events), tuple(calls), source, variants)
+    return History(tuple(events), tuple(calls), source, variants, clock)
 
 
 def _call(index: int, invoke: Event, end: Event | None, value: object, invoke_at: int, end_at: int | None) -> Call:
@@ -306,9 +316,10 @@ def parse_event(raw: bytes, where: str = "", line: int = 0, opaque: bool = False
                 raise fail(f"field {_show(key)}: unknown in a header (it has {', '.join(sorted(_EVENT_KEYS[HEADER]))})")
         try:
             Variants.from_declared(obj.get("variants", {}), "field 'variants'")
+            clock = check_clock(obj["clock"]) if "clock" in obj else None
         except ValueError as exc:
             raise fail(_one_line(str(exc))) from None
-        return Event("", HEADER, result=dict(obj.get("variants", {})), line=line)
+        return Event("", HEADER, result=dict(obj.get("variants", {})), args=clock, line=line)
     if kind not in EVENT_TYPES:
         raise fail(f"field 'type' must be one of {', '.join(EVENT_TYPES)}, got {_show(kind)}")
     for key in obj:
@@ -449,22 +460,53 @@ def dumps_event(event: Event) -> str:
     return json.dumps(event_to_json(event), separators=(", ", ": "))
 
 
-def header_line(variants: dict) -> str:
-    """The header line naming a history's declared variants, without the newline."""
-    return json.dumps({"type": HEADER, "variants": dict(variants)}, separators=(", ", ": "))
+def check_clock(clock: object) -> dict:
+    """A header's ``clock`` with every field filled in (``CLOCK_DEFAULTS``). O(1).
+
+    Raises:
+        ValueError: not an object of ``CLOCK_FIELDS``, ``tick_ns`` missing, a field not a whole
+            number (``tick_ns`` and ``resolution_ns`` >= 1, ``offset_ns`` >= 0), or ``tick_ns``
+            not a whole number of ``resolution_ns``.
+    """
+    if not isinstance(clock, dict):
+        raise ValueError(f"field 'clock' must be an object with {', '.join(CLOCK_FIELDS)}, got {_show(clock)}")
+    for key in clock:
+        if key not in CLOCK_FIELDS:
+            raise ValueError(f"field 'clock': {_show(key)} is unknown (it has {', '.join(CLOCK_FIELDS)})")
+    if "tick_ns" not in clock:
+        raise ValueError("field 'clock': 'tick_ns' is required (how long one tick lasted, in nanoseconds)")
+    filled = {**CLOCK_DEFAULTS, **clock}
+    for key in CLOCK_FIELDS:
+        least = 0 if key == "offset_ns" else 1
+        if not _is_int(filled[key]) or filled[key] < least:
+            raise ValueError(f"field 'clock': {key!r} must be an int >= {least}, got {_show(filled[key])}")
+    if filled["tick_ns"] % filled["resolution_ns"]:
+        raise ValueError(f"field 'clock': 'tick_ns' ({filled['tick_ns']}) must be a whole number of "
+                         f"'resolution_ns' ({filled['resolution_ns']})")
+    return {key: filled[key] for key in CLOCK_FIELDS}
 
 
-def write_history(path: str | Path, events: Iterable[Event], variants: dict | None = None) -> None:
+def header_line(variants: dict | None, clock: dict | None = None) -> str:
+    """The header line naming a history's declared variants (and its clock, if any), without the newline."""
+    header = {"type": HEADER, "variants": dict(variants or {})}
+    if clock is not None:
+        header["clock"] = dict(clock)
+    return json.dumps(header, separators=(", ", ": "))
+
+
+def write_history(path: str | Path, events: Iterable[Event], variants: dict | None = None,
+                  clock: dict | None = None) -> None:
     """Write ``events`` as a history file, one line each, in the order given; with ``variants``
-    (declared, as ``Variants.declared()`` gives them) a header line first.
+    (declared, as ``Variants.declared()`` gives them) or a ``clock`` (``check_clock``) a
+    header line first.
 
     Raises:
         HistoryError: the file cannot be written.
     """
     try:
         with Path(path).open("w", encoding="utf-8") as handle:
-            if variants:
-                handle.write(header_line(variants) + "\n")
+            if variants or clock is not None:
+                handle.write(header_line(variants, clock) + "\n")
             for event in events:
                 handle.write(dumps_event(event) + "\n")
     except OSError as exc:
@@ -484,10 +526,13 @@ class HistoryLog:
     merged by time (``merge_histories``). Appending is O(1).
     """
 
-    def __init__(self, clock: Callable[[], int] = time.monotonic_ns, variants: dict | None = None) -> None:
+    def __init__(self, clock: Callable[[], int] = time.monotonic_ns, variants: dict | None = None,
+                 timing: dict | None = None) -> None:
         self._clock = clock
         #: the declared variants the history is judged under, written in its header
         self.variants = dict(variants) if variants else None
+        #: the queue's own clock (``check_clock``), for a history recorded on it; written in the header
+        self.timing = check_clock(timing) if timing is not None else None
         self.opaque = Variants.from_declared(self.variants).tokens == "opaque"
         self._lock = threading.Lock()
         self._events: list[Event] = []
@@ -533,7 +578,7 @@ class HistoryLog:
 
     def write(self, path: str | Path) -> None:
         """Write the events so far as a history file (see ``write_history``)."""
-        write_history(path, self.events, self.variants)
+        write_history(path, self.events, self.variants, self.timing)
 
 
 #: The error a ``Recorder`` records for a result that is not a protocol value; no model answer matches it.
