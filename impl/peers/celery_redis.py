@@ -67,7 +67,10 @@ per-message view that does not move on its own (``views=none``); one lease
 length (``duration=5``); and, as for Redis Streams, a late ``basic_ack`` while
 the message is still in the ``unacked`` hash (nobody swept it back) removes
 it for good, so a late ``complete`` while nobody took the task since counts
-(``late=accept-unclaimed``). Order: messages are delivered in publish order,
+(``late=accept-unclaimed``, the closer of the two values: once a sweep has
+pushed the message back, and before anyone takes it, the same ack removes
+nothing and the message runs again, which no value describes; docs/findings.md,
+K3). Order: messages are delivered in publish order,
 but a sweep pushes the messages it restores to the head of the list
 (``RPUSH``, oldest delivery nearest the head), ahead of messages restored by an
 earlier sweep: a message restored later can be delivered before one
@@ -210,6 +213,11 @@ class CeleryRedisQueue:
         connection = self._Connection(self._url, transport_options=self._options)
         self._connections.append(connection)
         return connection
+
+    @property
+    def key_prefix(self) -> str:
+        """What every key this scheduler's transport makes starts with (kombu's ``global_keyprefix``)."""
+        return self._prefix
 
     def client(self) -> CeleryRedisQueue:
         """Another producer and other consumers on the same queue, sharing this scheduler's records."""

@@ -117,7 +117,7 @@ def test_past_the_divergence_the_zombies_ack_lands_and_the_message_is_gone() -> 
     _, calls = scenario_calls()
     with realclock.ticking(TICK_MS):
         impl = celery_redis.queue()
-    prefix = impl._prefix
+    prefix = impl.key_prefix
     # real time passes through every lease's end (w2's is the last, at 12); only what lies past it is skipped
     timed = TimedScheduler(impl, realclock.RealClock(TICK_MS), None, pending=lambda: 12)
     try:
@@ -155,10 +155,10 @@ def test_closing_a_client_and_its_scheduler_deletes_only_the_schedulers_own_keys
         assert recorded.dispatch("w1", 0, celery_redis.LEASE).task_id == 1
         recorded.close()
         assert client.get(other) == b"kept"
-        assert leftover_keys(scheduler._prefix), "the client deleted its scheduler's keys"
+        assert leftover_keys(scheduler.key_prefix), "the client deleted its scheduler's keys"
         scheduler.close()
         assert client.get(other) == b"kept"
-        assert leftover_keys(scheduler._prefix) == []
+        assert leftover_keys(scheduler.key_prefix) == []
     finally:
         client.delete(other)
         client.close()
