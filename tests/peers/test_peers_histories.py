@@ -39,6 +39,9 @@ SHIPPED = {
     # redis_streams:group zombie, on the real clock (``--rounds 3 --excerpt``, no switch interval): the
     # expired holder's XACK of an entry another consumer claimed is accepted (docs/real-clock.md)
     "redis_streams_group_zombie.jsonl": ("complete(", "rejected (stale_token)"),
+    # celery_redis:queue zombie, on the real clock (``--rounds 3 --threads 2 --excerpt``; tests/peers/test_celery_redis.py):
+    # the redelivery after the visibility timeout carries the first delivery's tag (docs/findings.md, K1)
+    "celery_redis_queue_zombie.jsonl": ("dispatch(worker='w2'", "lease task 1 to w2"),
 }
 
 
