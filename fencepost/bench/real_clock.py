@@ -1,6 +1,7 @@
 """What checking on the real clock costs, and the Redis 7.0 claim boundary, measured.
 
   fencepost bench real-clock [--impl MODULE:FACTORY] [--examples N] [--steps N] [--rounds R] [--tick-ms N]
+  fencepost bench real-clock-soak [--impl MODULE:FACTORY] [--runs N] [--tick-ms N]
   fencepost bench redis-boundary [--trials N] [--idle-ms M]
 
 ``real-clock`` checks one scheduler (default the in-memory reference,
@@ -11,6 +12,14 @@ steps per wall second, then the ratio of the medians, and the real clock's
 lateness. A factory on its server's clock (``fencepost_clock = "real"``) is
 measured on the real clock only. A benchmark, not a test: nothing here is
 asserted anywhere.
+
+``real-clock-soak`` runs the check ``fencepost check IMPL --clock real``
+runs (its default runs and steps) ``--runs`` times in a row, run ``i``
+with seed ``i`` so each explores other calls, and prints one line per check:
+its verdict, the inconclusive runs, the lateness and the load average
+before and after. It says how many checks found something; on a correct
+scheduler that must be none, whatever the load (put the load there
+yourself, e.g. ``for i in 1 2 3 4; do python3 -c 'while 1: pass' & done``).
 
 ``redis-boundary`` probes where ``XAUTOCLAIM`` takes an entry back: in one
 Lua script (the server's clock stands still inside one), ``XCLAIM ... IDLE M``
@@ -74,6 +83,40 @@ def run(factory: Callable[[], object], examples: int, steps: int, rounds: int, t
         merged.inconclusive += timing.inconclusive
     print(merged.summary())
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+def soak(factory: Callable[[], object], runs: int, tick_ms: int) -> int:
+    """``fencepost bench real-clock-soak``: ``runs`` real-clock checks in a row, one line each; 0.
+
+    A finding is printed with its counterexample's failure and counted, not
+    raised: the table is the result. Each check costs what ``fencepost check
+    --clock real`` costs (seconds to minutes).
+    """
+    from fencepost.spec.checkers.realtime import REAL_EXAMPLES, REAL_STEPS, ticked
+
+    variants = Variants.from_declared(getattr(factory, "fencepost_variants", None))
+    print(f"{runs} checks on the real clock, tick {tick_ms} ms, {REAL_EXAMPLES} runs of up to {REAL_STEPS} steps each, "
+          f"check i with seed i")
+    print(f"{'check':>5} {'verdict':<9} {'runs':>5} {'inconcl.':>8} {'lateness p50/p99/max ms':>24} "
+          f"{'wall s':>7} {'load before':>12} {'load after':>11}")
+    findings = inconclusive = 0
+    for number in range(1, runs + 1):
+        timing = Timing(tick_ms)
+        before = os.getloadavg()[0]
+        wall = time.perf_counter()
+        result = check_factory(ticked(factory, tick_ms), max_examples=REAL_EXAMPLES, steps=REAL_STEPS, seed=number,
+                               variants=variants, timing=timing)
+        wall = time.perf_counter() - wall
+        median, p99, top = timing.percentiles()
+        findings += not result.passed
+        inconclusive += timing.inconclusive
+        print(f"{number:>5} {'conforms' if result.passed else 'FINDING':<9} {result.examples:>5} {timing.inconclusive:>8} "
+              f"{f'{median:.2f}/{p99:.2f}/{top:.2f}':>24} {wall:>7.1f} {before:>12.1f} {os.getloadavg()[0]:>11.1f}",
+              flush=True)
+        if not result.passed:
+            print(f"      {result.failure}")
+    print(f"{findings} of {runs} checks found something; {inconclusive} runs inconclusive in all (set aside, not findings)")
     return 0
 
 

@@ -150,6 +150,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--steps", type=positive_int, default=30, help="steps per run (default 30)")
     real.add_argument("--rounds", type=positive_int, default=3, help="checks per side, alternating (default 3)")
     real.add_argument("--tick-ms", type=positive_int, default=None, metavar="N", help="the tick (default 50)")
+    soak = subjects.add_parser("real-clock-soak", help="a --clock real check N times in a row: any finding on a correct queue is false",
+                               description="Run fencepost check IMPL --clock real N times in a row (check i with seed i), "
+                               "one line each: verdict, inconclusive runs, lateness, load before and after. See docs/real-clock.md.")
+    soak.add_argument("--impl", default="fencepost:Scheduler", metavar="MODULE:FACTORY",
+                      help="the scheduler (default the in-memory reference, fencepost:Scheduler)")
+    soak.add_argument("--runs", type=positive_int, default=20, help="checks in a row (default 20)")
+    soak.add_argument("--tick-ms", type=positive_int, default=None, metavar="N", help="the tick (default 50)")
     boundary = subjects.add_parser("redis-boundary", help="where Redis's XAUTOCLAIM takes an entry back: at min-idle-time or after",
                                    description="Make entries idle exactly M ms on the Redis server and count the "
                                    "ones XAUTOCLAIM claims at min-idle-time M - 1, M and M + 1.")
@@ -371,6 +378,11 @@ def _run_subject(args: argparse.Namespace) -> int:
 
         return real_clock.run(load_factory(args.impl, "--impl"), args.examples, args.steps, args.rounds,
                               args.tick_ms or DEFAULT_TICK_MS)
+    if args.subject == "real-clock-soak":
+        from fencepost.bench import real_clock
+        from fencepost.spec.realclock import DEFAULT_TICK_MS
+
+        return real_clock.soak(load_factory(args.impl, "--impl"), args.runs, args.tick_ms or DEFAULT_TICK_MS)
     if args.subject == "redis-boundary":
         from fencepost.bench import real_clock
 
