@@ -150,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--steps", type=positive_int, default=30, help="steps per run (default 30)")
     real.add_argument("--rounds", type=positive_int, default=3, help="checks per side, alternating (default 3)")
     real.add_argument("--tick-ms", type=positive_int, default=None, metavar="N", help="the tick (default 50)")
-    soak = subjects.add_parser("real-clock-soak", help="a --clock real check N times in a row: any finding on a correct queue is false",
+    soak = subjects.add_parser("real-clock-soak", help="a --clock real check N times in a row",
                                description="Run fencepost check IMPL --clock real N times in a row (check i with seed i), "
                                "one line each: verdict, inconclusive runs, lateness, load before and after. See docs/real-clock.md.")
     soak.add_argument("--impl", default="fencepost:Scheduler", metavar="MODULE:FACTORY",
