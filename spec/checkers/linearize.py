@@ -272,7 +272,7 @@ def _orders(
                     continue
             elif local == watch and answers is not None and len(answers) < MAX_ANSWERS:
                 call = calls[local]
-                why = _why_not(state, call)
+                why = _why_not(state, call if timing is None else timing.earliest(call, state))
                 if not any(describe(call.op, a.value) == describe(call.op, answer) and a.why == why for a in answers):
                     answers.append(Answer(answer, tuple(calls[local_of[e]].index for e, _, _ in stack), why,
                                           _holding(state, call) if why else None))

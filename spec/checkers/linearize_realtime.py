@@ -170,6 +170,13 @@ class RealTime:
                 result = [replace(r, started_at=reading, expires_at=end) if isinstance(r, Lease) else r for r in result]
         return replace(call, args=args, result=result)
 
+    def earliest(self, call: Call, state: object) -> Call:
+        """``call`` as the model sees it at its earliest reading from ``state`` (``at``), for
+        explaining a mismatch in the model's own units; an untimed call as ``at`` gives it."""
+        if call.op not in TIMED_OPS:
+            return self.at(call, None)
+        return self.at(call, max(self.readings[call.index][0], state.now))
+
     # ------------------------------------------------------------ the search's choices
 
     def options(self, call: Call, state: object, step: Callable[[Call, object], tuple[object, object]],

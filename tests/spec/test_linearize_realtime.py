@@ -224,3 +224,18 @@ def _without_calls_after(history, end):
                                                                           completed=None, ended=None)
                   for c in history.calls if c.invoked <= end)
     return History(history.events[: end + 1], calls, history.source, history.variants, history.clock)
+
+
+def test_why_no_order_explains_a_reused_token_is_said_in_the_clocks_units(capsys) -> None:
+    """The model is asked at a reading, not at the recorded tick, so it names the broken rule.
+
+    (It was asked at the tick, behind the clock's readings, and answered "time can't go backwards".)
+    """
+    from pathlib import Path
+
+    history = Path(__file__).parents[1] / "peers" / "histories" / "celery_redis_queue_zombie.jsonl"
+    status = main(["linearize", str(history)])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "was issued before (for task 1)" in out, out
+    assert "backwards" not in out, out
