@@ -57,6 +57,7 @@ from dataclasses import dataclass, replace
 
 from fencepost.spec.formats.history import Event, HistoryLog, write_history
 from fencepost.spec.realclock import declares_real_clock, DEFAULT_TICK_MS, RealClock, ticking
+from fencepost.spec.variants import Variants
 
 #: The longest any thread waits at a barrier, in seconds; a round that takes longer is abandoned.
 BOUND = 30.0
@@ -148,8 +149,9 @@ def delete_round(cs: list[object], t: int) -> str | None:
     return None
 
 
-def zombie_round(cs: list[object], t: int) -> str | None:
-    """An expired holder and the current one race to end one task, beside a renew and a dispatch."""
+def zombie_round(cs: list[object], t: int, renews: bool = True) -> str | None:
+    """An expired holder and the current one race to end one task, beside a renew (when the
+    queue offers ``renews``: a recorded client has every protocol method, so it cannot tell) and a dispatch."""
     first, second = cs[0], cs[1]
     task = first.submit()
     old = first.dispatch("w1", t + 1, LEASE)
@@ -161,7 +163,7 @@ def zombie_round(cs: list[object], t: int) -> str | None:
     calls = [
         lambda: second.complete(task, new.token, now),  # the current holder
     ]
-    if len(cs) > 2 and hasattr(cs[2], "renew"):
+    if len(cs) > 2 and renews:
         calls.append(lambda c=cs[2]: c.renew(task, new.token, now, LEASE))
     if len(cs) > 3:
         calls.append(lambda c=cs[3]: c.dispatch("w4", now, LEASE))
@@ -264,6 +266,9 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
     timing = None if clock is None else {"tick_ns": clock.tick_ms * 1_000_000,
                                          "resolution_ns": getattr(factory, "fencepost_clock_resolution_ns", 1_000_000)}
     log = HistoryLog(variants=getattr(factory, "fencepost_variants", None), timing=timing)
+    # the zombie's renew only where the queue declares one (a recording client answers every name)
+    options = {"renews": Variants.from_declared(getattr(factory, "fencepost_variants", None)).offers("renew")} \
+        if race == "zombie" else {}
     previous = sys.getswitchinterval()
     cs = [log.recorder(c, f"c{i + 1}") for i, c in enumerate(raw)]
     if clock is not None:
@@ -279,7 +284,7 @@ def record(factory: Callable[[], object], race: str, rounds: int = 20, threads: 
             if clock is not None:  # every lease of the round before has ended by now: skip the rest of the span
                 clock.skip_idle(t, clock.last_tick + LEASE)
             cs[0].advance(t)
-            problem = RACES[race](cs, t)
+            problem = RACES[race](cs, t, **options)
             done = round_
             if problem:
                 problems.append((round_, problem))
