@@ -42,9 +42,9 @@ from fencepost.spec.formats.trace import TraceStep
 from fencepost.spec.formats.values import BATCH_OF
 from fencepost.spec.variants import DEFAULT, Variants
 
-#: Most transitions one search around a counterexample may generate: about 2-3 s
-#: against an in-process scheduler on a shared core (docs/checking.md), enough to
-#: exhaust depth 5 of a counterexample's own scope.
+#: Most transitions one search around a counterexample may generate: about 3.5 s
+#: against an in-process scheduler on a shared core (docs/checking.md). Depth 5 of
+#: no_release_on_complete's own scope, which finds nothing shorter, took 8,540.
 SEARCH_BUDGET = 60_000
 #: The most of each value domain the search scope takes from a counterexample:
 #: more would multiply the transitions per state past what the budget explores.

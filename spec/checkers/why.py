@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fencepost.spec import model
 from fencepost.spec.checkers.results import comparable
 from fencepost.spec.formats.trace import TraceStep
-from fencepost.spec.protocol import RESTART
+from fencepost.spec.protocol import RESTART, Lease
 from fencepost.spec.variants import DEFAULT, Variants
 
 #: The prefix of the line that ends every counterexample (pinned by issue 30).
@@ -59,11 +59,16 @@ class Why:
 
     rule: str
     text: str
-    section: str | None = None  # where docs/contract.md states the rule; None when no section does
+    section: str | None = None  # where docs/contract.md states the rule (or another page, "docs/..."); None: nowhere
 
     def line(self) -> str:
         """The ``why:`` line a counterexample ends with."""
-        where = f" ({model.CONTRACT}: {self.section})" if self.section else ""
+        if not self.section:
+            where = ""
+        elif self.section.startswith("docs/"):  # a rule another page states (the call deadline: docs/checking.md)
+            where = f" ({self.section})"
+        else:
+            where = f" ({model.CONTRACT}: {self.section})"
         return f"{WHY_PREFIX}{self.text}{where}"
 
 
@@ -78,10 +83,22 @@ def why(trace: list[TraceStep], variants: Variants = DEFAULT) -> Why | None:
     before = states[index]
     got = step.got
     if isinstance(got, tuple) and got[:1] in (("hang",), ("fault",)):
-        return Why("no-answer" if got[0] == "hang" else "protocol-fault", step.problem, None)
+        if got[0] == "hang":
+            return Why("no-answer", f"every call must answer within --call-timeout ({got[1]:g} s), and this {step.op} did not",
+                       "docs/checking.md")
+        return Why("protocol-fault", f"a program behind --exec speaks the adapter protocol: {step.problem}", "docs/adapter-protocol.md")
     if step.op == RESTART:
         return Why("restart-keeps-state", f"a restart loses or changes nothing acknowledged: {step.problem}", "optional capabilities: keys and restart")
     reasons = model.explain(before, step.op, dict(step.args))
+    chooses = variants.order == "any" or variants.tokens == "opaque"
+    if chooses and step.op in ("dispatch", "dispatch_many") and comparable(step.expected) != comparable(got) \
+            and not (isinstance(got, tuple) and got[:1] == ("error",)):
+        try:  # the variants allow several answers: say which rule the scheduler's breaks
+            allowed = model.why_not(before, step.op, dict(step.args), _leases_of(got))
+        except ValueError:
+            allowed = ""
+        if allowed:
+            return Why("not-allowed", f"under the declared variants the model allows no such answer: {allowed}", "declared variants")
     if comparable(step.expected) != comparable(got):
         return _result_why(trace, states, index, reasons) or _fallback(step)
     found = _VIEW_DIFFERS.match(step.problem)
@@ -93,17 +110,35 @@ def why(trace: list[TraceStep], variants: Variants = DEFAULT) -> Why | None:
 
 
 def _model_states(trace: list[TraceStep], variants: Variants) -> list[model.State]:
-    """The model's state before each step of ``trace`` (and after the last): refused calls change nothing."""
+    """The model's state before each step of ``trace`` (and after the last): refused calls change nothing.
+
+    Where the variants let a dispatch answer otherwise than the model's own
+    pick (``order=any``, ``tokens=opaque``), the model follows the lease the
+    step records as expected, as the lockstep did (``model.follow``).
+    """
     state = model.initial(variants)
     states = [state]
+    chooses = variants.order == "any" or variants.tokens == "opaque"
     for step in trace:
         if step.op != RESTART:
             try:
-                state, _ = model.apply(state, step.op, dict(step.args))
+                followed = None
+                if chooses and step.op in ("dispatch", "dispatch_many"):
+                    followed = model.follow(state, step.op, dict(step.args), _leases_of(step.expected))
+                state = followed[0] if followed is not None else model.apply(state, step.op, dict(step.args))[0]
             except ValueError:
                 pass
         states.append(state)
     return states
+
+
+def _leases_of(value: object) -> object:
+    """A normalized dispatch result as the protocol's values: a ``Lease``, None, or a batch's list of them."""
+    if isinstance(value, tuple) and value[:1] == ("batch",):
+        return [_leases_of(item) for item in value[1]]
+    if isinstance(value, tuple) and value[:1] == ("lease",):
+        return Lease(task_id=value[1], worker=value[2], token=value[3], started_at=value[4], expires_at=value[5])
+    return None
 
 
 def _fallback(step: TraceStep) -> Why:
