@@ -25,9 +25,12 @@ violation from two different ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fencepost.spec import model
+from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT
+from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.results import comparable
 from fencepost.spec.formats.trace import TraceStep
 from fencepost.spec.protocol import RESTART, Lease
@@ -260,3 +263,21 @@ def why_line(trace: list[TraceStep], problem: str | None = None, variants: Varia
     if found is None:
         return Why("other", problem or "the implementation diverged").line()
     return found.line()
+
+
+def why_at(factory: Callable[[], object], calls: list[tuple[str, dict]], number: int, variants: Variants = DEFAULT,
+           call_timeout: float | None = DEFAULT_CALL_TIMEOUT) -> Why | None:
+    """The ``Why`` of step ``number`` (from 1) of ``calls`` on a fresh scheduler from ``factory``, when the
+    lockstep parts from the model exactly there; else None.
+
+    For viewers of a scenario (the TUI at its diverging step, the report): the
+    calls up to it are replayed once, in lockstep, so the words are those
+    ``fencepost check`` prints for the same calls. Each call has the
+    ``call_timeout`` deadline.
+    """
+    if number < 1:
+        return None
+    trace = run_calls(factory, calls[:number], call_timeout, variants)
+    if trace is None or len(trace) != number or not trace[-1].problem:
+        return None
+    return why(trace, variants)
