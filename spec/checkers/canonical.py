@@ -8,7 +8,7 @@ and kept only when it fails the same way (the same rule, ``Why.rule``) and is
 better: fewer batch calls first, then fewer steps.
 
 1. **Singles for batches**: each batch call is replaced by the single calls
-   it is defined as (``submit_many`` by its submits, ``dispatch_many`` by as
+   it is defined as, when it is valid (``submit_many`` by its submits, ``dispatch_many`` by as
    many dispatches as leases either side handed out, a report batch by its
    reports, an empty report batch by the ``advance`` it amounts to), then
    shrunk again with ``minimize``.
@@ -73,7 +73,9 @@ def singles(trace: list[TraceStep]) -> list[Call]:
     calls: list[Call] = []
     for step in trace:
         args = step.args
-        if step.op == "submit_many" and isinstance(args.get("tasks"), list):
+        if step.op in BATCH_OF and isinstance(step.expected, tuple) and step.expected[:1] == ("error",):
+            calls.append((step.op, dict(args)))  # an invalid batch is all or nothing: no single calls stand for it
+        elif step.op == "submit_many" and isinstance(args.get("tasks"), list):
             calls += [("submit", dict(entry)) for entry in args["tasks"] if isinstance(entry, dict)]
         elif step.op == "dispatch_many":
             single = {k: v for k, v in args.items() if k != "limit"}

@@ -104,12 +104,14 @@ def why(trace: list[TraceStep], variants: Variants = DEFAULT) -> Why | None:
             return Why("not-allowed", f"under the declared variants the model allows no such answer: {allowed}", "declared variants")
     if comparable(step.expected) != comparable(got):
         return _result_why(trace, states, index, reasons) or _fallback(step)
+    if reasons and reasons[0].rule == "invalid-argument" and not step.problem.startswith("invariant "):
+        return _as_why(reasons[0])  # refused alike, but the implementation changed something: an invalid call changes nothing
     found = _VIEW_DIFFERS.match(step.problem)
     if found:
         return _view_why(step, int(found.group(1)), found.group(2), reasons)
     if step.problem.startswith("now differs afterwards"):
         return Why("clock", f"time is the last timed call's now and never goes back: {step.problem}", "rule 1")
-    return _fallback(step)
+    return _read_why(step, states[index + 1]) or _fallback(step)
 
 
 def _model_states(trace: list[TraceStep], variants: Variants) -> list[model.State]:
@@ -144,6 +146,33 @@ def _leases_of(value: object) -> object:
     return None
 
 
+#: ``compare_views``' words for the reads ``task()`` must refuse or answer (``spec.checkers.steps``, ``lockstep``).
+_NEVER_ISSUED = re.compile(r"^task\((.+?)\) returned .*, but an id never issued, or not an int, must raise ValueError$")
+_FORGOTTEN = re.compile(r"^task (\d+) was forgotten by prune, but task\(\d+\) still answers|^task\((\d+)\) of a forgotten task")
+_KNOWN_RAISED = re.compile(r"^task\((\d+)\) raised: (.*)$")
+
+
+def _read_why(step: TraceStep, after: model.State) -> Why | None:
+    """The rule a read of ``task()`` after the step breaks, with the model's count of tasks; None if none of these."""
+    problem = step.problem or ""
+    issued = len(after.tasks)
+    found = _NEVER_ISSUED.match(problem)
+    if found:
+        known = f"ids 1..{issued} are issued" if issued else "no task is submitted"
+        return Why("unknown-id", f"an unknown task_id is an error, not a task: {known}, so task({found.group(1)}) must raise ValueError",
+                   "rule 2")
+    found = _FORGOTTEN.match(problem)
+    if found:
+        task_id = found.group(1) or found.group(2)
+        return Why("forgotten-refused", f"prune forgot task {task_id}, so task({task_id}) must raise ValueError saying it was "
+                   "forgotten, and its id is never reused", "prune")
+    found = _KNOWN_RAISED.match(problem)
+    if found and 1 <= int(found.group(1)) <= issued:
+        return Why("known-id", f"task {found.group(1)} exists ({after.tasks[int(found.group(1)) - 1].status.value}), so task({found.group(1)}) "
+                   f"answers its view and must not raise", "task")
+    return None
+
+
 def _fallback(step: TraceStep) -> Why:
     found = _INVARIANT.match(step.problem or "")
     if found and found.group(1) in _INVARIANT_RULES:
@@ -151,7 +180,7 @@ def _fallback(step: TraceStep) -> Why:
         return Why(found.group(1), f"{rule}: {found.group(2)}", section)
     if (step.problem or "").startswith("the implementation crashed") or "not a ValueError" in (step.problem or ""):
         return Why("value-error-only", f"a call raises ValueError or nothing: {step.problem}", "rule 2")
-    return Why("other", step.problem or "the implementation diverged", None)
+    return Why("other", f"the implementation parts from the model here: {step.problem or 'it diverged'}", None)
 
 
 def _entry(step: TraceStep) -> int:

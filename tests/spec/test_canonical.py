@@ -174,3 +174,8 @@ def test_explain_tells_the_story_apply_acts_out():
                 assert reasons[-1].rule == result.reason.replace("_", "-") or reasons[-1].rule == "cancel-requested"
             assert all(b.section for b in reasons)
     assert checked > 1000
+
+
+def test_an_invalid_batch_is_kept_whole():
+    step = _step("submit_many", {"tasks": [{}, {"colour": 1}]}, ("error", "tasks[1]: submit takes no argument 'colour'"))
+    assert singles([step]) == [("submit_many", {"tasks": [{}, {"colour": 1}]})]

@@ -22,3 +22,9 @@ def test_answers_that_differ_in_what_is_compared_carry_no_such_note():
     step = TraceStep("complete", {"task_id": 1, "token": 1, "now": 0}, ("outcome", False, "stale_token"),
                      ("outcome", True, None), "the result differs")
     assert REASONS_NOT_COMPARED not in format_trace([step])
+
+
+def test_error_messages_that_differ_carry_no_reason_note():
+    step = TraceStep("submit", {"priority": "1"}, ("error", "priority must be an int"), ("error", "bad priority"),
+                     "raised TypeError, which is not a ValueError")
+    assert REASONS_NOT_COMPARED not in format_trace([step])
