@@ -44,6 +44,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: What plain ``fencepost`` says when stdin or stdout is not a terminal (pinned by issue 30: one line, exit 2).
+NO_TERMINAL = ("fencepost: error: with no command, fencepost opens the terminal UI, which needs a terminal on stdin "
+               "and stdout; give a command (see fencepost --help)")
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage block), exit status 2."""
 
@@ -73,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fencepost",
         formatter_class=_CommandListFormatter,
         description="Reference spec, implementations and visualizer for lease-based task scheduling. "
-        "With no command, opens the onboarding walkthrough in the terminal UI.",
+        "With no command, opens the onboarding walkthrough in the terminal UI (on a terminal; piped or in CI it exits 2).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in SUBCOMMANDS.items():
@@ -96,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fencepost``; return the exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):  # piped or in CI: a TUI would write escape codes and wait
+            print(NO_TERMINAL, file=sys.stderr)
+            return EXIT_USAGE
         argv = ["tui"]
     if argv[0] not in SUBCOMMANDS:
         build_parser().parse_args(argv)  # prints help, or one usage line and exits 2

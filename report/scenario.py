@@ -18,6 +18,7 @@ from __future__ import annotations
 from fencepost.report import svg
 from fencepost.report.leases import Lease, Leases, read_leases
 from fencepost.report.page import prose, render_page, table_sections, text
+from fencepost.spec.checkers.why import Why, why_at
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.story.timeline import Board, Row, Timeline
 from fencepost.spec.variants import DEFAULT
@@ -96,8 +97,10 @@ def _verdict(timeline: Timeline, problems: list[int], recorded: int | None, impl
         how = (check.divergence if check is not None and check.divergence else None) or frame.mismatch
         whom = "parts from the model" if first in timeline.divergences else "does not meet the scenario"
         more = f" ({_count(len(problems), 'step')} in all)" if len(problems) > 1 else ""
+        found = _why(timeline, first) if first in timeline.divergences else None
+        why = f'<br><span class="why">{text(found.line())}</span>' if found is not None else ""  # check's words
         return (f'<p class="verdict bad" id="verdict"><strong>Step {first}</strong> {whom}: {text(how)}{more}. '
-                f'<a href="#s{first}">Go to step {first}</a> · <a href="#divergence">side by side</a></p>')
+                f'<a href="#s{first}">Go to step {first}</a> · <a href="#divergence">side by side</a>{why}</p>')
     expectations = sum(1 for step in timeline.steps if step.expect is not None)
     held = f"all {expectations} expectations hold" if expectations else "the scenario has no expectations to check"
     line = f"Every step agrees with the model, and {held}."
@@ -108,6 +111,15 @@ def _verdict(timeline: Timeline, problems: list[int], recorded: int | None, impl
 
 
 # ---------------------------------------------------------------- side by side
+
+
+def _why(timeline: Timeline, index: int) -> Why | None:
+    """The ``why:`` of step ``index``, as ``fencepost check`` says it for the same calls (None: no lockstep divergence there)."""
+    calls = [(step.op, dict(step.args)) for step in timeline.steps[:index]]
+    try:
+        return why_at(timeline.factory, calls, index, timeline.variants)
+    except Exception:  # a scheduler that breaks on replay: the page still shows what the timeline saw
+        return None
 
 
 def _side_by_side(timeline: Timeline, index: int) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from fencepost.spec.arguments import DEFAULT_IMPL, UsageError
+from fencepost.spec.checkers.why import why_at
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.spec.formats.scenario import (
     Scenario,
@@ -267,6 +268,7 @@ class FencepostApp(App[None]):
         self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
         self._single_notice: Notification | None = None  # the last notice of → past a question or of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
+        self._whys: dict[tuple[Timeline, int], str | None] = {}  # a diverging step's why: line, replayed once
 
     def watch_step(self, step: int) -> None:
         if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
@@ -383,7 +385,7 @@ class FencepostApp(App[None]):
         differs = not asking and (bool(lines) or bool(check and check.divergence))
         differences.set_class(differs, "-shown")
         if differs:
-            differences.show(frame, check, lines)
+            differences.show(frame, check, lines, self.why_line(index) if index in timeline.divergences else None)
         self.query_one("#board").set_class(board.side == "model", "-model")
         if self._shown_at != (timeline, index):  # a new step is read from its top
             self._shown_at = (timeline, index)
@@ -396,6 +398,19 @@ class FencepostApp(App[None]):
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    def why_line(self, index: int) -> str | None:
+        """The ``why:`` line ``fencepost check`` would print for the calls up to step ``index`` (None: the lockstep
+        does not part from the model exactly there); replayed once per timeline and step."""
+        key = (self.timeline, index)
+        if key not in self._whys:
+            calls = [(step.op, dict(step.args)) for step in self.timeline.steps[:index]]
+            try:
+                found = why_at(self.timeline.factory, calls, index, self.timeline.variants)
+            except Exception:  # a scheduler that breaks on replay must not take the viewer down
+                found = None
+            self._whys[key] = found.line() if found is not None else None
+        return self._whys[key]
 
     @functools.cached_property
     def task_columns(self) -> tuple[TaskColumn, ...]:

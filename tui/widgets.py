@@ -842,9 +842,10 @@ class Differences(ComponentStyles, FittedStatic):
 
     PREFIX = "differences"
 
-    COMPONENT_CLASSES = {"differences--heading", "differences--line"}
+    COMPONENT_CLASSES = {"differences--heading", "differences--line", "differences--why"}
 
-    def show(self, frame: Frame, check: Check | None, lines: Sequence[str]) -> None:
+    def show(self, frame: Frame, check: Check | None, lines: Sequence[str], why: str | None = None) -> None:
+        """The differences at ``frame``, then ``why`` (the ``why:`` line ``fencepost check`` prints) when given."""
         s = self._style
         text = Text()
         text.append("Expected (the model) vs this implementation\n", s("heading"))
@@ -860,6 +861,8 @@ class Differences(ComponentStyles, FittedStatic):
                 text.append(f"• returned {frame.result}\n  the model returned {check.result}\n", s("line"))
             for line in lines:
                 text.append(f"• {line}\n", s("line"))
+        if why:
+            text.append(f"{why}\n", s("why"))
         self.show_content(text)
 
 

@@ -56,6 +56,7 @@ from fencepost.spec.checkers.explore import (
     report,
 )
 from fencepost.spec.checkers.results import format_trace
+from fencepost.spec.checkers.why import why_line
 from fencepost.spec.formats.trace import write_trace
 from fencepost.spec.protocol import BATCH_OPERATIONS
 from fencepost.spec.variants import DEFAULT, Variants
@@ -172,7 +173,7 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
         steps = len(result.violation.trace)
         print(f"Violation, a shortest counterexample ({steps} step{'' if steps == 1 else 's'}, breadth-first):")
         print(format_trace(result.violation.trace))
-        print(f"violation: {result.violation.problem}")
+        print(why_line(result.violation.trace, result.violation.problem, variants))
         if args.trace_out:
             _write(result, args, variants)
         return EXIT_VIOLATION

@@ -43,7 +43,9 @@ from fencepost.spec.formats.trace import TraceStep
 from fencepost.spec.checkers.machine import conformance_machine
 from fencepost.spec.checkers.results import format_trace
 from fencepost.spec.checkers.lockstep import hang_trace
+from fencepost.spec.checkers.canonical import canonical
 from fencepost.spec.checkers.minimize import minimize
+from fencepost.spec.checkers.why import why_line
 from fencepost.spec.checkers.realtime import real_clock_machine, run_timed_calls, ticked, Timing
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -216,17 +218,18 @@ def _run_batch(
         # on the real clock Hypothesis's last run is its replay, which timing may have let pass
         failing = timing.failing if timing is not None and timing.failing else machine.last_trace
         trace = minimize(factory, list(failing), call_timeout, variants, **replay)
+        trace = canonical(factory, trace, call_timeout, variants, **replay, search=timing is None)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else f"{type(exc).__name__}: {exc}", runs
     return True, [], None, runs
 
 
 def report_failure(result: CheckResult) -> str:
-    """The counterexample as a person reads it: numbered steps, then the violation."""
+    """The counterexample as a person reads it: numbered steps, then one ``why:`` line (``spec.checkers.why``)."""
     lines = [
         f"counterexample ({len(result.trace)} step{'s' if len(result.trace) != 1 else ''}, shrunk):",
         format_trace(result.trace),
-        f"violation: {result.failure}",
+        why_line(result.trace, result.failure, result.variants),
     ]
     return "\n".join(lines)
 

@@ -464,6 +464,7 @@ class Result:
     coverage: Coverage = field(default_factory=Coverage)
     violation: Violation | None = None
     skipped: tuple[str, ...] = ()  # optional capabilities asked for that the implementation does not offer
+    over_budget: bool = False  # the search stopped at its budget of transitions (see ``explore``)
 
     @property
     def missing(self) -> list[str]:
@@ -689,17 +690,18 @@ class _Level:
 
 def _expand_all(
     frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None,
-    superseded: Callable[[], bool] = lambda: False,
+    superseded: Callable[[], bool] = lambda: False, budget: int | None = None,
 ) -> _Level:
     """Expand ``frontier`` in order against the states known in ``parents``.
 
-    Stops at a violation, or as soon as ``superseded()`` says an earlier part
-    of the level found one (which makes the rest of this part irrelevant).
+    Stops at a violation, as soon as ``superseded()`` says an earlier part
+    of the level found one (which makes the rest of this part irrelevant), or
+    once ``budget`` transitions were generated (a state is expanded whole).
     """
     level = _Level()
     fresh: set = set()
     for state, key in frontier:
-        if superseded():
+        if superseded() or (budget is not None and level.generated >= budget):
             break
         level.violation = _expand(state, key, scope, parents, impl, level, fresh)
         if level.violation is not None:
@@ -772,16 +774,18 @@ def _expand_share(index: int) -> _Level:
     return level
 
 
-def _expand_level(frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None, jobs: int) -> list[_Level]:
+def _expand_level(frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None, jobs: int,
+                  budget: int | None = None) -> list[_Level]:
     """Expand one level, split in order over ``jobs`` forked processes when it is large enough.
 
     Merged in order, the shares give what one process would: a share stops
     early only when an earlier share found a violation, and then only the
-    earliest violation counts.
+    earliest violation counts. A ``budget`` (transitions left) is kept in one
+    process only, so the states it reaches are the same whatever ``jobs`` is.
     """
     global _SHARED
-    if jobs <= 1 or len(frontier) < _PARALLEL_MIN:
-        return [_expand_all(frontier, scope, parents, impl)]
+    if jobs <= 1 or len(frontier) < _PARALLEL_MIN or budget is not None:
+        return [_expand_all(frontier, scope, parents, impl, budget=budget)]
     context = multiprocessing.get_context("fork")
     _SHARED = (frontier, scope, parents, impl, jobs, context.Value("i", jobs))
     try:
@@ -805,6 +809,7 @@ def explore(
     progress: Callable[[int, Result], None] | None = None,
     call_timeout: float | None = None,
     variants: Variants = DEFAULT,
+    budget: int | None = None,
 ) -> Result:
     """Explore every call sequence of ``scope`` breadth first; stop at the first violation.
 
@@ -825,6 +830,10 @@ def explore(
             them (its own pick where they allow several answers, the calls
             the queue offers), and an implementation is judged in lockstep
             along each path, the model following its choices.
+        budget: most transitions to generate (None: no bound); past it the
+            search stops with ``Result.over_budget`` set, and what it did not
+            reach is not claimed. ``spec.checkers.canonical`` bounds its
+            searches so.
 
     Returns:
         A ``Result``; ``violation`` holds a shortest counterexample, if any:
@@ -840,7 +849,7 @@ def explore(
         impl = ImplementationCheck(factory, watch, variants)
         scope, skipped = _offered(scope, impl)
         try:
-            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants, skipped), watch)
+            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants, skipped, budget), watch)
         except CallTimeout:
             path, op, args = watch.context
             trace = run_calls(factory, [*path, (op, args)], call_timeout, variants) or []
@@ -850,7 +859,7 @@ def explore(
             return result
     impl = ImplementationCheck(factory, None, variants) if factory is not None else None
     scope, skipped = _offered(scope, impl)
-    return _explore(scope, impl, jobs, progress, variants, skipped)
+    return _explore(scope, impl, jobs, progress, variants, skipped, budget)
 
 
 def _offered(scope: Scope, impl: ImplementationCheck | None) -> tuple[Scope, tuple[str, ...]]:
@@ -866,7 +875,7 @@ def _coverage(scope: Scope, variants: Variants) -> Coverage:
 
 
 def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress: Callable[[int, Result], None] | None,
-             variants: Variants = DEFAULT, skipped: tuple[str, ...] = ()) -> Result:
+             variants: Variants = DEFAULT, skipped: tuple[str, ...] = (), budget: int | None = None) -> Result:
     result = Result(scope, coverage=_coverage(scope, variants), skipped=skipped)
     started = time.perf_counter()
     root = model.initial(variants)
@@ -879,9 +888,13 @@ def _explore(scope: Scope, impl: ImplementationCheck | None, jobs: int, progress
     frontier = [(root, root_key)]
     depth = 0
     while frontier and result.violation is None and (scope.depth is None or depth < scope.depth):
+        if budget is not None and result.generated >= budget:
+            result.over_budget = True
+            break
         following = []
         expanded = 0
-        for share in _expand_level(frontier, scope, parents, impl, jobs):
+        left = None if budget is None else budget - result.generated
+        for share in _expand_level(frontier, scope, parents, impl, jobs, left):
             result.generated += share.generated
             result.taken.update(share.taken)
             result.coverage.merge(share.coverage)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -243,3 +244,17 @@ def test_a_variant_flag_that_disagrees_with_the_histories_header_is_one_line_exi
     assert main(["report", str(path), "-o", str(out), "--variant", "tokens=int"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tokens" in err and not out.exists()
+
+
+def test_a_counterexample_page_says_why_in_the_words_check_prints(tmp_path):
+    from fencepost.impl.mutants import token_reuse
+    from fencepost.spec.checkers.lockstep import run_calls
+    from fencepost.spec.checkers.why import why
+    from fencepost.spec.formats.scenario import load_scenario
+
+    path = TESTS / "regressions" / "token_reuse.toml"
+    page = make_page(path, tmp_path / "page.html", "--impl", "impl.mutants.token_reuse:Scheduler")
+    steps = load_scenario(path).steps[:5]
+    line = why(run_calls(token_reuse.Scheduler, [(s.op, dict(s.args)) for s in steps])).line()
+    verdict = page.read_text(encoding="utf-8").split('id="verdict"', 1)[1].split("</p>", 1)[0]
+    assert line.startswith("why: ") and f'<span class="why">{html.escape(line, quote=True)}</span>' in verdict

@@ -1,0 +1,28 @@
+"""The TUI says why at a diverging step, in the words ``fencepost check`` prints (issue 30)."""
+
+from __future__ import annotations
+
+from fencepost.impl.mutants import token_reuse
+from fencepost.spec.checkers.lockstep import run_calls
+from fencepost.spec.checkers.why import WHY_PREFIX, why
+from fencepost.spec.formats.scenario import Scenario
+from fencepost.tui.widgets import Differences
+from tui_helpers import SIZE, STALE_TOKEN_STEPS, app_for
+
+
+async def test_the_diverging_step_ends_with_the_same_why_line_as_the_cli():
+    app = app_for(Scenario("diverges", STALE_TOKEN_STEPS), factory=token_reuse.Scheduler)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("d")
+        assert app.step == 5
+        shown = app.query_one(Differences)._shown.plain.splitlines()
+        trace = run_calls(token_reuse.Scheduler, [(s.op, dict(s.args)) for s in STALE_TOKEN_STEPS[:5]])
+        assert shown[-1].startswith(WHY_PREFIX) and shown[-1] == why(trace).line()
+        assert "tokens are handed out 1, 2, 3" in shown[-1]
+
+
+async def test_a_step_that_agrees_with_the_model_has_no_why():
+    app = app_for(Scenario("diverges", STALE_TOKEN_STEPS), factory=token_reuse.Scheduler)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("right", "right")
+        assert app.why_line(2) is None
