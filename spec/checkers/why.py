@@ -2,7 +2,7 @@
 
 ``why(trace, variants)`` reads the diverging step of a lockstep trace (the
 one ``spec.checkers.lockstep`` marked), replays the model up to it, and asks
-the model why it answers that call as it does (``model.explain``). Of those
+the model why it answers that call as it does (``reasons.explain``). Of those
 reasons it picks the one the implementation's answer contradicts:
 
 * a different result: of a dispatch, the reason for what differs (the
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fencepost.spec import model
+from fencepost.spec.reasons import Because, CONTRACT, explain
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.results import comparable
@@ -71,7 +72,7 @@ class Why:
         elif self.section.startswith("docs/"):  # a rule another page states (the call deadline: docs/checking.md)
             where = f" ({self.section})"
         else:
-            where = f" ({model.CONTRACT}: {self.section})"
+            where = f" ({CONTRACT}: {self.section})"
         return f"{WHY_PREFIX}{self.text}{where}"
 
 
@@ -92,7 +93,7 @@ def why(trace: list[TraceStep], variants: Variants = DEFAULT) -> Why | None:
         return Why("protocol-fault", f"a program behind --exec speaks the adapter protocol: {step.problem}", "docs/adapter-protocol.md")
     if step.op == RESTART:
         return Why("restart-keeps-state", f"a restart loses or changes nothing acknowledged: {step.problem}", "optional capabilities: keys and restart")
-    reasons = model.explain(before, step.op, dict(step.args))
+    reasons = explain(before, step.op, dict(step.args))
     chooses = variants.order == "any" or variants.tokens == "opaque"
     if chooses and step.op in ("dispatch", "dispatch_many") and comparable(step.expected) != comparable(got) \
             and not (isinstance(got, tuple) and got[:1] == ("error",)):
@@ -195,7 +196,7 @@ def _entry(step: TraceStep) -> int:
     return len(expected[1]) + 1  # the implementation answered more entries than the model
 
 
-def _pick(reasons: list[model.Because], *rules: str, task_id: int | None = None) -> model.Because | None:
+def _pick(reasons: list[Because], *rules: str, task_id: int | None = None) -> Because | None:
     """The first reason with one of ``rules`` (about ``task_id`` when given)."""
     for because in reasons:
         if because.rule in rules and (task_id is None or because.task_id == task_id):
@@ -207,11 +208,11 @@ _EXPIRIES = ("expiry-pending", "expiry-cancelled", "expiry-budget-spent")
 _NOT_ELIGIBLE = ("cancelled-never-starts", "final-never-runs", "one-live-lease", "not-due")
 
 
-def _as_why(because: model.Because | None, prefix: str = "") -> Why | None:
+def _as_why(because: Because | None, prefix: str = "") -> Why | None:
     return None if because is None else Why(because.rule, prefix + because.text, because.section)
 
 
-def _result_why(trace: list[TraceStep], states: list[model.State], index: int, reasons: list[model.Because]) -> Why | None:
+def _result_why(trace: list[TraceStep], states: list[model.State], index: int, reasons: list[Because]) -> Why | None:
     step = trace[index]
     entry = _entry(step)
     expected, got = step.expected, step.got
@@ -237,7 +238,7 @@ def _result_why(trace: list[TraceStep], states: list[model.State], index: int, r
     return _as_why(next((b for b in reasons if "result" in b.decides), None))
 
 
-def _dispatch_why(trace: list[TraceStep], states: list[model.State], index: int, reasons: list[model.Because],
+def _dispatch_why(trace: list[TraceStep], states: list[model.State], index: int, reasons: list[Because],
                   expected: object, got: object) -> Why | None:
     is_lease = lambda value: isinstance(value, tuple) and value[:1] == ("lease",)  # noqa: E731
     if is_lease(expected) and is_lease(got):
@@ -265,19 +266,19 @@ def _dispatch_why(trace: list[TraceStep], states: list[model.State], index: int,
 
 
 def _slot_freed(trace: list[TraceStep], states: list[model.State], index: int,
-                worker: str) -> tuple[int, model.Because] | None:
+                worker: str) -> tuple[int, Because] | None:
     """The last step before ``index`` whose reasons free a slot of ``worker`` (a lease of it ending), if any."""
     for number in range(index - 1, -1, -1):
         step = trace[number]
         if step.op == RESTART:
             continue
-        for because in reversed(model.explain(states[number], step.op, dict(step.args))):
+        for because in reversed(explain(states[number], step.op, dict(step.args))):
             if because.worker == worker and "room" in because.decides and because.rule != "add-worker":
                 return number, because
     return None
 
 
-def _view_why(step: TraceStep, task_id: int, fields: str, reasons: list[model.Because]) -> Why:
+def _view_why(step: TraceStep, task_id: int, fields: str, reasons: list[Because]) -> Why:
     about = [b for b in reasons if b.task_id == task_id and "view" in b.decides]
     if about:
         because = about[-1]  # the last word on the task: what the call leaves it as

@@ -17,6 +17,7 @@ import pytest
 
 from fencepost.cli import main
 from fencepost.spec import model
+from fencepost.spec.reasons import explain
 from fencepost.spec.checkers.canonical import batch_calls, canonical, scope_around, singles
 from fencepost.spec.checkers.check import CheckResult, check_factory
 from fencepost.spec.checkers.explore import DEFAULT_SCOPE, Scope, calls, explore
@@ -155,7 +156,7 @@ def test_explain_tells_the_story_apply_acts_out():
     checked = 0
     for state in _reachable(scope, 4):
         for op, args in calls(state, scope):
-            reasons = model.explain(state, op, dict(args))
+            reasons = explain(state, op, dict(args))
             try:
                 after, result = model.apply(state, op, dict(args))
             except ValueError as exc:
