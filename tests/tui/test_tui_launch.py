@@ -56,7 +56,10 @@ def started(monkeypatch) -> list[FencepostApp]:
     return apps
 
 
-def test_plain_fencepost_opens_the_onboarding_walkthrough(started):
+def test_plain_fencepost_opens_the_onboarding_walkthrough(started, monkeypatch):
+    # as on a terminal: without one plain fencepost exits 2 (tests/commands/test_no_terminal.py)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     assert main([]) == 0
     assert started[0].timeline.scenario.title.startswith("A first tour")
     assert started[0].timeline.model_done and not started[0]._start_interactive
