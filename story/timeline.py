@@ -50,6 +50,8 @@ from fencepost.spec.checkers.steps import (
     int_field,
     offers_restart,
 )
+from fencepost.spec.checkers.renaming import Renaming
+from fencepost.spec.checkers.replay import check_clock, check_renamed
 from fencepost.spec.protocol import RESTART, says_forgotten
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.story.narration import (  # noqa: F401  (EVENT_KINDS and lease_text stay importable from here)
@@ -492,15 +494,19 @@ def _row(view: object, previous: Row | None, now: int, frame: int) -> Row:
     return row
 
 
-def _result_key(result: StepResult) -> object:
-    """What implementation and model must agree on: raised or not, and the value's fields."""
+def _result_key(result: StepResult, number: Callable[[object], object] = lambda token: token) -> object:
+    """What implementation and model must agree on: raised or not, and the value's fields.
+
+    ``number`` maps a lease's token to what is compared (under ``tokens=opaque``
+    the model's number for it, ``Renaming.number_of``).
+    """
     if result.error is not None:
         return "raised"
     value = result.value
     if hasattr(value, "accepted"):
         return ("outcome", bool_field(value.accepted))
     if hasattr(value, "token"):
-        return ("lease", int_field(value.task_id), value.worker, int_field(value.token),
+        return ("lease", int_field(value.task_id), value.worker, int_field(number(value.token)),
                 int_field(value.started_at), int_field(value.expires_at))
     return int_field(value)
 
@@ -525,6 +531,9 @@ class Timeline:
     # (an Event of kind "call" with no text: the frame's call and result are the line).
         self.log: list[tuple[int, Event]] = []
         self.log_end: list[int] = [0]
+        # Steps are judged as replay judges them (spec.checkers.replay), so report and replay name the
+        # same first problem: under tokens=opaque a step's token N is the N-th the scheduler handed out.
+        self._renaming = Renaming() if variants.tokens == "opaque" else None
         self._scheduler = factory()
         self._impl = _Side()
         self._waiting = _Waiting(self._impl.rows)
@@ -635,15 +644,24 @@ class Timeline:
         if step.op == RESTART and not offers_restart(self._scheduler):
             problem = f"{type(self._scheduler).__name__} has no reopen(), so it cannot restart"
             return StepResult(error=problem), problem
+        sent = step
+        if self._renaming is not None:
+            args = self._renaming.args_to_scheduler(step.op, step.args)
+            if args is not step.args:
+                sent = Step(op=step.op, args=args, note=step.note, expect=step.expect,
+                            expect_state=step.expect_state, question=step.question)
         try:
-            return apply_step(self._scheduler, step), None
+            return apply_step(self._scheduler, sent), None
         except Exception as exc:  # a broken implementation must not take the viewer down
             crash = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
             return StepResult(error=f"{type(exc).__name__}: {exc}"), crash
 
     def _check_state(self, step: Step) -> str | None:
-        """How the implementation's state misses the step's ``expect_state`` (as replay says it)."""
+        """How the implementation's state misses the step's ``expect_state`` (as replay says it:
+        under ``views=none`` only its clock is checked)."""
         try:
+            if self.variants.views == "none":
+                return check_clock(step, self._scheduler)
             return check_state(step, self._scheduler, len(self._impl.ids))
         except Exception as exc:  # task() raising something other than ValueError
             return f"reading the state raised {type(exc).__name__}: {exc}"
@@ -669,7 +687,8 @@ class Timeline:
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
         events = self._narrator.events(step, result, changes, now)
-        mismatch = crash or check_expect(step, result) or self._check_state(step)
+        expected = check_expect(step, result) if self._renaming is None else check_renamed(step, result, self._renaming)
+        mismatch = crash or expected or self._check_state(step)
         if mismatch:
             events.append(mismatch_event(mismatch))
         frame = Frame(
@@ -684,7 +703,8 @@ class Timeline:
             workers=impl.loads() if self._loads_may_change(step, changes) else self.frames[-1].workers,
         )
         # A restart's value is the reopened scheduler; what must agree with the model is only that it did not raise.
-        self._results.append(None if step.op == RESTART and result.error is None else _result_key(result))
+        number = self._renaming.number_of if self._renaming is not None else (lambda token: token)
+        self._results.append(None if step.op == RESTART and result.error is None else _result_key(result, number))
         self.log.append((index, CALL))
         self.log.extend((index, event) for event in events)
         self.log_end.append(len(self.log))
@@ -743,7 +763,8 @@ class Timeline:
         ids = mod.touched(step, result, also=(task_id for task_id, _, _ in impl_changes))
         changes = mod.refresh(ids, self._read_model, self._state.now, index)
         impl_rows = self._model_impl_cursor.rows_at(index)
-        compared = sorted({c[0] for c in changes} | {c[0] for c in impl_changes})
+        # Under views=none the scheduler's views are not part of its contract: only results are compared.
+        compared = [] if self.variants.views == "none" else sorted({c[0] for c in changes} | {c[0] for c in impl_changes})
         for task_id in compared:
             mine, theirs = impl_rows.get(task_id), mod.rows.get(task_id)
             if (mine is None) != (theirs is None) or (mine is not None and mine.view != theirs.view):

@@ -95,7 +95,7 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
             else:
                 mismatch = check_renamed(step, result, renaming)
             if variants.views == "none":
-                mismatch = mismatch or _check_clock(step, scheduler)
+                mismatch = mismatch or check_clock(step, scheduler)
             else:
                 mismatch = mismatch or check_state(step, scheduler, submitted)
         except SchedulerFault as exc:
@@ -148,8 +148,9 @@ def check_renamed(step: Step, result: StepResult, renaming: Renaming) -> str | N
     return check_expect(step, result) or wrong
 
 
-def _check_clock(step: Step, scheduler: object) -> str | None:
-    """Under ``views=none``: the clock an ``expect_state`` names, and nothing about tasks."""
+def check_clock(step: Step, scheduler: object) -> str | None:
+    """Under ``views=none``: the clock an ``expect_state`` names, and nothing about tasks
+    (``check_state`` for a scheduler whose views cannot be read)."""
     if not step.expect_state or "now" not in step.expect_state:
         return None
     return check_state(Step(op=step.op, args=step.args, expect_state={"now": step.expect_state["now"]}), scheduler)
