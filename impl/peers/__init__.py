@@ -7,6 +7,7 @@ One module per queue, each offering zero-argument factories that
   (the AWS mock) serves it, driven with boto3;
 * ``fencepost.impl.peers.litequeue:queue``: litequeue (SQLite);
 * ``fencepost.impl.peers.pgqueuer:queue``: pgqueuer (PostgreSQL);
+* ``fencepost.impl.peers.procrastinate:queue``: procrastinate (PostgreSQL);
 * ``fencepost.impl.peers.redis_streams:group`` and ``:fenced``: Redis Streams
   consumer groups, on the Redis server's own clock (``--clock real``).
 

@@ -1,4 +1,4 @@
-"""The peers tests leave nothing behind on the PostgreSQL server: pgqueuer's schema goes at the end."""
+"""The peers tests leave nothing behind on the PostgreSQL server: pgqueuer's and procrastinate's schemas go at the end."""
 
 from __future__ import annotations
 
@@ -12,3 +12,7 @@ def _drop_pgqueuer_schema_at_the_end():
 
     if pgqueuer.installed_here():
         pgqueuer.uninstall()
+    from fencepost.impl.peers import procrastinate
+
+    if procrastinate.installed_here():
+        procrastinate.uninstall()

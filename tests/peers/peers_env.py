@@ -5,7 +5,7 @@ which ``.ci/run`` installs). Without a queue's package its tests skip, saying
 which package and how to install it (``pytest -ra`` prints the reason); an
 import error in fencepost's own code is never a skip: the adapters import
 their queue only when a factory is called, so ``fencepost.impl.peers.*``
-always imports. pgqueuer also needs the PostgreSQL server named by
+always imports. pgqueuer and procrastinate also need the PostgreSQL server named by
 ``FENCEPOST_PG_DSN``.
 """
 
@@ -27,6 +27,7 @@ PACKAGES = {
     "sqs": ("moto", "boto3"),
     "litequeue": ("litequeue",),
     "pgqueuer": ("pgqueuer", "psycopg"),
+    "procrastinate": ("procrastinate", "psycopg"),
     "redis_streams": ("redis",),
 }
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
@@ -39,11 +40,11 @@ def adapter_of(impl: str) -> str:
 
 
 def require(adapter: str) -> None:
-    """Skip the calling test unless ``adapter``'s queue (and for pgqueuer its server) is there."""
+    """Skip the calling test unless ``adapter``'s queue (and for a PostgreSQL queue its server) is there."""
     for package in PACKAGES[adapter]:
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} is not installed: pip install 'fencepost[peers]'")
-    if adapter == "pgqueuer":
+    if adapter in ("pgqueuer", "procrastinate"):
         problem = _server_problem()
         if problem:
             pytest.skip(problem)
@@ -71,7 +72,7 @@ def _redis_problem() -> str:
 def _server_problem() -> str:
     dsn = os.environ.get("FENCEPOST_PG_DSN")
     if not dsn:
-        return "FENCEPOST_PG_DSN is not set: no PostgreSQL server for pgqueuer"
+        return "FENCEPOST_PG_DSN is not set: no PostgreSQL server for pgqueuer or procrastinate"
     import psycopg
 
     try:

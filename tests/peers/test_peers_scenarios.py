@@ -29,7 +29,7 @@ def meta_of(path) -> dict:
 
 def test_every_finding_is_shipped() -> None:
     adapters = {adapter_of(meta_of(path)["impl"]) for path in FILES}
-    assert adapters == {"sqs", "litequeue", "pgqueuer"}
+    assert adapters == {"sqs", "litequeue", "pgqueuer", "procrastinate"}
     assert {meta_of(path)["kind"] for path in FILES} == set(KINDS)
 
 
