@@ -197,22 +197,40 @@ def declared_variants(source: object) -> dict | None:
     return declared
 
 
-def variants_in_force(given: list[str] | None, *declarations: tuple[object, str]) -> object:
+def variants_in_force(given: list[str] | None, *declarations: tuple[object, str],
+                      scheduler: tuple[object, str] | None = None) -> object:
     """The ``Variants`` a run checks under: ``--variant`` flags merged with each ``(declaration, who)``.
 
     A declaration is a mapping as files and schedulers record it (None: says
     nothing); ``who`` names it in an error ("the scenario file", "the
-    scheduler"). Where two sides name the same variant they must agree.
+    scheduler"). Where two sides name the same variant they must agree, except
+    ``scheduler``, a factory's or program's own declaration: ``--variant``
+    overrides it name by name and extends it (``spec.variants.overlay``).
 
     Raises:
         UsageError: a flag or declaration is not valid, or two of them
             disagree (one line naming the variant, both values and who said each).
     """
-    from fencepost.spec.variants import combine
+    from fencepost.spec.variants import combine, overlay
 
-    sides = [(list(given), "--variant")] if given else []
-    sides += [(declared, who) for declared, who in declarations if declared is not None]
     try:
+        if scheduler is not None and scheduler[0] is not None:
+            merged, _ = overlay(given or [], scheduler[0], scheduler[1])
+            sides = [(merged, f"--variant over {scheduler[1]}" if given else scheduler[1])]
+        else:
+            sides = [(list(given), "--variant")] if given else []
+        sides += [(declared, who) for declared, who in declarations if declared is not None]
         return combine(sides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def overridden_line(given: list[str] | None, scheduler: tuple[object, str]) -> str | None:
+    """The line a command prints when ``--variant`` overrode names ``scheduler`` declares, else None.
+    Call it after ``variants_in_force`` accepted both."""
+    from fencepost.spec.variants import describe_overrides, overlay
+
+    if not given or scheduler[0] is None:
+        return None
+    _, changed = overlay(given, scheduler[0], scheduler[1])
+    return describe_overrides(changed, scheduler[1]) if changed else None

@@ -243,6 +243,36 @@ def merge_declarations(given: Mapping[str, object] | None, declared: Mapping[str
     return variants
 
 
+def overlay(given: Iterable[str], declared: Mapping[str, object] | None, declared_by: str = "the scheduler"
+            ) -> tuple[dict[str, object], list[tuple[str, object, object]]]:
+    """The command line over a scheduler's own declaration: ``--variant`` wins, name by name.
+
+    The rule (docs/contract.md, "Declared variants"): a name ``--variant``
+    gives replaces the scheduler's value for that name (``without=`` replaces
+    the whole list); a name only one side gives is taken from that side. So
+    one factory serves to look past a finding (``--variant late=refuse``).
+    Scenario files and history headers are not overlaid: what they record was
+    judged under their variants, and ``combine`` refuses a disagreement.
+
+    Returns:
+        The merged declaration (each name with its value, ``without`` a tuple),
+        and the overridden names as ``(name, declared value, given value)``.
+
+    Raises:
+        ValueError: a flag or the declaration is invalid (as ``explicit``).
+    """
+    mine = explicit(list(given), "--variant")
+    theirs = explicit(declared or {}, declared_by)
+    changed = [(name, theirs[name], mine[name]) for name in mine if name in theirs and theirs[name] != mine[name]]
+    return {**theirs, **mine}, changed
+
+
+def describe_overrides(changed: list[tuple[str, object, object]], declared_by: str) -> str:
+    """One line saying what ``--variant`` overrode: ``--variant overrides X's fencepost_variants: late=refuse (declared accept-unclaimed)``."""
+    parts = [f"{name}={_show(given)} (declared {_show(old)})" for name, old, given in changed]
+    return f"--variant overrides {declared_by}: " + ", ".join(parts)
+
+
 def combine(sides: Iterable[tuple[Mapping[str, object] | Iterable[str], str]]) -> Variants:
     """The variants in force given several declarations, each ``(what it says, who says it)``.
 

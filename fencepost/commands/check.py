@@ -49,6 +49,7 @@ from fencepost.spec.arguments import (
     exec_name,
     load_factory,
     open_exec,
+    overridden_line,
     variants_in_force,
 )
 from fencepost.spec.checkers.check import (
@@ -85,15 +86,26 @@ def run(args: argparse.Namespace) -> int:
         variants_in_force(args.variants)  # a bad flag is an error before the program starts
         timing = timing_in_force(args, None, exec_name(args.exec_command))
         with open_exec(args.exec_command, args.call_timeout, timing.tick_ms if timing else None) as program:
-            variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
+            hello = (declared_variants(program), "the program's hello")
+            variants = variants_in_force(args.variants, scheduler=hello)
+            _say_overrides(args.variants, hello)
             program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
             return _check(args, program, exec_name(args.exec_command), variants, timing)
     variants = variants_in_force(args.variants)
     factory = load_factory(args.factory)
-    variants = variants_in_force(args.variants, (declared_variants(factory), f"{args.factory}'s fencepost_variants"))
+    declared = (declared_variants(factory), f"{args.factory}'s fencepost_variants")
+    variants = variants_in_force(args.variants, scheduler=declared)
+    _say_overrides(args.variants, declared)
     timing = timing_in_force(args, factory, args.factory)
     probe_factory(ticked(factory, timing.tick_ms) if timing else factory, args.factory, variants)
     return _check(args, factory, args.factory, variants, timing)
+
+
+def _say_overrides(given: list[str] | None, declared: tuple[object, str]) -> None:
+    """Print what ``--variant`` overrode of the scheduler's declaration (the variants in force follow)."""
+    line = overridden_line(given, declared)
+    if line:
+        print(line)
 
 
 def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, variants: Variants = DEFAULT,

@@ -139,12 +139,12 @@ def run(args: argparse.Namespace) -> int:
     if args.exec_command is not None:
         with open_exec(args.exec_command, args.call_timeout) as program:
             args.impl = exec_name(args.exec_command)
-            variants = variants_in_force(args.variants, (declared_variants(program), "the program's hello"))
+            variants = variants_in_force(args.variants, scheduler=(declared_variants(program), "the program's hello"))
             program.opaque_tokens = variants.tokens == "opaque"
             return _run(args, program, jobs=1, variants=variants)  # forked shares cannot share one program's pipes
     factory = load_factory(args.impl, "--impl") if args.impl else None
     declared = (declared_variants(factory), f"{args.impl}'s fencepost_variants") if factory is not None else (None, "")
-    variants = variants_in_force(args.variants, declared)
+    variants = variants_in_force(args.variants, scheduler=declared)
     if factory is not None:
         probe_factory(factory, args.impl, variants)
     return _run(args, factory, args.jobs or default_jobs(), variants)

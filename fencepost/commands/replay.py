@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.exec_command is not None:
         timing = timing_in_force(args, None, exec_name(args.exec_command))
         with open_exec(args.exec_command, args.call_timeout, timing.tick_ms if timing else None) as program:
-            variants = variants_in_force(args.variants, recorded, (declared_variants(program), "the program's hello"))
+            variants = variants_in_force(args.variants, recorded, scheduler=(declared_variants(program), "the program's hello"))
             program.opaque_tokens = variants.tokens == "opaque"  # its answers may then carry str tokens
             if timing is not None:
                 return _replay_on_the_real_clock(args, scenario, exec_name(args.exec_command), program, variants, timing)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         except UsageError as exc:
             raise UsageError(f"{args.scenario}: {exc}") from None
     factory = load_factory(impl, "--impl")
-    variants = variants_in_force(args.variants, recorded, (declared_variants(factory), f"{impl}'s fencepost_variants"))
+    variants = variants_in_force(args.variants, recorded, scheduler=(declared_variants(factory), f"{impl}'s fencepost_variants"))
     timing = timing_in_force(args, factory, impl)
     if timing is not None:
         return _replay_on_the_real_clock(args, scenario, impl, factory, variants, timing)

@@ -102,12 +102,35 @@ def test_check_says_which_variants_were_in_force(capsys) -> None:
     assert status in (0, 1)  # few runs may leave a boundary unreached; the summary line is the point
 
 
-def test_a_variant_flag_that_disagrees_with_the_declaration_is_one_line_exit_2(capsys) -> None:
-    status = main(["check", "variant_schedulers:DeclaredFifo", "--variant", "order=any"])
-    err = capsys.readouterr().err
-    assert status == 2
-    assert err.count("\n") == 1
-    assert "order=any" in err and "order=fifo" in err
+def test_a_variant_flag_overrides_the_declaration_name_by_name_and_says_so(capsys) -> None:
+    """DeclaredFifo hands out the lowest priority first and declares order=fifo: it conforms as declared;
+    --variant order=priority overrides the declaration (exit 1, the order diverges) and prints what it overrode."""
+    status = main(["check", "variant_schedulers:DeclaredFifo", "--variant", "order=priority", "--max-examples", "25"])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert ("--variant overrides variant_schedulers:DeclaredFifo's fencepost_variants: "
+            "order=priority (declared fifo)") in out, out
+    assert "declared variants in force: order=fifo" not in out, out
+    assert "does NOT conform" in out, out
+
+
+def test_a_variant_flag_extends_the_declaration_with_names_it_leaves_out(capsys) -> None:
+    status = main(["check", "variant_schedulers:DeclaredFifo", "--variant", "interval=closed",
+                   "--max-examples", "5", "--steps", "10"])
+    out = capsys.readouterr().out
+    assert "declared variants in force: order=fifo, interval=closed" in out, out
+    assert "--variant overrides" not in out, out  # nothing declared was changed
+    assert status in (0, 1)  # few runs may leave a boundary unreached; the summary line is the point
+
+
+def test_overlay_is_the_flag_over_the_declaration_and_lists_what_changed() -> None:
+    from fencepost.spec.variants import overlay
+
+    merged, changed = overlay(["late=refuse", "tokens=opaque", "without=fail"],
+                              {"late": "accept-unclaimed", "order": "any", "without": "cancel,fail"})
+    assert merged == {"late": "refuse", "order": "any", "tokens": "opaque", "without": ("fail",)}
+    assert changed == [("late", "accept-unclaimed", "refuse"), ("without", ("cancel", "fail"), ("fail",))]
+    assert overlay([], {"order": "any"}) == ({"order": "any"}, [])
 
 
 @pytest.mark.parametrize("flag", ["order=sideways", "colour=blue", "order", "exhaust=at-dispatch"])
