@@ -21,7 +21,7 @@ from fencepost.report.page import prose, render_page, table_sections, text
 from fencepost.spec.checkers.why import Why, why_at
 from fencepost.spec.formats.recorded import suggestions
 from fencepost.story.timeline import Board, Row, Timeline
-from fencepost.spec.variants import DEFAULT
+from fencepost.spec.variants import DEFAULT, show_span
 
 
 #: Tasks shown side by side at the failing step, at most (those that differ first).
@@ -207,7 +207,7 @@ def _lease_picture(timeline: Timeline, leases: Leases, marked: int | None) -> st
     for number, lane in enumerate(leases.lanes):
         top = svg.lane_y(number)
         if compact is None:
-            shapes += [_bar(lease, scale, top) for lease in lane.leases]
+            shapes += [_bar(lease, scale, top, timeline.variants.interval) for lease in lane.leases]
         else:
             for lease in lane.leases:
                 _compact_bar(compact, lease, scale, top)
@@ -258,7 +258,7 @@ def _compact_bar(paths: svg.Paths, lease: Lease, scale: svg.Scale, top: int) -> 
         paths.tick("c-end expiry" if lease.expired else "c-end running", x1, top + 2, 18)
 
 
-def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:
+def _bar(lease: Lease, scale: svg.Scale, top: int, interval: str = "half-open") -> str:
     x0, x1 = scale.x(lease.started_at), scale.x(lease.expires_at)
     held_end = scale.x(lease.ended) if lease.ended is not None else x1
     classes = ["lease"]
@@ -266,7 +266,7 @@ def _bar(lease: Lease, scale: svg.Scale, top: int) -> str:
         classes.append("retry")
     ended = lease.ended is not None
     classes.append("expired" if lease.expired else "ended" if ended else "open")
-    words = [f"task {lease.task_id}, token {lease.token} on {lease.worker}: [{lease.started_at}, {lease.expires_at}), step {lease.step}"]
+    words = [f"task {lease.task_id}, token {lease.token} on {lease.worker}: {show_span(lease.started_at, lease.expires_at, interval)}, step {lease.step}"]
     if lease.retry:
         words.append(f"retry (lease {lease.attempt} of the task)")
     if lease.renewals:

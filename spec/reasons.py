@@ -23,6 +23,7 @@ from fencepost.spec.model import (
     FINAL_STATUSES, Reason, State, Status, Task, Variants, _MODEL_PICKS, _budget_spent, _dispatch, _rejection,
     _revives, apply, capacity_of, eligible, expire, is_due, key_record, lease_live, load, show_token,
 )
+from fencepost.spec.variants import show_span
 
 
 #: Where docs/contract.md states each rule ``explain`` names (a numbered rule, a row of its table, a section).
@@ -57,8 +58,7 @@ _RESULT_AND_VIEW = frozenset({"result", "view"})
 
 
 def _span(variants: Variants, started_at: int | None, expires_at: int | None) -> str:
-    start = "..." if started_at is None else started_at
-    return f"[{start}, {expires_at}{']' if variants.interval == 'closed' else ')'}"
+    return show_span(started_at, expires_at, variants.interval)
 
 
 def _live_rule(variants: Variants) -> str:

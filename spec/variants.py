@@ -211,6 +211,13 @@ def show_token(token: object) -> str:
     return str(token)
 
 
+def show_span(started_at: object, expires_at: object, interval: str = "half-open") -> str:
+    """A lease's span as every listing prints it: ``[0, 5)``, or ``[0, 5]`` under ``interval=closed``
+    (live at exactly its end). ``started_at`` None (a start nobody recorded) prints as ``...``."""
+    start = "..." if started_at is None else started_at
+    return f"[{start}, {expires_at}{']' if interval == 'closed' else ')'}"
+
+
 #: The contract itself: every variant at its first value.
 DEFAULT = Variants()
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from fencepost.spec.formats.scenario import BATCH_OF, Step, StepResult
 from fencepost.spec.protocol import RESTART
+from fencepost.spec.variants import show_span
 from fencepost.story.rows import Change, Row, same_lease
 
 #: Event kinds; the stylesheet gives each its colour.
@@ -73,9 +74,9 @@ _AFTER_FAIL = {
 }
 
 
-def lease_text(start: int | None, end: int | None) -> str:
-    """A lease as the half-open interval it is: ``[5, 10)``."""
-    return f"[{start}, {end})"
+def lease_text(start: int | None, end: int | None, interval: str = "half-open") -> str:
+    """A lease as the interval it is: ``[5, 10)``, or ``[5, 10]`` under ``interval=closed`` (live at its end)."""
+    return show_span(start, end, interval)
 
 
 class LiveSide(Protocol):
@@ -104,8 +105,9 @@ class Narrator:
     name the lease it came too late for.
     """
 
-    def __init__(self, side: LiveSide, waiting: Waiting) -> None:
+    def __init__(self, side: LiveSide, waiting: Waiting, interval: str = "half-open") -> None:
         self._side = side
+        self._interval = interval  # the interval variant in force: how a lease's span is worded
         self._waiting = waiting
         # (task id, token) -> (start, end) of every lease that ended by expiry, for rejection texts
         self._expired: dict[tuple[int, int | None], tuple[int | None, int | None]] = {}
@@ -211,7 +213,7 @@ class Narrator:
             events.append(
                 Event(
                     "expiry",
-                    f"lease {lease_text(before.started_at, before.expires_at)} of task {task_id} "
+                    f"lease {lease_text(before.started_at, before.expires_at, self._interval)} of task {task_id} "
                     f"on {before.worker} (token {before.token}) expired at t={before.expires_at}{noticed}: {then}",
                     task_id,
                 )
@@ -252,7 +254,7 @@ class Narrator:
         self._issued.setdefault(lease.task_id, set()).add(lease.token)
         head = (
             f"task {lease.task_id} → {worker}, token {lease.token}, "
-            f"lease {lease_text(lease.started_at, lease.expires_at)}"
+            f"lease {lease_text(lease.started_at, lease.expires_at, self._interval)}"
         )
         chosen = self._side.rows.get(lease.task_id)
         if chosen is None:
@@ -284,7 +286,7 @@ class Narrator:
             under = f"token {held}" if held == token else f"its lease was under token {held}, not the {token} given"
             return Event("complete", f"task {task_id} {row.status} ({under}); its slot is free at once", task_id)
         if op == "renew":
-            lease = lease_text(row.started_at, row.expires_at)
+            lease = lease_text(row.started_at, row.expires_at, self._interval)
             under = f"still token {row.token}" if row.token == token else f"under token {row.token}, not the {token} given"
             return Event("renew", f"lease of task {task_id} renewed: now {lease}, {under}", task_id)
         text = _AFTER_FAIL.get(row.status, "task {id} failed: now {status}").format(**row._asdict())
@@ -334,7 +336,7 @@ class Narrator:
         if reason == "lease_expired":
             start, end = self._expired.get((task_id, token), (None, None))
             if end is not None:
-                return f"lease {lease_text(start, end)} expired at t={end}"
+                return f"lease {lease_text(start, end, self._interval)} expired at t={end}"
             return f"the lease of token {token} has expired"
         if reason == "not_running":
             return f"task {task_id} is not running (it is {status})"

@@ -121,6 +121,7 @@ class Frame:
     events: tuple[Event, ...]  # what happened because of this step
     changed: frozenset[int]  # task ids whose row changed at this step
     workers: tuple[WorkerLoad, ...]
+    interval: str = "half-open"  # the interval variant in force: how a lease's span is worded
 
     # Worded on demand: a 10,000-step timeline shows a few dozen of them.
 
@@ -132,7 +133,7 @@ class Frame:
     @property
     def result(self) -> str:
         """The implementation's answer in words ("" at frame 0)."""
-        return describe_result(self.step, self.outcome) if self.step is not None else ""
+        return describe_result(self.step, self.outcome, self.interval) if self.step is not None else ""
 
     @property
     def notable(self) -> bool:
@@ -165,6 +166,7 @@ class Board:
     workers: tuple[WorkerLoad, ...]
     changed: frozenset[int]
     keys: dict[int, str] = field(default_factory=dict)  # task id -> idempotency key, for tasks submitted with one
+    interval: str = "half-open"  # the interval variant in force: how a lease's span is worded
 
 
 #: Longest idempotency key a task column shows; a longer one is cut with an ellipsis.
@@ -537,7 +539,7 @@ class Timeline:
         self._scheduler = factory()
         self._impl = _Side()
         self._waiting = _Waiting(self._impl.rows)
-        self._narrator = Narrator(self._impl, self._waiting)
+        self._narrator = Narrator(self._impl, self._waiting, variants.interval)
         self._results: list[object] = [None]  # _result_key of every frame's implementation result
         self._state = model.initial(variants)
         self._model = _Side()
@@ -613,7 +615,7 @@ class Timeline:
             check = self.checks[index]
             now, workers, changed = check.now, check.workers, check.changed
         pending, running, done = self._columns[side].at(index, now)
-        return Board(side, now, pending, running, done, workers, changed, self._impl.keys)
+        return Board(side, now, pending, running, done, workers, changed, self._impl.keys, self.variants.interval)
 
     # ------------------------------------------------------------ building: the implementation
 
@@ -687,7 +689,9 @@ class Timeline:
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
         events = self._narrator.events(step, result, changes, now)
-        expected = check_expect(step, result) if self._renaming is None else check_renamed(step, result, self._renaming)
+        interval = self.variants.interval
+        expected = (check_expect(step, result, interval) if self._renaming is None
+                    else check_renamed(step, result, self._renaming, interval))
         mismatch = crash or expected or self._check_state(step)
         if mismatch:
             events.append(mismatch_event(mismatch))
@@ -701,6 +705,7 @@ class Timeline:
             events=tuple(events),
             changed=frozenset(task_id for task_id, _, _ in changes),
             workers=impl.loads() if self._loads_may_change(step, changes) else self.frames[-1].workers,
+            interval=interval,
         )
         # A restart's value is the reopened scheduler; what must agree with the model is only that it did not raise.
         number = self._renaming.number_of if self._renaming is not None else (lambda token: token)
@@ -771,7 +776,7 @@ class Timeline:
                 self._differing.add(task_id)
             else:
                 self._differing.discard(task_id)
-        said = describe_result(step, result)
+        said = describe_result(step, result, self.variants.interval)
         divergence = None
         if self._results[index] != _result_key(result):
             divergence = result_divergence(self.frames[index].result, said)

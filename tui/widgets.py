@@ -369,6 +369,8 @@ class TaskColumn(LineList):
         self._id_width = len(str(len(board.pending) + len(board.running) + len(board.done)))
         self._room = self.scrollable_content_region.width  # a slow property: once a show, not once a row
         self.show_title(f"{self.TITLES[self.kind]} {len(rows):,}")
+        if self.kind == "running":  # the legend's span as the interval in force has it
+            self.show_subtitle(self.LEGENDS["running"].replace("[start, end)", lease_text("start", "end", board.interval)))
         self.set_line_count(len(rows))
 
     def line(self, index: int) -> Line:
@@ -381,7 +383,7 @@ class TaskColumn(LineList):
             context: object = (due, due and board.pending[0] is row)
         else:
             context = board.now if kind == "running" else None  # the time left on its lease
-        key = (row, context, row.id in board.changed, board.keys.get(row.id), self._id_width, self._room)
+        key = (row, context, row.id in board.changed, board.keys.get(row.id), self._id_width, self._room, board.interval)
         line = self._lines.get(key)
         if line is None:
             parts = getattr(self, f"_format_{kind}")(row, board)
@@ -427,7 +429,7 @@ class TaskColumn(LineList):
         parts += [
             (f" {row.worker}", "worker", 1),
             (f" tok {row.token}", None, KEEP),
-            (" " + lease_text(start, end), "dim", KEEP),
+            (" " + lease_text(start, end, board.interval), "dim", KEEP),
             (" ", None, 3),
             ("█" * filled, "bar-left", 3),
             ("░" * (BAR_WIDTH - filled), "bar-used", 3),

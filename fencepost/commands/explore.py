@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
     if result.violation is not None:
         steps = len(result.violation.trace)
         print(f"Violation, a shortest counterexample ({steps} step{'' if steps == 1 else 's'}, breadth-first):")
-        print(format_trace(result.violation.trace))
+        print(format_trace(result.violation.trace, variants.interval))
         print(why_line(result.violation.trace, result.violation.problem, variants))
         if args.trace_out:
             _write(result, args, variants)

@@ -137,7 +137,7 @@ def _report(args: argparse.Namespace, scenario: Scenario, name: str, replayed: l
     running = {"impl": name if args.exec_command is None else DEFAULT_IMPL, "exec": args.exec_command}
     for line in suggestions(scenario.meta, running):
         print(f"note: {line}")  # the file's own record of what it ran on: shown, never run
-    for line in format_lines(replayed):
+    for line in format_lines(replayed, variants.interval):
         print(line)
     print(summary(replayed, len(scenario.steps)))
     return EXIT_VIOLATION if any(r.mismatch for r in replayed) else EXIT_OK
@@ -189,6 +189,6 @@ def _replay_on_the_real_clock(args: argparse.Namespace, scenario: Scenario, name
     if trace is None:
         print(f"ok: no step diverges whatever the timing ({_count(len(calls), 'step')})")
         return EXIT_OK
-    print(format_trace(trace))
+    print(format_trace(trace, variants.interval))
     print(f"step {len(trace)} diverges whatever the timing")
     return EXIT_VIOLATION

@@ -228,7 +228,7 @@ def report_failure(result: CheckResult) -> str:
     """The counterexample as a person reads it: numbered steps, then one ``why:`` line (``spec.checkers.why``)."""
     lines = [
         f"counterexample ({len(result.trace)} step{'s' if len(result.trace) != 1 else ''}, shrunk):",
-        format_trace(result.trace),
+        format_trace(result.trace, result.variants.interval),
         why_line(result.trace, result.failure, result.variants),
     ]
     return "\n".join(lines)

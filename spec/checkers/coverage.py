@@ -127,7 +127,8 @@ def required_boundaries(variants: Variants = DEFAULT) -> dict[str, str]:
     if variants.late == "accept-unclaimed" and "completion_at_expiry" not in gone \
             and not _reachable("complete", Reason.LEASE_EXPIRED, variants):
         gone.add("completion_at_expiry")
-    return {name: meaning for name, meaning in REQUIRED_BOUNDARIES.items() if name not in gone}
+    worded = CLOSED_MEANINGS if variants.interval == "closed" else {}
+    return {name: worded.get(name, meaning) for name, meaning in REQUIRED_BOUNDARIES.items() if name not in gone}
 
 
 #: Boundaries every run must hit, with what each means.
@@ -142,6 +143,15 @@ REQUIRED_BOUNDARIES: dict[str, str] = {
     "ids_past_9": "a dispatch leased a task with id >= 10 while a lower id was waiting",
     "capacity_exactly_full": "a dispatch refused because the worker's load equals its capacity",
     "reassigned_fresh_token": "a task leased again after an earlier lease of it ended, under a new token",
+}
+
+
+#: The boundaries whose meaning ``interval=closed`` changes, worded as it has them: a closed lease is live
+#: at exactly ``expires_at``, so the refused completion (what ``classify`` counts) is one tick later.
+CLOSED_MEANINGS: dict[str, str] = {
+    "completion_at_expiry": "complete with the current token at expires_at + 1, the first instant past a closed lease "
+                            "(refused; at exactly expires_at it is accepted)",
+    "time_one_before_expiry": "a timed call at expires_at - 1 of a running lease (live through expires_at)",
 }
 
 

@@ -162,7 +162,8 @@ class Lockstep:
 
     def differs(self, state: model.State, op: str, args: dict, expected: object, got: object, raw: object) -> str:
         """The divergence message: the results, and under a variant that allows choices, why the model allows none of it."""
-        text = f"the result differs: expected {describe(expected, op)}, got {describe(got, op)}"
+        interval = state.variants.interval
+        text = f"the result differs: expected {describe(expected, op, interval)}, got {describe(got, op, interval)}"
         if self.chooses and not (isinstance(got, tuple) and got and got[0] in ("error", "hang", "fault")) \
                 and not (isinstance(expected, tuple) and expected and expected[0] == "error"):
             reason = model.why_not(state, op, dict(args), raw)

@@ -91,9 +91,9 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
                 for task_id in result.value:
                     submitted += task_id == submitted + 1
             if renaming is None:
-                mismatch = check_expect(step, result)
+                mismatch = check_expect(step, result, variants.interval)
             else:
-                mismatch = check_renamed(step, result, renaming)
+                mismatch = check_renamed(step, result, renaming, variants.interval)
             if variants.views == "none":
                 mismatch = mismatch or check_clock(step, scheduler)
             else:
@@ -122,7 +122,7 @@ def _renamed(step: Step, renaming: Renaming) -> Step:
                                                expect_state=step.expect_state, question=step.question)
 
 
-def check_renamed(step: Step, result: StepResult, renaming: Renaming) -> str | None:
+def check_renamed(step: Step, result: StepResult, renaming: Renaming, interval: str = "half-open") -> str | None:
     """``check_expect`` with a dispatch's token compared up to renaming; numbers the lease's token.
 
     ``expect = { token = N }`` holds for the N-th distinct token seen, or for
@@ -145,7 +145,7 @@ def check_renamed(step: Step, result: StepResult, renaming: Renaming) -> str | N
         step = Step(op=step.op, args=step.args, expect={k: v for k, v in expect.items() if k != "token"})
     if lease is not None and token is not None:
         renaming.saw(token)
-    return check_expect(step, result) or wrong
+    return check_expect(step, result, interval) or wrong
 
 
 def check_clock(step: Step, scheduler: object) -> str | None:
@@ -203,14 +203,14 @@ def replay_watched(scenario: Scenario, factory: object, call_timeout: float, nam
         return steps
 
 
-def format_lines(replayed: list[ReplayedStep]) -> list[str]:
-    """One aligned line per replayed step."""
+def format_lines(replayed: list[ReplayedStep], interval: str = "half-open") -> list[str]:
+    """One aligned line per replayed step (a lease's span as ``interval``, the variant in force, has it)."""
     number_width = len(str(len(replayed)))
     times = [f"t={r.now}" for r in replayed]
     time_width = max((len(t) for t in times), default=0)
     lines = []
     for r, t in zip(replayed, times):
-        line = f"step {r.number:>{number_width}}  {t:<{time_width}}  {describe_call(r.step)} -> {describe_result(r.step, r.result)}"
+        line = f"step {r.number:>{number_width}}  {t:<{time_width}}  {describe_call(r.step)} -> {describe_result(r.step, r.result, interval)}"
         if r.mismatch:
             line += f"  MISMATCH: {r.mismatch}"
         lines.append(line)

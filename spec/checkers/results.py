@@ -11,7 +11,7 @@ from __future__ import annotations
 from fencepost.spec.checkers.steps import bool_field, int_field
 from fencepost.spec.formats.trace import format_call, TraceStep
 from fencepost.spec.formats.values import BATCH_OF
-from fencepost.spec.variants import show_token
+from fencepost.spec.variants import show_span, show_token
 
 
 class Divergence(AssertionError):
@@ -56,8 +56,9 @@ def comparable(value: object) -> object:
     return value
 
 
-def describe(value: object, op: str = "dispatch") -> str:
-    """A normalized result of ``op`` in words, for counterexample listings."""
+def describe(value: object, op: str = "dispatch", interval: str = "half-open") -> str:
+    """A normalized result of ``op`` in words, for counterexample listings; a lease's span as
+    ``interval`` (the variant in force) has it: ``[0, 5)``, or ``[0, 5]`` under ``closed``."""
     if value is None:
         return "none" if op == "dispatch" else "ok"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -70,7 +71,7 @@ def describe(value: object, op: str = "dispatch") -> str:
             return "accepted" if value[1] else f"rejected ({value[2]})"
         if kind == "lease":
             _, task_id, worker, token, start, end = value
-            return f"lease task {task_id} to {worker}, token {show_token(token)}, [{start}, {end})"
+            return f"lease task {task_id} to {worker}, token {show_token(token)}, {show_span(start, end, interval)}"
         if kind == "error":
             return f"error: {value[1]}"
         if kind == "hang":
@@ -81,7 +82,7 @@ def describe(value: object, op: str = "dispatch") -> str:
             return value[1]
         if kind == "batch":
             single = BATCH_OF.get(op, op)
-            return "[" + "; ".join(describe(item, single) for item in value[1]) + "]"
+            return "[" + "; ".join(describe(item, single, interval) for item in value[1]) + "]"
     return repr(value)
 
 
@@ -111,18 +112,18 @@ def _reason_only(expected: object, got: object) -> bool:
 REASONS_NOT_COMPARED = "reasons are not compared"
 
 
-def format_trace(trace: list[TraceStep]) -> str:
+def format_trace(trace: list[TraceStep], interval: str = "half-open") -> str:
     """Numbered steps: call, expected, got; the diverging step is marked.
 
     Where the answers differ only in a rejection's reason (advice, never
     compared), the ``got`` says so: the step diverged for what the line
-    below it says, not for the reason's wording.
+    below it says, not for the reason's wording. Leases' spans as ``interval`` has them.
     """
     lines = []
     width = max((len(format_call(s.op, s.args)) for s in trace), default=0)
     for number, step in enumerate(trace, 1):
         mark = "   <-- diverges" if step.problem else ""
-        expected, got = describe(step.expected, step.op), describe(step.got, step.op)
+        expected, got = describe(step.expected, step.op, interval), describe(step.got, step.op, interval)
         if expected != got and _reason_only(step.expected, step.got):
             got += f" ({REASONS_NOT_COMPARED})"  # so the mark is not read as being about the wording
         lines.append(

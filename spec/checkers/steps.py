@@ -21,7 +21,7 @@ from fencepost.spec.formats.scenario import (
     _one_line,
 )
 from fencepost.spec.protocol import RESTART
-from fencepost.spec.variants import TOKEN_SHOWN, show_token
+from fencepost.spec.variants import TOKEN_SHOWN, show_span, show_token
 
 
 def apply_step(scheduler: object, step: Step) -> StepResult:
@@ -46,10 +46,11 @@ def describe_call(step: Step) -> str:
     return f"{step.op}({args})"
 
 
-def describe_result(step: Step, result: StepResult) -> str:
+def describe_result(step: Step, result: StepResult, interval: str = "half-open") -> str:
     """The result in a few words: ``lease task 1 to w1, token 1, [5, 10)``, ``none``,
     ``accepted``, ``rejected: stale_token``, ``task 3``, ``ok``, ``error: ...``;
-    a batch's as its entries' in brackets, ``[accepted; rejected: stale_token]``."""
+    a batch's as its entries' in brackets, ``[accepted; rejected: stale_token]``.
+    A lease's span as ``interval`` (the variant in force) has it: ``[5, 10]`` under ``closed``."""
     if result.error is not None:
         return f"error: {result.error}"
     value = result.value
@@ -57,14 +58,14 @@ def describe_result(step: Step, result: StepResult) -> str:
         return "reopened"
     if step.op in BATCH_OF and isinstance(value, (list, tuple)):
         single = Step(op=BATCH_OF[step.op], args={})
-        return "[" + "; ".join(describe_result(single, StepResult(value=item)) for item in value) + "]"
+        return "[" + "; ".join(describe_result(single, StepResult(value=item), interval) for item in value) + "]"
     if step.op == "dispatch":
         if value is None:
             return "none"
         if all(hasattr(value, name) for name in LEASE_FIELDS):
             token = value.token if not isinstance(value.token, str) or len(value.token) <= TOKEN_SHOWN else show_token(value.token)
             return (f"lease task {value.task_id} to {value.worker}, token {token}, "
-                    f"[{value.started_at}, {value.expires_at})")
+                    f"{show_span(value.started_at, value.expires_at, interval)}")
     elif step.op in OUTCOME_OPS and hasattr(value, "accepted"):
         if type(value.accepted) is not bool:
             return f"an outcome with accepted={value.accepted!r}, not a bool"
@@ -106,11 +107,12 @@ def describe_expect(step: Step) -> str:
     return repr(expect)
 
 
-def check_expect(step: Step, result: StepResult) -> str | None:
-    """None when the result meets ``step.expect`` (or there is none), else one line saying how not."""
+def check_expect(step: Step, result: StepResult, interval: str = "half-open") -> str | None:
+    """None when the result meets ``step.expect`` (or there is none), else one line saying how not
+    (a lease's span as ``interval`` has it)."""
     if step.expect is None or _meets(step, result):
         return None
-    return f"expected {describe_expect(step)}, got {describe_result(step, result)}"
+    return f"expected {describe_expect(step)}, got {describe_result(step, result, interval)}"
 
 
 def _meets(step: Step, result: StepResult) -> bool:
