@@ -13,9 +13,12 @@ the search starts from ``model.initial(variants)``, and where they allow
 several results for one call (``order=any``: any eligible task;
 ``tokens=opaque``: any fresh token) a recorded result the model's own pick
 does not match is followed (``model.follow``) when the model allows it. A
-dispatch whose result is unknown (info) under those two cannot be followed
-(the task or token it took is not known): ``check_history`` refuses such a
-history (``ValueError``) rather than guess.
+dispatch whose result is unknown (info) under those two, the normal case in
+a real history cut short, is judged: it took the model's pick (under
+``order=any`` any task the model allows) under a fresh token nobody
+recorded (``_steps``), or never took effect. Only a lost ``dispatch_many``
+(every set of tasks it may have taken), and a lost dispatch under
+``order=any`` on a real clock, are refused (``ValueError``) rather than guessed.
 
 ``prune`` (the optional retention operation) is one timed call like the
 others, judged as ``model.prune``: it forgets the final tasks that ended
@@ -39,7 +42,7 @@ from fencepost.spec.checkers.linearize_realtime import RealTime, windows as real
 from fencepost.spec.checkers.linearize_states import _State, canonical, prune_bounds
 from fencepost.spec.formats.history import Call, ERROR, History, INFO, OK
 from fencepost.spec.formats.values import BATCH_OF, same_result
-from fencepost.spec.variants import DEFAULT, Variants, show_token
+from fencepost.spec.variants import DEFAULT, Variants, show_span, show_token
 
 
 #: Default bound on (placed calls, model state) pairs explored, over the whole
@@ -134,6 +137,40 @@ def _step(call: Call, state: _State) -> tuple[_State | None, object]:
                 return followed
         return None, value
     return after, value
+
+
+#: What a lease whose dispatch's answer was lost carries as its token: a str no scheduler hands out
+#: (``str.format``-ed with the call's index), so no recorded token is ever taken for it.
+UNKNOWN_TOKEN = "\u2047{}"
+
+
+def _steps(call: Call, state: _State) -> Iterator[tuple[_State | None, object]]:
+    """Every way ``call`` may take effect from ``state``: ``_step``'s one, except for a dispatch
+    whose answer was lost (info) under variants that allow choices (``_chooses``).
+
+    That dispatch took the model's pick under an unknown, fresh token (``UNKNOWN_TOKEN``
+    under ``tokens=opaque``, so it is never confused with a recorded one), or under
+    ``order=any`` any task the model allows it to take. O(T) follows for T tasks under
+    ``order=any``, else one.
+    """
+    if not (call.kind == INFO and call.op == "dispatch" and _chooses(state.base.variants)):
+        yield _step(call, state)
+        return
+    try:
+        after, value = state.apply(call.op, call.args)
+    except ValueError as exc:
+        yield state, exc
+        return
+    if value is None:  # nothing to take: the only answer
+        yield after, value
+        return
+    # under tokens=int the token is known all the same: the next one
+    token = UNKNOWN_TOKEN.format(call.index) if state.base.variants.tokens == "opaque" else value.token
+    candidates = range(1, state.size + 1) if state.base.variants.order == "any" else (value.task_id,)
+    for task_id in candidates:
+        followed = state.follow(call.op, call.args, replace(value, task_id=task_id, token=token))
+        if followed is not None:
+            yield followed
 
 
 def _why_not(state: _State, call: Call) -> str:
@@ -238,7 +275,7 @@ def _orders(
     ends: set[tuple[_State, frozenset[int]]] = set()
     state, placed = start, 0
     entry = nxt[head]
-    options: Iterator | None = None  # on a real clock: the (state, answer) pairs left to try at ``entry``
+    options: Iterator | None = None  # the (state, answer) pairs left to try at ``entry`` (``_steps``, or readings)
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
@@ -249,17 +286,15 @@ def _orders(
                 yield _Found(end_key, pending, tuple(calls[local_of[e]].index for e, _, _ in stack))
         elif kind[entry] == _CALL:
             local = local_of[entry]
-            if timing is not None:
-                if options is None:
-                    options = timing.options(calls[local], state, _step, local in unknown)
-                tried = next(options, _TRIED_ALL)
-                if tried is _TRIED_ALL:
-                    options = None
-                    entry = nxt[entry]
-                    continue
-                after, answer = tried
-            else:
-                after, answer = _step(calls[local], state)
+            if options is None:  # every way the call may take effect here (one, but for a reading or a lost answer)
+                options = (_steps(calls[local], state) if timing is None
+                           else timing.options(calls[local], state, _step, local in unknown))
+            tried = next(options, _TRIED_ALL)
+            if tried is _TRIED_ALL:
+                options = None
+                entry = nxt[entry]
+                continue
+            after, answer = tried
             if after is not None:
                 key = (placed | 1 << local, after)
                 if key not in seen:
@@ -378,7 +413,7 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
     ``timing``: judge on a real clock (``linearize_realtime``; by default, when the
     history's header has a ``clock``, ``RealTime.of(history)``), each timed call at
     some reading inside its interval; times in the states are then in the clock's units.
-    Raises ValueError for an info dispatch under ``order=any`` or
+    Raises ValueError for an info dispatch_many under ``order=any`` or
     ``tokens=opaque`` (see the module docstring), and where ``RealTime.of`` and
     ``RealTime.options`` do. The windows are searched depth first: the first order found in
     a window goes on to the next, and another of its end states is tried only
@@ -400,7 +435,10 @@ def check_history(history: History, max_states: int = DEFAULT_MAX_STATES, start:
         return Verdict(True, (), 0, 0)
     first = model.initial(variants) if start is None else start
     if _chooses(first.variants):
-        unknown = next((c for c in history.calls if c.kind == INFO and c.op in _CHOOSING_OPS), None)
+        # A lost dispatch is judged (``_steps``); a lost dispatch_many, or on a real clock under order=any,
+        # would need every set of tasks it may have taken, at every reading: refused.
+        refused = {"dispatch_many"} | ({"dispatch"} if timing is not None and first.variants.order == "any" else set())
+        unknown = next((c for c in history.calls if c.kind == INFO and c.op in refused), None)
         if unknown is not None:
             raise ValueError(
                 f"{history.source}: line {history.events[unknown.invoked].line}: {unknown.op} by {unknown.process} has an unknown "
@@ -470,7 +508,7 @@ def _locate(history: History, configs: dict[Config, None], window: tuple[int, in
     return Failure(first, hi, failing, involved, tuple(answers), starts)
 
 
-def describe(op: str, value: object) -> str:
+def describe(op: str, value: object, interval: str = "half-open") -> str:
     """A result or the model's exception, in the words counterexamples use."""
     if isinstance(value, Exception):
         return f"ValueError: {value}" if isinstance(value, ValueError) else f"{type(value).__name__}: {value}"
@@ -478,11 +516,11 @@ def describe(op: str, value: object) -> str:
         return "none" if op == "dispatch" else "ok"
     if isinstance(value, (list, tuple)):  # a batch: its entries' results, one call
         single = BATCH_OF.get(op, op)
-        return "[" + "; ".join(describe(single, item) for item in value) + "]"
+        return "[" + "; ".join(describe(single, item, interval) for item in value) + "]"
     if op == "prune" and isinstance(value, int) and not isinstance(value, bool):
         return f"forgot {value} task{'' if value == 1 else 's'}"
     if hasattr(value, "accepted"):
         return "accepted" if value.accepted else f"rejected ({value.reason})" if value.reason else "rejected"
     if hasattr(value, "token"):
-        return f"lease task {value.task_id} to {value.worker}, token {show_token(value.token)}, [{value.started_at}, {value.expires_at})"
+        return f"lease task {value.task_id} to {value.worker}, token {show_token(value.token)}, {show_span(value.started_at, value.expires_at, interval)}"
     return f"task {value}"

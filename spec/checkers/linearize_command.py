@@ -60,13 +60,13 @@ def describe_call(call: Call) -> str:
     return f"{call.op}({', '.join(shown)})"
 
 
-def describe_outcome(call: Call) -> str:
-    """What the history says a call returned."""
+def describe_outcome(call: Call, interval: str = "half-open") -> str:
+    """What the history says a call returned (a lease's span as ``interval`` has it)."""
     if call.kind == INFO:
         return "unknown (info)"
     if call.kind == ERROR:
         return f"raised {call.error}"
-    return describe(call.op, call.result)
+    return describe(call.op, call.result, interval)
 
 
 def duration_text(ns: int) -> str:
@@ -100,7 +100,7 @@ def report(history: History, verdict: Verdict, show_order: bool = False, variant
         lines = [f"{history.source}: linearizable ({size}; {where})"]
         if show_order:
             lines += [f"  {n:>4}. line {events[calls[i].invoked].line:>5}  {calls[i].process}  {describe_call(calls[i])}"
-                      f" -> {describe_outcome(calls[i])}" for n, i in enumerate(verdict.order, 1)]
+                      f" -> {describe_outcome(calls[i], variants.interval)}" for n, i in enumerate(verdict.order, 1)]
         return lines
     f = verdict.failure
     bad = calls[f.call]
@@ -119,7 +119,7 @@ def report(history: History, verdict: Verdict, show_order: bool = False, variant
             first = timing.readings[0][0] if timing.readings else 0
             span += f" at +{(low - first) * ms:g}..{'' if high is None else f'{(high - first) * ms:g}'} ms"
         mark = "   <-- no order explains this result" if i == f.call else ""
-        rows.append((c.process, span, describe_call(c), (describe_outcome(c) if done else "not yet known") + mark))
+        rows.append((c.process, span, describe_call(c), (describe_outcome(c, variants.interval) if done else "not yet known") + mark))
     widths = [max(len(row[k]) for row in rows) for k in range(3)]
     lines += [f"  {p:<{widths[0]}}  {s:<{widths[1]}}  {call:<{widths[2]}} -> {result}" for p, s, call, result in rows]
     if any(answer.why for answer in f.answers):
