@@ -62,8 +62,9 @@ schema holds its own ``now()``, returning the session setting
 ``fp_peers.now``, and each connection's ``search_path`` names that schema
 before ``pg_catalog``, also while the schema is applied, so column defaults
 use it too. Before each call the adapter sets ``fp_peers.now`` to
-``EPOCH_SECONDS + now``. procrastinate's API is asyncio: each scheduler runs
-its calls on its own event loop and a pool of one connection.
+``EPOCH_SECONDS + now``. procrastinate's API is asyncio: the schedulers of a thread share one event
+loop and a pool of one connection (``_Session``), each its own queue, and
+set the session's clock before each call.
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ import atexit
 import itertools
 import os
 import threading
-import weakref
 from datetime import datetime, timezone
 
 from fencepost.impl.kit import (
@@ -132,43 +132,47 @@ async def _connector(server: str, schema: str) -> object:
     return connector
 
 
-#: Schedulers collected while another scheduler's loop was running on their thread, where no loop can
-#: run: closed by the next call that can (``_close_deferred``) or at exit.
-_DEFERRED: list[tuple[asyncio.AbstractEventLoop, object]] = []
+class _Session:
+    """One event loop and one connection, shared by every scheduler of a thread on one schema.
 
-
-def _close(loop: asyncio.AbstractEventLoop, connector: object, made_in: int) -> None:
-    """Close a scheduler's connection and loop (``close()``, or the collector for one nobody closed).
-
-    The collector may run this while another scheduler's loop runs on this
-    thread, where no loop can run: then it is deferred to the next call that
-    can. In a forked child's copy it does nothing: the socket is the parent's.
+    Schedulers are cheap this way (the checkers make hundreds, most with a few
+    calls): they share the connection, each its own procrastinate queue, and
+    the session remembers the time its ``fp_peers.now`` reads. Closed at exit
+    (``uninstall``).
     """
-    if made_in != os.getpid() or loop.is_closed():
-        return
-    if _inside_a_loop():
-        _DEFERRED.append((loop, connector))
-        return
-    try:
-        loop.run_until_complete(connector.pool.close())
-    except Exception:  # the server went away: nothing is left to free
-        pass
-    finally:
-        loop.close()
+
+    def __init__(self, schema: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.connector = self.loop.run_until_complete(_connector(dsn(), schema))
+        self.clock: int | None = None  # the logical time fp_peers.now reads, once set
+
+    def run(self, coroutine: object) -> object:
+        return self.loop.run_until_complete(coroutine)
+
+    def set_clock(self, now: int) -> None:
+        if now != self.clock:
+            self.run(self.connector.execute_query_async(
+                "SELECT pg_catalog.set_config('fp_peers.now', %(now)s, false)", now=str(EPOCH_SECONDS + now)))
+            self.clock = now
+
+    def close(self) -> None:
+        try:
+            self.run(self.connector.pool.close())
+        except Exception:  # the server went away: nothing is left to free
+            pass
+        finally:
+            self.loop.close()
 
 
-def _inside_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+_SESSIONS: dict[tuple[int, str, str], _Session] = {}  # (thread, dsn, schema) -> its session
+os.register_at_fork(after_in_child=_SESSIONS.clear)  # a child's copies are the parent's sockets: never used
 
 
-def _close_deferred() -> None:
-    while _DEFERRED:
-        loop, connector = _DEFERRED.pop()
-        _close(loop, connector, os.getpid())
+def _session(schema: str) -> _Session:
+    key = (threading.get_ident(), dsn(), schema)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = _Session(schema)
+    return _SESSIONS[key]
 
 
 class ProcrastinateQueue:
@@ -181,26 +185,40 @@ class ProcrastinateQueue:
         self._book = Book()
         self._queue = f"fp_{os.getpid()}_{next(_QUEUES)}"
         self._workers: dict[str, set[int]] = {}  # protocol worker -> procrastinate worker ids it registered
-        self._loop = asyncio.new_event_loop()
-        self._connector = self._run(_connector(dsn(), schema))
-        self._close = weakref.finalize(self, _close, self._loop, self._connector, os.getpid())
+        self._session = _session(schema)
+        self._connector = self._session.connector
         self._jobs = JobManager(self._connector)
-        self._set_clock(0)
+        self._recovered_at: int | None = None  # the time the stalled jobs were last retried at
 
     def _run(self, coroutine: object) -> object:
-        _close_deferred()
-        return self._loop.run_until_complete(coroutine)
+        return self._session.run(coroutine)
 
     def _set_clock(self, now: int) -> None:
-        self._run(self._connector.execute_query_async(
-            "SELECT pg_catalog.set_config('fp_peers.now', %(now)s, false)", now=str(EPOCH_SECONDS + now)))
+        self._session.set_clock(now)
 
     def _at(self, now: int) -> None:
-        """Move the clock to ``now`` (checked), then retry this queue's stalled jobs, as the recipe does."""
+        """Move the clock to ``now`` (checked), then retry this queue's stalled jobs, as the recipe does.
+
+        The recipe runs once per moment: no heartbeat lapses while the clock
+        stands still, so a second run at the same ``now`` would find nothing.
+        """
         self._book.move_to(now)
-        self._set_clock(now)
+        self._set_clock(now)  # the session is shared: it may read another scheduler's time
+        if now == self._recovered_at:
+            return
         for job in self._run(self._jobs.get_stalled_jobs(queue=self._queue, seconds_since_heartbeat=DURATION)):
-            self._run(self._jobs.retry_job(job, retry_at=moment(now)))
+            self._retry_stalled(job, now)
+        self._recovered_at = now
+
+    def _retry_stalled(self, job: object, now: int) -> None:
+        """The recipe's ``retry_job`` of one stalled job, eligible again at once."""
+        self._run(self._jobs.retry_job(job, retry_at=moment(now)))
+
+    def _finish(self, job_id: int, worker_id: int) -> None:
+        """``finish_job`` as procrastinate's worker calls it: by job id alone (``worker_id`` is not passed)."""
+        from procrastinate.jobs import Status
+
+        self._run(self._jobs.finish_job_by_id_async(job_id, Status.SUCCEEDED, delete_job=False))
 
     # ------------------------------------------------------------ the protocol
 
@@ -228,6 +246,7 @@ class ProcrastinateQueue:
         if not -2**31 <= priority < 2**31:
             raise ValueError(f"priority must fit procrastinate's int column (-2**31 .. 2**31-1): {priority!r}")
         with self._book.lock:
+            self._set_clock(self._book.now)
             scheduled = None if due_at is None else moment(due_at)
             job = self._run(self._jobs.defer_job_async(
                 Job(queue=self._queue, task_name=TASK_NAME, priority=priority, scheduled_at=scheduled,
@@ -256,13 +275,12 @@ class ProcrastinateQueue:
     def complete(self, task_id: int, token: object, now: int) -> Outcome:
         """``finish_job`` of the token's job as succeeded: accepted unless procrastinate raises."""
         from procrastinate.exceptions import ConnectorException
-        from procrastinate.jobs import Status
 
         parts = self._report(task_id, token, now)
         if parts is None:
             return Outcome(False, NOT_THIS_JOB)
         try:
-            self._run(self._jobs.finish_job_by_id_async(int(parts["job"]), Status.SUCCEEDED, delete_job=False))
+            self._finish(int(parts["job"]), int(parts["worker"]))
         except ConnectorException:  # 'Job was not found or not in "doing" or "todo" status'
             return Outcome(False, NOT_TODO_OR_DOING)
         return ACCEPTED
@@ -282,8 +300,7 @@ class ProcrastinateQueue:
         self._at(now)
 
     def close(self) -> None:
-        """Close this scheduler's connection and event loop (its jobs go with the schema at exit)."""
-        self._close()
+        """Nothing to free: the thread's session is shared, and the jobs go with the schema at exit."""
 
     # ------------------------------------------------------------ helpers
 
@@ -347,8 +364,10 @@ def uninstall() -> None:
     """Drop every schema ``install`` made in this process (also run at exit)."""
     import psycopg
 
-    _close_deferred()
     with _INSTALL_LOCK:
+        for session in list(_SESSIONS.values()):
+            session.close()
+        _SESSIONS.clear()
         for server, schema in list(_INSTALLED):
             _INSTALLED.discard((server, schema))
             try:

@@ -84,29 +84,15 @@ def fixed() -> object:
     from fencepost.impl.peers import procrastinate
 
     class FixedQueue(procrastinate.ProcrastinateQueue):
-        def _at(self, now: int) -> None:
-            self._book.move_to(now)
-            self._set_clock(now)
-            stalled = self._run(self._jobs.get_stalled_jobs(queue=self._queue,
-                                                            seconds_since_heartbeat=procrastinate.DURATION))
-            for job in stalled:
-                self._run(self._connector.execute_query_async(
-                    "SELECT procrastinate_retry_job_v2(%(job)s, %(at)s, %(worker)s)",
-                    job=job.id, at=procrastinate.moment(now), worker=job.worker_id))
+        def _retry_stalled(self, job, now):
+            self._run(self._connector.execute_query_async(
+                "SELECT procrastinate_retry_job_v2(%(job)s, %(at)s, %(worker)s)",
+                job=job.id, at=procrastinate.moment(now), worker=job.worker_id))
 
-        def complete(self, task_id, token, now):
-            from procrastinate.exceptions import ConnectorException
-
-            parts = self._report(task_id, token, now)
-            if parts is None:
-                return procrastinate.Outcome(False, procrastinate.NOT_THIS_JOB)
-            try:
-                self._run(self._connector.execute_query_async(
-                    "SELECT procrastinate_finish_job_v1(%(job)s, 'succeeded', false, %(worker)s)",
-                    job=int(parts["job"]), worker=int(parts["worker"])))
-            except ConnectorException:
-                return procrastinate.Outcome(False, "job_not_doing_under_this_worker")
-            return procrastinate.ACCEPTED
+        def _finish(self, job_id, worker_id):
+            self._run(self._connector.execute_query_async(
+                "SELECT procrastinate_finish_job_v1(%(job)s, 'succeeded', false, %(worker)s)",
+                job=job_id, worker=worker_id))
 
     install_fixed()
     return FixedQueue(fixed_schema())
