@@ -74,3 +74,23 @@ def test_the_rule_lets_public_names_and_other_libraries_private_names_through() 
     source = ("from fencepost.impl import kit\nfrom fencepost.impl.kit import check_time, Book\n"
               "import asyncio\nasyncio._get_running_loop()\nkit.Book().__class__\n")
     assert private_names(source) == []
+
+
+KIT = PEERS.parent / "kit"
+
+
+def test_the_template_a_user_copies_uses_only_the_kit_and_passes_check(capsys) -> None:
+    """impl/kit/template.py, the adapter docs/adapter.md tells a user to copy, passes at default settings."""
+    from fencepost.cli import main
+
+    assert private_names((KIT / "template.py").read_text(encoding="utf-8"), "fencepost.impl.kit") == []
+    status = main(["check", "fencepost.impl.kit.template:queue"])
+    out = capsys.readouterr().out
+    assert status == 0 and "conforms" in out, out
+
+
+def test_the_write_an_adapter_page_documents_each_part_of_the_kit() -> None:
+    page = (PEERS.parents[1] / "docs" / "adapter.md").read_text(encoding="utf-8")
+    for words in ("check_submit", "Book.check_dispatch", "not_offered", "CompositeToken", "read_back", "guard",
+                  "views=none", "impl/kit/template.py", "--variant"):
+        assert words in page, words
