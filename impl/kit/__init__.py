@@ -25,6 +25,10 @@ What is here:
   about views under ``views=none``.
 * **The tick** (``tick``), for a queue on a server's clock: ``tick_ms()``,
   ``require_tick`` and ``real_clock`` (``fencepost check --clock real``).
+* **A forked child's copies** (``inherited``): a finalizer that frees a
+  queue's connection asks ``inherited(made_in, *objects)`` first, and in a
+  forked child (not the process ``made_in`` that opened them) keeps the copies
+  and frees nothing, so the child never ends its parent's session.
 * **Declaring what the queue promises**: ``declare`` sets a factory's
   ``fencepost_variants`` (the documented choices, docs/contract.md); the
   values a lease or a report answers with (``Lease``, ``Outcome``,
@@ -62,6 +66,7 @@ from fencepost.impl.kit.checks import (
     unknown_worker,
 )
 from fencepost.impl.kit.tick import TICK_ENV, real_clock, require_tick, tick_ms
+from fencepost.impl.postgres.forks import inherited
 from fencepost.impl.kit.tokens import SEPARATOR, CompositeToken
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, OutcomeUnknown, Reason, Status, TaskView
 
@@ -101,7 +106,7 @@ __all__ = [
     "Book", "CompositeToken", "Lease", "Outcome", "OutcomeUnknown", "Reason", "Status", "TaskView",
     "check_dispatch", "check_int", "check_key", "check_list", "check_min", "check_new_worker", "check_prune",
     "check_report", "check_reports", "check_submit", "check_submit_entries", "check_task_id", "check_time",
-    "check_token", "check_worker_name", "declare", "entry_error", "forgotten_task", "guard", "keyed_task",
+    "check_token", "check_worker_name", "declare", "entry_error", "forgotten_task", "guard", "inherited", "keyed_task",
     "not_offered", "read_back", "unknown_worker",
     "TICK_ENV", "real_clock", "require_tick", "tick_ms",
 ]

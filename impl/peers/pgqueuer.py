@@ -62,10 +62,9 @@ import uuid
 import weakref
 from datetime import timedelta
 
-from fencepost.impl.postgres.forks import inherited
 from fencepost.impl.kit import (
     ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_min, check_new_worker, check_submit,
-    check_task_id, check_time, check_token, declare, not_offered,
+    check_task_id, check_time, check_token, declare, inherited, not_offered,
 )
 
 #: The server used when ``FENCEPOST_PG_DSN`` is not set: the one CI starts.

@@ -94,3 +94,21 @@ def test_the_write_an_adapter_page_documents_each_part_of_the_kit() -> None:
     for words in ("check_submit", "Book.check_dispatch", "not_offered", "CompositeToken", "read_back", "guard",
                   "views=none", "impl/kit/template.py", "--variant"):
         assert words in page, words
+
+
+#: The one module under impl/peers/ that is not an adapter: the recorder of histories, a harness that drives the
+#: checkers' formats and clocks (``fencepost record``), not a user's adapter.
+HARNESS = {"record.py"}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PEERS.glob("*.py") if p.name not in HARNESS), ids=lambda p: p.name)
+def test_every_adapter_imports_fencepost_only_through_the_kit(path: Path) -> None:
+    """An adapter needs nothing but ``fencepost.impl.kit``: what it needed elsewhere was made public there."""
+    reached = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fencepost"):
+            if node.module != "fencepost.impl.kit":
+                reached.append(node.module)
+        elif isinstance(node, ast.Import):
+            reached += [a.name for a in node.names if a.name.startswith("fencepost") and a.name != "fencepost.impl.kit"]
+    assert reached == [], f"{path.name} reaches past the kit: {reached}"
