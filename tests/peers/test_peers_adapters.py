@@ -21,8 +21,9 @@ def make(adapter: str, factory: str) -> object:
     return getattr(importlib.import_module(f"fencepost.impl.peers.{adapter}"), factory)()
 
 
-@pytest.fixture(params=[("sqs", "standard"), ("sqs", "fifo"), ("litequeue", "queue"), ("pgqueuer", "queue")],
-                ids=["sqs-standard", "sqs-fifo", "litequeue", "pgqueuer"])
+@pytest.fixture(params=[("sqs", "standard"), ("sqs", "fifo"), ("litequeue", "queue"), ("pgqueuer", "queue"),
+                        ("procrastinate", "queue")],
+                ids=["sqs-standard", "sqs-fifo", "litequeue", "pgqueuer", "procrastinate"])
 def queue(request):
     scheduler = make(*request.param)
     yield scheduler
