@@ -608,7 +608,9 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     ``late=accept-unclaimed``): a lease that ended stays ended; except under
     ``revive=unclaimed``, where the token of the lease that expired last
     revives it (same token, same worker, ``[now, now + duration)``) while
-    the task is pending and nobody took it since, room permitting.
+    the task is pending and nobody took it since, room permitting. Under
+    ``heartbeat=worker`` an accepted renew extends every live lease of the
+    worker (``_heartbeat``).
     """
     require_task(state, task_id)
     require_token(state, token)
@@ -625,7 +627,19 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
         return state, refused
     if current.cancel_requested:
         return state, Outcome(False, Reason.CANCEL_REQUESTED)
-    return _put(state, replace(current, expires_at=now + duration)), ACCEPTED
+    state = _put(state, replace(current, expires_at=now + duration))
+    return (_heartbeat(state, current.worker, now, duration) if state.variants.heartbeat == "worker" else state), ACCEPTED
+
+
+def _heartbeat(state: State, worker: str, now: int, duration: int) -> State:
+    """Under ``heartbeat=worker``: an accepted renew is its worker's heartbeat, so every live lease
+    ``worker`` holds now ends at ``now + duration`` too, except one whose cancellation was requested
+    (a cancelled task is never kept alive by its worker). Only live leases, whose tokens are current:
+    the core is untouched. O(T)."""
+    for t in state.tasks:
+        if t.status is Status.RUNNING and t.worker == worker and not t.cancel_requested:
+            state = _put(state, replace(t, expires_at=now + duration))
+    return state
 
 
 def _revives(state: State, task: Task, token: object) -> bool:

@@ -56,6 +56,9 @@ VALUES: dict[str, tuple[str, ...]] = {
     # Whether a renew with the token of the lease that expired last revives it while nobody took the task since
     # (a Redis Streams XCLAIM of an entry still in its consumer's pending list resets its idle time).
     "revive": ("refuse", "unclaimed"),
+    # Whether a renew extends its own lease, or every live lease its worker holds (a heartbeat per worker
+    # process: procrastinate's update_heartbeat keeps all of a worker's jobs alive).
+    "heartbeat": ("lease", "worker"),
 }
 
 #: Variants whose other values are not listed in ``VALUES`` but follow a rule:
@@ -87,6 +90,7 @@ class Variants:
     due: str = "at"
     duration: str = "any"
     revive: str = "refuse"
+    heartbeat: str = "lease"
     without: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- reading

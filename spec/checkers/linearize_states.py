@@ -463,6 +463,9 @@ class _State:
                     ids.update(i for i, t in self.running.items() if t.expires_at <= now)
                 else:
                     ids.update(i for i, t in self.running.items() if not model.lease_live(variants, t.expires_at, now))
+                if op == "renew" and variants.heartbeat == "worker" and task_id in self.running:
+                    worker = self.running[task_id].worker  # a renew extends every lease of its worker
+                    ids.update(i for i, t in self.running.items() if t.worker == worker)
                 if op == "dispatch":
                     worker = args.get("worker")
                     ids.update(i for i, t in self.running.items() if t.worker == worker)

@@ -122,3 +122,34 @@ class ReusedRandomTokens(RandomTokens):
 
     def _token(self, t: object) -> object:
         return self._first.setdefault(t.id, super()._token(t))
+
+
+class WorkerHeartbeat(SimpleScheduler):
+    """A renew is its worker's heartbeat: every live lease the worker holds (but a cancel-requested one) is
+    extended with it. Allowed only by ``heartbeat=worker``."""
+
+    def renew(self, task_id: int, token: int, now: int, duration: int) -> object:
+        outcome = super().renew(task_id, token, now, duration)
+        if outcome.accepted:
+            worker = self._tasks[task_id - 1].worker
+            for t in self._tasks:
+                if t is not None and t.status is Status.RUNNING and t.worker == worker and not t.cancel_requested:
+                    t.expires_at = now + duration
+        return outcome
+
+
+class WorkerHeartbeatReusedTokens(WorkerHeartbeat):
+    """As ``WorkerHeartbeat``, and a task leased again gets its first token again: the core, under any variant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._first: dict[int, int] = {}  # task id -> the token of its first lease
+
+    def dispatch(self, worker: str, now: int, duration: int) -> object:
+        lease = super().dispatch(worker, now, duration)
+        if lease is None:
+            return None
+        t = self._tasks[lease.task_id - 1]
+        first = self._first.setdefault(lease.task_id, t.token)
+        t.token = first
+        return Lease(lease.task_id, lease.worker, first, lease.started_at, lease.expires_at)
