@@ -102,3 +102,4 @@ def test_the_refused_completion_is_labelled_where_a_closed_lease_refuses_it() ->
     assert "(refused)" in required_boundaries()["completion_at_expiry"]
     closed = required_boundaries(CLOSED)["completion_at_expiry"]
     assert "expires_at + 1" in closed and "at exactly expires_at it is accepted" in closed
+
