@@ -87,13 +87,13 @@ GLOSSARY: tuple[Term, ...] = (
          "duration`, same token (it may also shorten it). Refused once the lease has ended or a cancel was "
          "requested."),
     Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease lasts as "
-         "long as the work does and ends soon after the worker stops."),
+         "long as the work does and ends soon after the worker stops, or pauses for longer than the lease."),
     Term("stale_token", r"stale_token|stale tokens?", "Rejection reason: the task is running under another "
          "token than the one quoted, whatever that token is (older, newer, or never issued). Usually the report "
          "comes from an assignment that is over."),
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
          "expired; nobody holds the task now. Once the task is leased again, the same token gets "
-         "`stale_token` instead."),
+         "`stale_token` while it runs, and `already_final` once it has ended."),
     Term("already_final", r"already_final", "Rejection reason: the task is final: a duplicate of the "
          "accepted report and a late report from an older lease get it alike, and so does a `cancel`. The one "
          "exception is the token whose lease expired last, which gets `lease_expired` even when that expiry "
@@ -164,7 +164,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("cooperative", r"cooperative|cooperatively", "Cancellation that relies on the worker to notice (a refused "
          "renew) and stop; the scheduler cannot stop work it does not run."),
     Term("closed-interval bug", r"closed-interval bug|closed intervals?|off-by-one", "Treating a lease as "
-         "`[start, end]`, alive at exactly `end`: a completion at `expires_at` accepted, a slot freed one tick late."),
+         "`[start, end]`, alive at exactly `end`: a completion at `expires_at` accepted, a slot freed one tick late. "
+         "A bug against this contract; a queue that documents it declares the variant `interval=closed`."),
     Term("heap", r"heaps?", "A priority queue: the indexed scheduler keeps waiting tasks and running leases in "
          "heaps, so the next pick or expiry costs O(log n), not a scan."),
     Term("durable", r"durable|durability", "Kept on disk: the durable scheduler (`impl.durable`) commits every call "

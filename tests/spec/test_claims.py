@@ -304,8 +304,10 @@ def the_token_that_expired_last_gets_lease_expired_even_once_final(s) -> None:
     c = s.dispatch("w", 6, 5)
     s.advance(11)
     assert refused(s.complete(plain, c.token, 11), "lease_expired")  # nobody holds it
-    s.dispatch("w", 11, 5)
+    d = s.dispatch("w", 11, 5)
     assert refused(s.complete(plain, c.token, 12), "stale_token")  # someone does now
+    s.complete(plain, d.token, 12)
+    assert refused(s.complete(plain, c.token, 13), "already_final")  # and once it has ended
 
 
 @check("rule-invalid", "term-error", "term-argument-rules")
@@ -603,7 +605,7 @@ def a_variant_changes_a_choice_never_the_core(s) -> None:
         assert again is None  # a final task never runs again
 
 
-@check("rule-time-source", "rule-skew", "term-clock-skew", on=("model", "durable"))
+@check("rule-time-source", "rule-skew", "term-clock-skew", "term-heartbeat", on=("model", "simple", "indexed", "durable"))
 def a_client_ahead_expires_others_early_and_one_behind_is_refused(s) -> None:
     task_id, lease = leased(s, duration=10)  # a worker at true time 0 holds [0, 10)
     s.submit()
