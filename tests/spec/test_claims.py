@@ -72,6 +72,9 @@ def each_timed_call_expires_by_itself(s) -> None:
     assert s.task(5).status == "pending"
     s.advance(6)
     assert s.task(6).status == "pending"
+    short = s.dispatch("w", 6, 1)  # [6, 7): the optional timed calls expire first too
+    s.prune(0, 7)
+    assert s.task(short.task_id).status == "pending"
 
 
 @check("rule-advance", "term-advance")
@@ -413,6 +416,10 @@ def an_accepted_fail_waits_out_a_doubling_backoff(s) -> None:
     assert dues == [3, 6, 12]
     s.fail(task_id, lease.token, now + 1)
     assert s.task(task_id).status == "failed"
+    other, lease = s.submit(max_attempts=1), None
+    lease = s.dispatch("w", now + 1, 5)
+    s.cancel(other, now + 2)
+    assert s.fail(other, lease.token, now + 2).accepted and s.task(other).status == "cancelled"
 
 
 @check("rule-budget", "term-attempt")
@@ -725,3 +732,28 @@ def test_the_three_wrong_statements_of_issue_31_stay_gone() -> None:
     stale = load_scenario(resolve("stale-entries"))
     assert not any(re.search(r"still in a heap|stale entry since the completion", (step.note or "") + (stale.description or ""))
                    for step in stale.steps)
+
+
+def _mutants() -> list[str]:
+    import pkgutil
+
+    import fencepost.impl.mutants as mutants
+
+    return sorted(m.name for m in pkgutil.iter_modules(mutants.__path__))
+
+
+@pytest.mark.parametrize("name", _mutants())
+def test_the_checks_can_fail_every_mutant_fails_one(name: str) -> None:
+    """A check that cannot fail checks nothing: each deliberate bug breaks some claim."""
+    import importlib
+
+    make = importlib.import_module(f"fencepost.impl.mutants.{name}").Scheduler
+    broken = []
+    for claim_check in CHECKS:
+        if not set(claim_check.on) & {"simple", "indexed"}:
+            continue
+        try:
+            claim_check.run(make())
+        except (AssertionError, ValueError, AttributeError, TypeError):
+            broken.append(claim_check.name)
+    assert broken, f"the mutant {name} passes every check"
