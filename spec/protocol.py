@@ -179,6 +179,16 @@ class PruneProtocol(Protocol):
 FORGOTTEN_WORD = "forgot"
 
 
+def offers_restart(scheduler: object) -> bool:
+    """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
+    return callable(getattr(scheduler, "reopen", None))
+
+
+def offers_batches(scheduler: object) -> bool:
+    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
+    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
+
+
 def says_forgotten(error: ValueError) -> bool:
     """Whether ``error``, raised by a call naming a task, says the task was forgotten by prune."""
     return FORGOTTEN_WORD in str(error).lower()

@@ -48,11 +48,10 @@ from fencepost.spec.checkers.steps import (
     describe_call,
     describe_result,
     int_field,
-    offers_restart,
 )
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.checkers.replay import check_clock, check_renamed
-from fencepost.spec.protocol import RESTART, says_forgotten
+from fencepost.spec.protocol import RESTART, offers_restart, says_forgotten
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.story.narration import (  # noqa: F401  (EVENT_KINDS and lease_text stay importable from here)
     CALL,

@@ -27,8 +27,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fencepost.spec.checkers.steps import offers_restart
-from fencepost.spec.protocol import BATCH_OPERATIONS
+from fencepost.spec.protocol import offers_batches, offers_restart
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
@@ -101,11 +100,6 @@ def takes_key(scheduler: object, factory: Callable[[], object] | None = None) ->
 def offers_prune(scheduler: object) -> bool:
     """True when ``scheduler`` has a callable ``prune``: the optional retention operation."""
     return callable(getattr(scheduler, "prune", None))
-
-
-def offers_batches(scheduler: object) -> bool:
-    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
-    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
 
 
 def _probe_key(factory: Callable[[], object]) -> bool:

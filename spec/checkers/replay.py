@@ -47,8 +47,8 @@ from fencepost.spec.checkers.steps import (
     check_state,
     describe_call,
     describe_result,
-    offers_restart,
 )
+from fencepost.spec.protocol import offers_batches, offers_restart
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: s
         raise UsageError(f"step {restart} is a restart, but {name} "
                          f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
     batch = next((n for n, step in enumerate(scenario.steps, 1) if step.op in BATCH_OPERATIONS), None)
-    if batch is not None and not all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS):
+    if batch is not None and not offers_batches(scheduler):
         raise UsageError(f"step {batch} is a {scenario.steps[batch - 1].op}, but {name} makes a "
                          f"{type(scheduler).__name__} without the batch operations ({', '.join(BATCH_OPERATIONS)})")
 

@@ -92,6 +92,7 @@ def runners(tmp_path: Path):
         if not runner._started:
             runner.start()  # so that stop() stops it
         runner.stop(BOUND)
+        runner.check_invariants()  # the runner's bookkeeping and each helper's own
         verify_trace(runner, tmp_path / f"trace-{number}.toml")
 
 

@@ -63,7 +63,7 @@ def test_the_default_batches_where_a_call_is_a_commit_and_not_in_memory(tmp_path
     with DurableScheduler(tmp_path / "d.db") as durable:
         assert default_batch(durable, 4) == 4
         runner = Runner(workers=3, clock=ManualClock(), scheduler=durable)
-        assert runner._pool == f"{POOL_PREFIX}3" and runner._batch == 3
+        assert runner._pool.worker == f"{POOL_PREFIX}3" and runner._batch == 3
     assert Runner(workers=4, clock=ManualClock())._pool is None  # the default runner: single calls, slots w1..w4
     assert Runner(workers=1, clock=ManualClock(), batch=8)._pool is None  # one slot: nothing to batch
     assert Runner(workers=4, clock=ManualClock(), batch=2)._batch == 2
