@@ -11,8 +11,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from runner_helpers import BOUND
-from test_runner_shared import NoPayloads
+from runner_helpers import BOUND, NoPayloads
 
 from fencepost.impl.runner.clocks import MonotonicClock
 from fencepost.impl.indexed import IndexedScheduler
