@@ -97,7 +97,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from fencepost.impl.runner.attempts import ASK_AGAIN, FINAL, Attempt, Cancelled, TaskContext, TaskRecord
-from fencepost.impl.runner.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
+from fencepost.impl.runner.clocks import TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.runner.expiry import Expiry
 from fencepost.impl.runner.idle import IdleProof
 from fencepost.impl.runner import unknown
@@ -109,7 +109,7 @@ from fencepost.impl.runner.shared import mode_for
 from fencepost.impl.runner.submits import SubmitQueue
 from fencepost.impl.runner.trace import Trace
 from fencepost.impl.runner.wakeups import Signal
-from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView, offers_batches
+from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView, offers_batches, says_backwards
 
 __all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
 
@@ -710,21 +710,7 @@ class Runner:
         hints = idle.hints
         if hints and hints[0] <= now:
             idle.past_due(now)
-        # ``_begin``, without its frame: this is every single-call lease's way (the default runner's)
-        task = self._tasks.get(lease.task_id)
-        new = task is None
-        if new:
-            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
-            self._retention.held(lease.task_id)
-        task.status = _RUNNING
-        task.attempts += 1
-        self._mode.claim(lease.task_id, task, new)
-        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
-        self._running[slot] = attempt
-        expiry = self._expiry
-        if lease.expires_at < expiry.soonest or lease.expires_at < expiry.wakes_at:
-            expiry.leased(lease.expires_at)
-        return attempt
+        return self._begin(slot, lease)
 
     def _begin(self, slot: str, lease: object) -> Attempt:
         """Under the lock: ``slot``'s attempt at the task ``lease`` leased, in the records and ``_running``."""
@@ -790,21 +776,7 @@ class Runner:
                 if kind == "killed" and not attempt.cancel_requested:
                     return  # terminated because its lease expired: the scheduler already took the task back
                 op = "complete" if kind == "ok" else "fail"
-                try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
-                    if self._trace is None:
-                        now = self._clock.now
-                        report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
-                        try:
-                            answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
-                        except ValueError as exc:
-                            answer, now = self._timed_retry(
-                                op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
-                        else:
-                            self._timed_done(now)
-                    else:
-                        answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
-                except OutcomeUnknown:
-                    answer, now = unknown.report(self, op, attempt, lost=True)
+                answer, now = unknown.report(self, op, attempt)
             if answer.accepted:
                 task = attempt.record
                 if kind == "ok":
@@ -904,7 +876,7 @@ class Runner:
         """``_timed_call`` after its first call at ``args["now"]`` was refused with ``refused``."""
         for _ in range(TIME_RETRIES):
             now, fresh = args["now"], self._clock.now
-            if BACKWARDS not in str(refused) or fresh <= now:
+            if not says_backwards(refused) or fresh <= now:
                 raise refused
             args["now"] = fresh
             try:
