@@ -21,7 +21,6 @@ import pytest
 
 from claims import CHECKS, RESTARTABLE, SCHEDULERS, all_claims, check, leased, raises, refused, seen
 from fencepost.spec import model
-from fencepost.spec.protocol import Status
 from fencepost.spec.variants import DEFAULT, VALUES, Variants
 from fencepost.story.walkthroughs import builtin_names, resolve
 from fencepost.spec.formats.scenario import load_scenario
@@ -116,7 +115,7 @@ def a_worker_holds_at_most_capacity_leases_and_a_slot_frees_when_a_lease_ends(s)
     for _ in range(5):
         s.submit()
     first, second = s.dispatch("w", 0, 5), s.dispatch("w", 0, 3)
-    assert s.dispatch("w", 0, 5) is None
+    assert s.dispatch("w", 0, 5) is None and second.expires_at == 3
     assert s.complete(first.task_id, first.token, 1).accepted
     third = s.dispatch("w", 1, 9)
     assert third is not None and s.dispatch("w", 1, 9) is None
