@@ -220,14 +220,17 @@ class TimedScheduler:
     Everything else (``now``, ``task``, the ``--exec`` hooks) passes through
     untouched. ``pending`` answers the latest tick at which something the
     queue keeps time for ends, so idle stretches past it are skipped.
+    ``watch``, the deadline's, is told when the wait for a tick is over:
+    ``--call-timeout`` counts from then, since the wait is the harness's.
     """
 
     def __init__(self, impl: object, clock: realclock.RealClock, timing: Timing | None,
-                 pending: Callable[[], int | None] = lambda: None) -> None:
+                 pending: Callable[[], int | None] = lambda: None, watch: Watch | None = None) -> None:
         self._impl = impl
         self._clock = clock
         self._timing = timing
         self._pending = pending
+        self._watch = watch
         self.last: TimedCall | None = None
 
     def __getattr__(self, name: str) -> object:
@@ -243,6 +246,8 @@ class TimedScheduler:
             if timed_call:
                 self._clock.skip_idle(tick, self._pending())
                 self._clock.wait_for(tick)
+                if self._watch is not None:
+                    self._watch.restart()
             start = self._clock.clock()
             call = TimedCall(name, dict(args), tick if timed_call else None, start, start,
                              start - self._clock.instant(tick) if timed_call and self._clock.epoch is not None else None)
@@ -267,7 +272,7 @@ class TimedScheduler:
 
     def reopen(self) -> TimedScheduler:
         """The queue reopened from its storage, on the same clock (its leases' real starts stay known)."""
-        reopened = TimedScheduler(self._impl.reopen(), self._clock, self._timing, self._pending)
+        reopened = TimedScheduler(self._impl.reopen(), self._clock, self._timing, self._pending, self._watch)
         self._on_reopen(reopened)
         return reopened
 
@@ -388,7 +393,7 @@ class TimedLockstep(Lockstep):
         def timed_factory() -> object:
             with realclock.ticking(timing.tick_ms):
                 impl = factory()
-            self.timed = TimedScheduler(impl, self.clock, timing, self.latest_end)
+            self.timed = TimedScheduler(impl, self.clock, timing, self.latest_end, watch)
             self.timed._on_reopen = self._reopened
             return self.timed
 

@@ -10,7 +10,8 @@ import pytest
 
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.spec import realclock
-from fencepost.spec.checkers.realtime import lease_may_be, TimedLockstep, Timing
+from fencepost.spec.checkers.deadline import Watch, Watched
+from fencepost.spec.checkers.realtime import lease_may_be, TimedLockstep, TimedScheduler, Timing
 from fencepost.spec.checkers.results import Divergence
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
 from fencepost.spec.realclock import IDLE_MARGIN_TICKS, RealClock
@@ -56,6 +57,33 @@ def test_skip_idle_keeps_real_time_through_every_pending_end_and_the_margin() ->
     clock.skip_idle(130, pending=140)  # something ends after the call: the whole stretch passes
     clock.wait_for(130)
     assert fake.t - before == 30 * 10 * MS
+
+
+def test_the_wait_for_a_tick_does_not_count_against_the_call_timeout() -> None:
+    """``--call-timeout`` counts from the end of the harness's wait: at a tick of a second, five ticks pass 5 s.
+
+    The fake sleep makes the watch see the wait as real time spent inside
+    the call; the queue reads the watch while it is being called.
+    """
+    fake, watch = FakeClock(), Watch(seconds=1.0)
+
+    def sleep(seconds: float) -> None:
+        fake.sleep(seconds)
+        description, started = watch.current
+        watch.current = (description, started - seconds)
+
+    overdue_in_call: list[object] = []
+
+    class Queue:
+        def advance(self, now: int) -> None:
+            overdue_in_call.append(watch.overdue())
+
+    queue = Watched(TimedScheduler(Queue(), RealClock(1000, clock=fake.now, sleep=sleep), None,
+                                   pending=lambda: 5, watch=watch), watch)  # a lease ends at 5: no tick is skipped
+    queue.advance(now=0)
+    queue.advance(now=5)
+    assert fake.slept == [pytest.approx(5.0)]
+    assert overdue_in_call == [None, None]
 
 
 def test_ticking_sets_the_tick_adapters_read_and_restores_it() -> None:
