@@ -28,6 +28,7 @@ PACKAGES = {
     "litequeue": ("litequeue",),
     "pgqueuer": ("pgqueuer", "psycopg"),
     "redis_streams": ("redis",),
+    "rq": ("rq", "redis"),
 }
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
@@ -47,7 +48,7 @@ def require(adapter: str) -> None:
         problem = _server_problem()
         if problem:
             pytest.skip(problem)
-    if adapter == "redis_streams":
+    if adapter in ("redis_streams", "rq"):
         problem = _redis_problem()
         if problem:
             pytest.skip(problem)
