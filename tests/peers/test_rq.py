@@ -25,17 +25,16 @@ from __future__ import annotations
 import os
 import re
 import time
-import tomllib
 import uuid
 
 import pytest
 
 from fencepost.cli import main
 from fencepost.impl.peers import rq as peer
-from fencepost.spec import model, realclock
+from fencepost.spec import realclock
 from fencepost.spec.checkers.realtime import run_timed_calls, ticked, TimedScheduler, Timing
 from fencepost.spec.variants import Variants
-from peers_env import require, SCENARIOS
+from peers_env import model_disagreements, require, scenario_and_calls, SCENARIOS
 
 FACTORY = "fencepost.impl.peers.rq:queue"
 SCENARIO = SCENARIOS / "real_clock" / "rq_zombie_finishes_a_job_another_worker_holds.toml"
@@ -102,11 +101,7 @@ def status(queue, job_id: str) -> str:
 
 
 def scenario_calls() -> tuple[dict, list[tuple[str, dict]]]:
-    with SCENARIO.open("rb") as handle:
-        scenario = tomllib.load(handle)
-    calls = [(step["op"], {k: v for k, v in step.items() if k not in ("op", "expect", "note")})
-             for step in scenario["steps"]]
-    return scenario, calls
+    return scenario_and_calls(SCENARIO)
 
 
 # ---------------------------------------------------------------- fencepost's verdicts, on the real clock
@@ -147,19 +142,7 @@ def test_the_scenario_diverges_at_the_zombies_completion_on_the_real_clock() -> 
 def test_the_scenarios_expectations_are_the_models_under_its_variants() -> None:
     """No queue needed: the file says what the contract says, under the declared variants."""
     scenario, _ = scenario_calls()
-    state = model.initial(Variants.from_declared(scenario["meta"]["variants"]))
-    for number, step in enumerate(scenario["steps"], start=1):
-        args = {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
-        state, result = model.apply(state, step["op"], args)
-        if step["op"] == "dispatch":
-            got = {name: getattr(result, name) for name in ("task_id", "worker", "token", "started_at", "expires_at")}
-        elif step["op"] == "complete":
-            got = {"accepted": result.accepted}
-        elif step["op"] == "submit":
-            got = {"task_id": result}
-        else:
-            got = None
-        assert got == step.get("expect"), f"step {number}"
+    assert model_disagreements(scenario) == []
 
 
 def test_past_the_divergence_rq_records_the_zombies_result_and_accepts_the_holders(redis_client) -> None:
