@@ -213,6 +213,33 @@ def test_rq_alone_a_finished_job_still_on_the_queue_is_dequeued_again(rq_alone) 
     assert again.id == job.id  # a final job runs again
 
 
+def test_rq_alone_a_job_canceled_while_it_runs_is_requeued_by_its_workers_failure(rq_alone) -> None:
+    """Q3: Job.cancel marks a running job canceled; its worker's failure then retries it onto the queue."""
+    from rq import Retry
+    from rq.job import Job
+
+    tag, queue, workers = rq_alone
+    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=1))
+    job, execution = take(workers["a"], queue)
+    Job.fetch(job.id, connection=queue.connection).cancel()
+    assert status(queue, job.id) == "canceled"
+    workers["a"].handle_execution_ended(job, queue, job.failure_callback_timeout)
+    workers["a"].handle_job_failure(job, queue, queue.started_job_registry, "failed", execution)
+    assert status(queue, job.id) == "queued" and queue.get_job_ids() == [job.id]  # a canceled job runs again
+
+
+def test_rq_alone_cancel_turns_a_finished_job_canceled(rq_alone) -> None:
+    """Q3: Job.cancel refuses only a job canceled before; a finished one becomes canceled."""
+    from rq.job import Job
+
+    tag, queue, workers = rq_alone
+    queue.enqueue(peer.noop, job_id=f"{tag}-1")
+    job, execution = take(workers["a"], queue)
+    finish(workers["a"], queue, job, execution)
+    Job.fetch(job.id, connection=queue.connection).cancel()
+    assert status(queue, job.id) == "canceled"
+
+
 def test_rq_alone_a_zombies_heartbeat_moves_nothing(rq_alone) -> None:
     """Q4, where RQ gets it right: the heartbeat is ZADD XX of the execution's own key, so a gone one stays gone."""
     from rq import Retry
