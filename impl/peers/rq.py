@@ -49,9 +49,13 @@ instant the lease was set plus its duration; RQ places it at the *start* of
 that second plus the duration, up to a second earlier. So the factory starts
 every scheduler just after a second begins (``SECOND_MARGIN``): the harness
 fixes tick 0 at the first timed call, a few milliseconds later, so each
-tick's calls fall in one second of RQ's, the same one the judge has in mind,
-unless a call is more than about a second late (the limit of this adapter:
-no call in the measurements on docs/findings.md came near). In a deployment
+tick's calls fall in one second of RQ's, the same one the judge has in mind.
+The limits (docs/findings.md, RQ): a call late by more than the rest of its
+second lands in the next one, and a lease ends at the start of its last
+second, not at the instant its dispatch read the clock plus its duration,
+so a renew at exactly a lease's end made sooner into its tick than the call
+that set the lease may be judged by the instant where RQ went by the second.
+Neither gave a wrong verdict in the runs measured there. In a deployment
 the lease is longer: RQ's heartbeat TTL is the job monitoring interval plus
 60 seconds, and a worker's maintenance runs every 600 seconds by default;
 the adapter sets the TTL to the lease's duration (``get_heartbeat_ttl``
