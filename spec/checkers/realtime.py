@@ -46,6 +46,7 @@ view read at one instant can be judged by.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import statistics
@@ -220,8 +221,8 @@ class TimedScheduler:
     Everything else (``now``, ``task``, the ``--exec`` hooks) passes through
     untouched. ``pending`` answers the latest tick at which something the
     queue keeps time for ends, so idle stretches past it are skipped.
-    ``watch``, the deadline's, is told when the wait for a tick is over:
-    ``--call-timeout`` counts from then, since the wait is the harness's.
+    ``watch``, the deadline's, is paused while a call waits for its tick:
+    ``--call-timeout`` counts from the end of the wait, which is the harness's.
     """
 
     def __init__(self, impl: object, clock: realclock.RealClock, timing: Timing | None,
@@ -244,10 +245,9 @@ class TimedScheduler:
             # a call for a tick already past (time going backwards, an invalid call) is not late: it is early
             on_time = timed_call and tick >= self._clock.last_tick
             if timed_call:
-                self._clock.skip_idle(tick, self._pending())
-                self._clock.wait_for(tick)
-                if self._watch is not None:
-                    self._watch.restart()
+                with self._watch.paused() if self._watch is not None else contextlib.nullcontext():
+                    self._clock.skip_idle(tick, self._pending())
+                    self._clock.wait_for(tick)
             start = self._clock.clock()
             call = TimedCall(name, dict(args), tick if timed_call else None, start, start,
                              start - self._clock.instant(tick) if timed_call and self._clock.epoch is not None else None)
