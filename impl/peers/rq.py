@@ -91,8 +91,8 @@ name before they happen) and keys. An unlimited budget is
 
 The server is ``FENCEPOST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``).
 RQ's keys all start with ``rq:``; every queue name, job id and worker name
-this adapter makes holds ``fp-rq-PID-N`` (``KEY_TAG``), so every key it
-makes does too, and all of them are deleted when the scheduler is closed or
+this adapter makes starts with ``fp-rq-PID-N_`` (``KEY_TAG``), so every key
+it makes holds it, and all of them are deleted when the scheduler is closed or
 collected. ``rq`` is the ``peers`` extra.
 """
 
@@ -119,8 +119,10 @@ from fencepost.impl.kit import (
 
 #: The server, unless ``FENCEPOST_REDIS_URL`` names another.
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-#: What every queue name, job id and worker name of a scheduler holds, then ``PID-N``.
+#: What every queue name, job id and worker name of a scheduler starts with, then ``PID-N`` and ``TAG_END``.
 KEY_TAG = "fp-rq-"
+#: Ends a scheduler's tag, so that scheduler 1's (``fp-rq-PID-1_``) is not a part of scheduler 10's.
+TAG_END = "_"
 #: RQ's clock counts whole seconds: a tick must be a whole number of them, in milliseconds.
 SECOND_MS = 1000
 #: Seconds after a second begins at which a scheduler is handed over, so its ticks fall inside RQ's seconds.
@@ -212,9 +214,9 @@ class RQQueue:
                              f"seconds: {tick} (check it with --tick-ms 1000)")
         self._seconds = tick // SECOND_MS  # RQ's seconds per tick
         self._url = url or os.environ.get("FENCEPOST_REDIS_URL", DEFAULT_URL)
-        self._tag = f"{KEY_TAG}{os.getpid()}-{next(_NUMBERS)}"
+        self._tag = f"{KEY_TAG}{os.getpid()}-{next(_NUMBERS)}{TAG_END}"
         self._redis = redis.Redis.from_url(self._url, socket_timeout=10)
-        self._queue = Queue(self._tag, connection=self._redis)
+        self._queue = Queue(f"{self._tag}queue", connection=self._redis)
         self._started = StartedJobRegistry(queue=self._queue)
         self._scheduler = RQScheduler([self._queue], connection=self._redis, logging_level="WARNING")
         self._book = Book()
@@ -238,7 +240,7 @@ class RQQueue:
     def add_worker(self, worker: str, capacity: int) -> None:
         """An RQ ``Worker`` on this queue, named after the scheduler and ``worker`` (``capacity=none``)."""
         self._book.add_worker(worker, capacity)
-        made = _worker_class()([self._queue], connection=self._redis, name=f"{self._tag}-{worker}")
+        made = _worker_class()([self._queue], connection=self._redis, name=f"{self._tag}{worker}")
         with self._lock:
             self._workers[worker] = made
 
@@ -259,7 +261,7 @@ class RQQueue:
         retries = UNLIMITED_RETRIES if max_attempts is None else max_attempts - 1
         intervals = [min(retry_delay * self._seconds * 2**n, LONGEST_INTERVAL) for n in range(retries)]
         with self._book.lock:  # task ids follow the enqueue order
-            job_id = f"{self._tag}-{self._book.issued + 1}"
+            job_id = f"{self._tag}{self._book.issued + 1}"
             self._queue.enqueue(noop, job_id=job_id, retry=Retry(max=retries, interval=intervals) if retries else None)
             return self._book.add_task(job_id)
 

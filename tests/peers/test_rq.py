@@ -16,7 +16,7 @@ sweep is given a timestamp an hour ahead (``StartedJobRegistry.cleanup``
 takes one), as if the worker had been quiet that long.
 
 Needs the Redis server (``FENCEPOST_REDIS_URL``) and rq (the ``peers``
-extra); every key holds the scheduler's own ``fp-rq-PID-N`` tag or the
+extra); every key holds the scheduler's own ``fp-rq-PID-N_`` tag or the
 test's, deleted at the end.
 """
 
@@ -70,9 +70,9 @@ def rq_alone(redis_client):
     """A queue and two of RQ's workers, ``a`` and ``b``, under a tag of the test's own; every key deleted after."""
     from rq import Queue, Worker
 
-    tag = f"{peer.KEY_TAG}test-{uuid.uuid4().hex[:8]}"
-    queue = Queue(tag, connection=redis_client)
-    workers = {name: Worker([queue], connection=redis_client, name=f"{tag}-{name}") for name in ("a", "b")}
+    tag = f"{peer.KEY_TAG}test-{uuid.uuid4().hex[:8]}{peer.TAG_END}"
+    queue = Queue(f"{tag}queue", connection=redis_client)
+    workers = {name: Worker([queue], connection=redis_client, name=f"{tag}{name}") for name in ("a", "b")}
     yield tag, queue, workers
     peer.delete_keys(URL, tag)
     assert keys_with(redis_client, tag) == []
@@ -160,9 +160,9 @@ def test_past_the_divergence_rq_records_the_zombies_result_and_accepts_the_holde
         assert (first.worker, second.worker, second.task_id) == ("w1", "w2", 1) and first.token != second.token
         zombie = timed.complete(task_id=1, token=first.token, now=6)
         assert zombie.accepted, zombie
-        job = Job.fetch(f"{tag}-1", connection=redis_client)
+        job = Job.fetch(f"{tag}1", connection=redis_client)
         assert job.get_status().value == "finished"
-        assert job.latest_result().worker_name == f"{tag}-w1"  # the result of the abandoned execution
+        assert job.latest_result().worker_name == f"{tag}w1"  # the result of the abandoned execution
         assert timed.complete(task_id=1, token=second.token, now=7).accepted
     finally:
         impl.close()
@@ -177,7 +177,7 @@ def test_rq_alone_a_zombies_finish_lands_on_the_job_another_worker_runs(rq_alone
     from rq import Retry
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=1))
+    queue.enqueue(peer.noop, job_id=f"{tag}1", retry=Retry(max=1))
     job_a, execution_a = take(workers["a"], queue)
     queue.started_job_registry.cleanup(timestamp=time.time() + AN_HOUR)  # a worker's maintenance, an hour on
     assert status(queue, job_a.id) == "queued"  # retried: Retry(max=1) without an interval requeues at once
@@ -191,7 +191,7 @@ def test_rq_alone_a_zombies_finish_lands_on_the_job_another_worker_runs(rq_alone
 def test_rq_alone_a_zombies_finish_turns_a_failed_job_finished(rq_alone) -> None:
     """Q1: without retries the abandoned job is failed (final); the zombie's finish then makes it finished."""
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1")
+    queue.enqueue(peer.noop, job_id=f"{tag}1")
     job, execution = take(workers["a"], queue)
     queue.started_job_registry.cleanup(timestamp=time.time() + AN_HOUR)
     assert status(queue, job.id) == "failed" and job.id in queue.failed_job_registry
@@ -204,7 +204,7 @@ def test_rq_alone_a_finished_job_still_on_the_queue_is_dequeued_again(rq_alone) 
     from rq import Retry
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=1))
+    queue.enqueue(peer.noop, job_id=f"{tag}1", retry=Retry(max=1))
     job, execution = take(workers["a"], queue)
     queue.started_job_registry.cleanup(timestamp=time.time() + AN_HOUR)
     finish(workers["a"], queue, job, execution)
@@ -219,7 +219,7 @@ def test_rq_alone_a_job_canceled_while_it_runs_is_requeued_by_its_workers_failur
     from rq.job import Job
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=1))
+    queue.enqueue(peer.noop, job_id=f"{tag}1", retry=Retry(max=1))
     job, execution = take(workers["a"], queue)
     Job.fetch(job.id, connection=queue.connection).cancel()
     assert status(queue, job.id) == "canceled"
@@ -233,7 +233,7 @@ def test_rq_alone_cancel_turns_a_finished_job_canceled(rq_alone) -> None:
     from rq.job import Job
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1")
+    queue.enqueue(peer.noop, job_id=f"{tag}1")
     job, execution = take(workers["a"], queue)
     finish(workers["a"], queue, job, execution)
     Job.fetch(job.id, connection=queue.connection).cancel()
@@ -245,7 +245,7 @@ def test_rq_alone_a_zombies_heartbeat_moves_nothing(rq_alone) -> None:
     from rq import Retry
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=1))
+    queue.enqueue(peer.noop, job_id=f"{tag}1", retry=Retry(max=1))
     job_a, execution_a = take(workers["a"], queue)
     queue.started_job_registry.cleanup(timestamp=time.time() + AN_HOUR)
     job_b, execution_b = take(workers["b"], queue)
@@ -259,7 +259,7 @@ def test_rq_alone_an_abandoned_job_waits_its_retry_interval(rq_alone) -> None:
     from rq import Retry
 
     tag, queue, workers = rq_alone
-    queue.enqueue(peer.noop, job_id=f"{tag}-1", retry=Retry(max=2, interval=[60, 120]))
+    queue.enqueue(peer.noop, job_id=f"{tag}1", retry=Retry(max=2, interval=[60, 120]))
     job, _ = take(workers["a"], queue)
     queue.started_job_registry.cleanup(timestamp=time.time() + AN_HOUR)
     assert status(queue, job.id) == "scheduled" and job.id in queue.scheduled_job_registry
