@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -141,8 +142,6 @@ def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
 
 def scenario_and_calls(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
     """A scenario file, and its steps as ``(op, args)`` calls (without ``expect`` and ``note``)."""
-    import tomllib
-
     with path.open("rb") as handle:
         scenario = tomllib.load(handle)
     return scenario, [(step["op"], _args(step)) for step in scenario["steps"]]
@@ -168,3 +167,13 @@ def model_disagreements(scenario: dict) -> list[int]:
 def _args(step: dict) -> dict:
     return {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
 
+
+FILES = sorted(SCENARIOS.glob("*.toml"))
+
+
+KINDS = ("bug", "documented choice", "boundary convention")
+
+
+def meta_of(path) -> dict:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)["meta"]
