@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,13 @@ PACKAGES = {
     "pgqueuer": ("pgqueuer", "psycopg"),
     "procrastinate": ("procrastinate", "psycopg"),
     "redis_streams": ("redis",),
+    "rq": ("rq", "redis"),
 }
+#: ``fencepost check``'s budget (``--max-examples``) where a queue's first finding needs more runs than the
+#: peers' usual 25 (procrastinate's zombie needs a lease to lapse and the job fetched again before the stale
+#: finish); tests/peers/test_procrastinate_fix.py checks the fixed functions with the same budget.
+BUDGETS = {"fencepost.impl.peers.procrastinate:queue": "35"}
+
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
 
@@ -48,7 +55,7 @@ def require(adapter: str) -> None:
         problem = _server_problem()
         if problem:
             pytest.skip(problem)
-    if adapter == "redis_streams":
+    if adapter in ("redis_streams", "rq"):
         problem = _redis_problem()
         if problem:
             pytest.skip(problem)
@@ -137,3 +144,42 @@ def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
     if op == "submit":
         return {"task_id": result}
     return None
+
+
+def scenario_and_calls(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
+    """A scenario file, and its steps as ``(op, args)`` calls (without ``expect`` and ``note``)."""
+    with path.open("rb") as handle:
+        scenario = tomllib.load(handle)
+    return scenario, [(step["op"], _args(step)) for step in scenario["steps"]]
+
+
+def model_disagreements(scenario: dict) -> list[int]:
+    """The steps whose ``expect`` is not the model's answer under the file's declared variants (none: it agrees)."""
+    from fencepost.spec import model
+    from fencepost.spec.variants import Variants
+
+    state = model.initial(Variants.from_declared(scenario["meta"]["variants"]))
+    disagreeing = []
+    for number, step in enumerate(scenario["steps"], start=1):
+        state, result = model.apply(state, step["op"], _args(step))
+        got = None if step["op"] == "advance" else _as_expect(step["op"], result, {})
+        if step["op"] == "dispatch" and result is not None:
+            got["token"] = result.token  # the model's own numbering, which the file uses
+        if got != step.get("expect"):
+            disagreeing.append(number)
+    return disagreeing
+
+
+def _args(step: dict) -> dict:
+    return {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
+
+
+FILES = sorted(SCENARIOS.glob("*.toml"))
+
+
+KINDS = ("bug", "documented choice", "boundary convention")
+
+
+def meta_of(path) -> dict:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)["meta"]

@@ -14,14 +14,10 @@ from __future__ import annotations
 import pytest
 
 from fencepost.cli import main
-from peers_env import adapter_of, require
+from peers_env import BUDGETS, adapter_of, require
 
 #: Runs per check: enough for each queue's first finding, few enough for CI.
 EXAMPLES = "25"
-
-#: A larger budget where a queue's first finding needs more runs (procrastinate's zombie needs a lease to lapse
-#: and the job to be fetched again before the stale finish).
-BUDGETS = {"fencepost.impl.peers.procrastinate:queue": "35"}
 
 #: Each factory, and the call its shrunk counterexample diverges at (op, what the queue answered).
 VERDICTS = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tomllib
 
 from fencepost.cli import main
-from peers_env import SCENARIOS, replay_on_queue, require
+from peers_env import BUDGETS, SCENARIOS, replay_on_queue, require
 
 #: The schema the patched functions live in: never the shipped adapter's, which other tests share.
 FIXED_SCHEMA = "fp_peers_procr_fixed_{pid}"
@@ -119,8 +119,6 @@ def test_the_fixed_functions_refuse_the_zombies_finish_and_take_the_holders() ->
 
 def test_the_check_passes_on_the_fixed_functions_with_the_budget_that_finds_the_bug(capsys) -> None:
     require("procrastinate")
-    from test_peers_check import BUDGETS
-
     status = main(["check", "test_procrastinate_fix:fixed", "--max-examples",
                    BUDGETS["fencepost.impl.peers.procrastinate:queue"]])
     out = capsys.readouterr().out
