@@ -158,7 +158,7 @@ class _Session:
     def close(self) -> None:
         try:
             self.run(self.connector.pool.close())
-        except Exception:  # the server went away: nothing is left to free
+        except Exception:  # noqa: BLE001 - the server went away: nothing is left to free
             pass
         finally:
             self.loop.close()
