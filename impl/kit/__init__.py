@@ -66,7 +66,7 @@ from fencepost.impl.kit.checks import (
     unknown_worker,
 )
 from fencepost.impl.kit.tick import TICK_ENV, real_clock, require_tick, tick_ms
-from fencepost.impl.postgres.forks import inherited
+from fencepost.impl.kit.forks import inherited
 from fencepost.impl.kit.tokens import SEPARATOR, CompositeToken
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, OutcomeUnknown, Reason, Status, TaskView
 

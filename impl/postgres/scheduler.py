@@ -67,7 +67,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl import kit as v
-from fencepost.impl.postgres.forks import INHERITED, inherited
+from fencepost.impl.kit.forks import INHERITED, inherited
 from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
 from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
 from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
@@ -177,7 +177,7 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
 
 
 # A forked child inherits its parent's pools: the parent's live sessions, on shared sockets
-# (``fencepost.impl.postgres.forks``). A parent's scheduler or temporary schema freed by the child's
+# (``fencepost.impl.kit.forks``). A parent's scheduler or temporary schema freed by the child's
 # garbage collector runs its finalizer (``_release_session``, ``_give_back``) in the child too, and
 # would put the parent's session in the child's pool: both processes would then share it
 # (psycopg's prepared statement names collide, ``DuplicatePreparedStatement``, and answers go to
