@@ -272,9 +272,11 @@ def overlay(given: Iterable[str], declared: Mapping[str, object] | None, declare
     Raises:
         ValueError: a flag or the declaration is invalid (as ``explicit``).
     """
-    mine = explicit(list(given), "--variant")
+    given = list(given)
+    mine = explicit(given, "--variant")
     theirs = explicit(declared or {}, declared_by)
-    changed = [(name, theirs[name], mine[name]) for name in mine if name in theirs and theirs[name] != mine[name]]
+    given_order = dict.fromkeys(text.partition("=")[0].strip() for text in given)  # as the flags came
+    changed = [(name, theirs[name], mine[name]) for name in given_order if name in theirs and theirs[name] != mine[name]]
     return {**theirs, **mine}, changed
 
 
