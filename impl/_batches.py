@@ -47,6 +47,11 @@ class FoldedBatches:
     def _check_batch_time(self, now: object) -> None:
         v.check_time(self.now, now)
 
+    def _check_fail(self, task_id: int, token: int, now: int) -> bool:
+        """Whether ``fail(task_id, token, now)``, its arguments checked, is accepted; raise before any
+        change if its retry time would be after the latest time (``kit.check_retry_time``)."""
+        raise NotImplementedError
+
     def _batch_transaction(self) -> ContextManager[object]:
         """What the fold runs in: nothing for an in-memory scheduler, one transaction for a stored one."""
         return contextlib.nullcontext()
@@ -112,6 +117,14 @@ class FoldedBatches:
         if not pairs:
             self.advance(now)  # a timed call even when empty: due leases expire
             return []
+        if single == self.fail:  # a retry time after the latest makes the batch invalid, before any change
+            accepted: set[int] = set()  # a task's first accepted fail ends its lease: later ones are refused
+            for number, (task_id, token) in enumerate(pairs):
+                try:
+                    if task_id not in accepted and self._check_fail(task_id, token, now):
+                        accepted.add(task_id)
+                except ValueError as exc:
+                    raise v.entry_error("reports", number, exc) from None
         with self._batch_transaction():
             return _fold("reports", [lambda p=p: single(p[0], p[1], now) for p in pairs])
 

@@ -159,8 +159,11 @@ class SimpleScheduler(FoldedBatches):
         return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
-        """Accept an explicit failure from the current lease: retry with backoff, or end."""
-        t = self._timed_lease_call(task_id, token, now)
+        """Accept an explicit failure from the current lease: retry with backoff, or end.
+
+        Raises ``ValueError``, changing nothing, if the retry time would be after ``INT_MAX``.
+        """
+        t = self._timed_lease_call(task_id, token, now, failing=True)
         refused = self._rejection(t, token)
         if refused:
             return refused
@@ -226,14 +229,30 @@ class SimpleScheduler(FoldedBatches):
             raise v.forgotten_task(task_id)
         return t
 
-    def _timed_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> _Task:
-        """Validate a token-carrying call (in the model's order), then expire; return the task."""
+    def _timed_lease_call(self, task_id: object, token: object, now: object, duration: object = None,
+                          failing: bool = False) -> _Task:
+        """Validate a token-carrying call (in the model's order; ``duration``: ``renew``'s; ``failing``:
+        ``fail``'s retry time), then expire; return the task."""
         t = self._get(task_id)
         v.check_int("token", token)
         v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
+        if duration is not None:
+            v.check_min("duration", duration, 1)
+            v.check_lease_end(now, duration)
+        if failing:
+            self._check_fail(task_id, token, now)
         self._expire(now)
         return t
+
+    def _check_fail(self, task_id: int, token: int, now: int) -> bool:
+        """Whether ``fail(task_id, token, now)`` (its arguments checked) is accepted; raise, before
+        any change, if it would send the task to retry after the latest time (``kit.check_retry_time``)."""
+        t = self._tasks[task_id - 1]
+        if t.status is not Status.RUNNING or t.token != token or t.expires_at <= now:
+            return False
+        if not t.cancel_requested and not t.budget_spent():
+            v.check_retry_time(now, t.retry_delay, t.attempts)
+        return True
 
     def _expire(self, now: int) -> None:
         for t in self._tasks:

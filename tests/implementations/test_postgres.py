@@ -153,7 +153,7 @@ def test_an_invalid_call_changes_nothing(sched: PostgresScheduler) -> None:
 )
 def test_values_beyond_64_bits_are_refused_by_name(sched: PostgresScheduler, call, argument: str) -> None:
     sched.add_worker("w1", 1)
-    with pytest.raises(ValueError, match=rf"{argument} must fit in a signed 64-bit integer"):
+    with pytest.raises(ValueError, match=rf"{argument} must be a signed 64-bit int"):
         call(sched)
     assert sched.now == 0
 
@@ -161,16 +161,21 @@ def test_values_beyond_64_bits_are_refused_by_name(sched: PostgresScheduler, cal
 def test_an_overflowing_lease_end_is_a_value_error(sched: PostgresScheduler) -> None:
     sched.add_worker("w1", 1)
     sched.submit()
-    with pytest.raises(ValueError, match="64-bit"):
+    with pytest.raises(ValueError, match="would end the lease at now \\+ duration = 9223372036854775808, after the latest time"):
         sched.dispatch("w1", INT64_MAX, 1)
     assert sched.task(1).status is Status.PENDING and sched.now == 0
 
 
-def test_a_token_beyond_64_bits_is_merely_stale(sched: PostgresScheduler) -> None:
+def test_a_token_or_task_id_beyond_64_bits_is_refused_by_name(sched: PostgresScheduler) -> None:
+    """As every int argument (docs/contract.md, "Values"): never sent, never read as another id."""
     sched.add_worker("w1", 1)
     sched.submit()
     sched.dispatch("w1", 0, 5)
-    assert sched.complete(1, 2**70, 1).reason == "stale_token"
+    with pytest.raises(ValueError, match="token must be a signed 64-bit int"):
+        sched.complete(1, 2**70, 1)
+    with pytest.raises(ValueError, match="task_id must be a signed 64-bit int.*18446744073709551616"):
+        sched.task(2**64)
+    assert sched.task(1).status is Status.RUNNING and sched.now == 0
 
 
 @pytest.mark.parametrize("schema", ["", "Public", "a-b", "x" * 64, "1abc", None])
