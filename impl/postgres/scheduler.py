@@ -69,7 +69,7 @@ from psycopg import sql
 from fencepost.impl import kit as v
 from fencepost.impl.postgres.forks import INHERITED, inherited
 from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
-from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
+from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, UPGRADES, schema_ddl
 from fencepost.spec.protocol import INT_MAX, INT_MIN, Lease, Outcome, Status, TaskView
 
 #: The environment variable naming the server that ``temporary()`` and the tests use.
@@ -207,7 +207,8 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
     """Create ``schema``'s tables and functions unless they exist (safe to race: one advisory lock).
 
     Raises:
-        RuntimeError: the schema holds fencepost tables of another version, or
+        RuntimeError: the schema holds fencepost tables of another version (but one of ``sql.UPGRADES``,
+            which are upgraded in place), or
             tables (views, sequences) fencepost did not create: named, and nothing is changed.
     """
     quoted = sql.Identifier(schema).as_string(conn)
@@ -221,6 +222,9 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
         if row[0] and row[1]:
             version = conn.execute(sql.SQL("SELECT version FROM {}.meta").format(sql.Identifier(schema))).fetchone()
             if version and version[0] == SCHEMA_VERSION:
+                return
+            if version and version[0] in UPGRADES:
+                conn.execute(UPGRADES[version[0]].format(s=quoted).encode())
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]

@@ -46,6 +46,19 @@ INVALID_ARGUMENT_STATE = "FP000"
 SCHEMA_VERSION = 5  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
 # 5: worker names and keys unique through hash indexes, so any the contract allows is stored
 
+#: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
+#: version -> the statements. Version 4's names and keys were btree primary keys, whose entries hold
+#: at most 2,704 bytes; version 5 makes them unique through hash indexes.
+UPGRADES = {
+    4: """
+ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
+ALTER TABLE {s}.keys DROP CONSTRAINT keys_pkey, ADD EXCLUDE USING hash (key WITH =);
+DROP INDEX {s}.tasks_by_worker;
+CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
+UPDATE {s}.meta SET version = 5;
+""",
+}
+
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
 DISPATCH_LOCK = 2

@@ -26,7 +26,7 @@ import pg_server as pg
 from fencepost.impl.postgres import scheduler as postgres
 from fencepost.impl.postgres.scheduler import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
 from fencepost.spec.checkers.check import check_factory, report_failure
-from fencepost.spec.protocol import Status
+from fencepost.spec.protocol import MAX_TEXT_BYTES, Status
 from pg_reads import one_read_per_step
 
 
@@ -238,6 +238,34 @@ def test_a_named_schema_is_kept_and_shared(dsn: str) -> None:
             s.submit()
         with PostgresScheduler(dsn, schema=schema) as s:
             assert s.task(1).status is Status.PENDING
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_keys(dsn: str) -> None:
+    """Version 4 kept worker names and keys in btree primary keys (2,704 bytes at most); opening upgrades it."""
+    schema = temporary_schema_name("fp_test_upgrade")
+    long_worker, long_key = "w" * MAX_TEXT_BYTES, "https://example.com/" + "k" * (MAX_TEXT_BYTES - 20)
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            s.add_worker("w1", 1)
+            assert s.submit(key="short") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:  # back to version 4's shape, rows kept
+            conn.execute(f"""
+                ALTER TABLE "{schema}".workers DROP CONSTRAINT workers_name_excl, ADD PRIMARY KEY (name);
+                ALTER TABLE "{schema}".keys DROP CONSTRAINT keys_key_excl, ADD PRIMARY KEY (key);
+                DROP INDEX "{schema}".tasks_by_worker;
+                CREATE INDEX tasks_by_worker ON "{schema}".tasks (worker) WHERE status = 'running';
+                UPDATE "{schema}".meta SET version = 4""")
+        with PostgresScheduler(dsn, schema=schema) as s:
+            s.add_worker(long_worker, 1)
+            assert s.submit(key=long_key) == 2 and s.submit(key=long_key) == 2 and s.submit(key="short") == 1
+            assert s.dispatch(long_worker, 1, 5).worker == long_worker
+            with pytest.raises(ValueError, match="already exists"):
+                s.add_worker("w1", 1)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (5,)
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
