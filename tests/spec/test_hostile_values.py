@@ -288,3 +288,30 @@ def test_a_recorded_history_of_every_case_is_read_back_and_linearizable(label: s
         verdict_ = check_history(load_history(path))  # a HistoryError would fail here: the file is unreadable
         assert verdict_.linearizable, f"{name}: {verdict_.failure}"
     assert refused == sum(1 for _, _, want in CASES.values() if want == REFUSED)
+
+
+# ---------------------------------------------------------------- fencepost check's boundary probes
+
+
+class _Wider(SimpleScheduler):
+    """Accepts a capacity past INT_MAX: wider than the contract."""
+
+    def add_worker(self, worker, capacity):
+        if isinstance(capacity, int) and capacity > INT_MAX:
+            self._capacity[worker] = capacity
+            return
+        super().add_worker(worker, capacity)
+
+
+def test_the_boundary_probes_pass_the_shipped_schedulers_and_catch_a_narrower_and_a_wider_one() -> None:
+    from fencepost.impl.mutants.narrow_ints import Scheduler as Narrower
+    from fencepost.spec.checkers.boundaries import check_boundaries
+    from fencepost.spec.checkers.capabilities import detect
+
+    for factory in (SimpleScheduler, IndexedScheduler, durable_temporary):
+        assert check_boundaries(factory, detect(factory)) is None, factory
+    for factory, wrong in ((Narrower, "expected ok, got error: capacity must be below 2**53"),
+                           (_Wider, "expected error: capacity must be a signed 64-bit int")):
+        trace = check_boundaries(factory, detect(factory))
+        assert trace and len(trace) == 1 and trace[0].args == {"worker": "w1", "capacity": INT_MAX + (factory is _Wider)}
+        assert wrong in trace[0].problem, trace[0].problem
