@@ -62,6 +62,7 @@ from dataclasses import dataclass, replace
 
 from fencepost.spec.protocol import (
     ACCEPTED,
+    BACKWARDS,
     INT_MAX,
     INT_MIN,
     RESTART,
@@ -142,9 +143,8 @@ def require_int(name: str, value: object) -> int:
 
 def require_text(name: str, value: str) -> str:
     """Return the str ``value`` if it may be a worker name or key (``spec.protocol.text_problem``), else raise ValueError."""
-    problem = text_problem(value)
-    if problem:
-        raise ValueError(f"{name} {problem}: {value[:40]!r}{'...' if len(value) > 40 else ''}")
+    if problem := text_problem(value, name):
+        raise ValueError(problem)
     return value
 
 
@@ -159,8 +159,7 @@ def require_retry_time(now: int, task: Task) -> int:
     """An accepted ``fail``'s retry time ``now + retry_delay * 2 ** (attempts - 1)``, if it is not after ``INT_MAX``."""
     due = now + task.retry_delay * 2 ** (task.attempts - 1)
     if due > INT_MAX:
-        raise ValueError(f"now {now}: the retry time now + retry_delay * 2 ** (attempts - 1) = {int_shown(due)} "
-                         f"(retry_delay {task.retry_delay}, attempt {task.attempts}) is after the latest time {INT_MAX}")
+        raise ValueError(f"now {now}: the retry time now + retry_delay * 2 ** (attempts - 1) = {int_shown(due)} (retry_delay {task.retry_delay}, attempt {task.attempts}) is after the latest time {INT_MAX}")
     return due
 
 
@@ -176,7 +175,7 @@ def require_time(state: State, now: object) -> int:
     if now < 0:
         raise ValueError(f"now must be >= 0: {now!r}")
     if now < state.now:
-        raise ValueError(f"time can't go backwards: now={now} < current time {state.now}")
+        raise ValueError(f"{BACKWARDS}: now={now} < current time {state.now}")
     return now
 
 
@@ -217,8 +216,7 @@ def capacity_of(state: State, worker: object) -> int:
     for name, capacity in state.workers:
         if name == worker:
             return capacity
-    require_text("worker", worker)
-    raise ValueError(f"worker {worker!r} is unknown: add it with add_worker first")
+    raise ValueError(text_problem(worker, "worker") or f"worker {worker!r} is unknown: add it with add_worker first")
 
 
 # ---------------------------------------------------------------- queries
@@ -1000,12 +998,3 @@ def same_answer(want: object, have: object) -> bool:
             same_answer(w, h) for w, h in zip(want, have))
     return want == have
 
-
-def visible(state: State) -> list[Task]:
-    """The tasks ``task()`` answers for: every task not forgotten, in id order."""
-    return [t for t in state.tasks if not t.forgotten]
-
-
-def worker_loads(state: State) -> dict[str, tuple[int, int]]:
-    """``{worker: (running, capacity)}`` in the order workers were added."""
-    return {name: (load(state, name), capacity) for name, capacity in state.workers}

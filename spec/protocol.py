@@ -59,22 +59,24 @@ def int_shown(value: int) -> str:
     return repr(value) if value.bit_length() <= 128 else f"an int of {value.bit_length():,} bits"
 
 
-def text_problem(value: str) -> str | None:
-    """Why ``value`` may not be a worker name or key (``FORBIDDEN_TEXT``, ``MAX_TEXT_BYTES``), or None.
+def text_problem(value: str, name: str = "text") -> str | None:
+    """Why ``value`` may not be a worker name or key (``FORBIDDEN_TEXT``, ``MAX_TEXT_BYTES``), or None:
+    the error's words, naming the argument ``name``, the rule and the value (its first 40 characters).
 
     Words only, for both the model's and the schedulers' errors; each of them
     calls it where its own rules say. O(len(value)).
     """
+    shown = f"{value[:40]!r}{'...' if len(value) > 40 else ''}"
     if len(value) > MAX_TEXT_BYTES:  # too long whatever its characters: no need to read it all
-        return f"is {len(value):,} characters, longer than the limit of {MAX_TEXT_BYTES:,} bytes of UTF-8"
+        return f"{name} is {len(value):,} characters, longer than the limit of {MAX_TEXT_BYTES:,} bytes of UTF-8: {shown}"
     bad = FORBIDDEN_TEXT.search(value)
     if bad:
-        return (f"holds U+{ord(bad.group()):04X} at character {bad.start() + 1} (no control character but tab and "
-                "newline, no lone surrogate, no direction override)")
+        return (f"{name} holds U+{ord(bad.group()):04X} at character {bad.start() + 1} (no control character but tab "
+                f"and newline, no lone surrogate, no direction override): {shown}")
     if len(value) > MAX_TEXT_BYTES // 4:  # shorter ones fit whatever their characters
         size = len(value.encode("utf-8"))
         if size > MAX_TEXT_BYTES:
-            return f"is {size:,} bytes of UTF-8, longer than the limit of {MAX_TEXT_BYTES:,}"
+            return f"{name} is {size:,} bytes of UTF-8, longer than the limit of {MAX_TEXT_BYTES:,}: {shown}"
     return None
 
 
@@ -236,6 +238,27 @@ class PruneProtocol(Protocol):
 #: What the ``ValueError`` of a call naming a forgotten task must say (case-insensitive:
 #: "forgotten", "forgot"): the one word by which a scheduler in any language says it.
 FORGOTTEN_WORD = "forgot"
+
+
+#: The contract's words for refusing a timed call whose ``now`` is behind the scheduler's clock: every
+#: scheduler's message says them (``spec.model``'s starts with them), in any language, so a client
+#: sharing the clock knows to read it again and retry (``says_backwards``).
+BACKWARDS = "time can't go backwards"
+
+
+def says_backwards(error: ValueError) -> bool:
+    """Whether ``error``, raised by a timed call, refuses its ``now`` as behind the scheduler's clock."""
+    return BACKWARDS in str(error)
+
+
+def offers_restart(scheduler: object) -> bool:
+    """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
+    return callable(getattr(scheduler, "reopen", None))
+
+
+def offers_batches(scheduler: object) -> bool:
+    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
+    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
 
 
 def says_forgotten(error: ValueError) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
 
-from fencepost.spec.protocol import INT_MAX, INT_MIN, int_shown, text_problem
+from fencepost.spec.protocol import BACKWARDS, INT_MAX, INT_MIN, int_shown, text_problem
 
 
 def check_int(name: str, value: object) -> int:
@@ -32,9 +32,8 @@ def check_int(name: str, value: object) -> int:
 def check_text(name: str, value: str) -> str:
     """Return the str ``value`` if it may be a worker name or key: no ``FORBIDDEN_TEXT`` character,
     at most ``MAX_TEXT_BYTES`` bytes of UTF-8 (``spec.protocol.text_problem``). O(len(value))."""
-    problem = text_problem(value)
-    if problem:
-        raise ValueError(f"{name} {problem}: {value[:40]!r}{'...' if len(value) > 40 else ''}")
+    if problem := text_problem(value, name):
+        raise ValueError(problem)
     return value
 
 
@@ -71,7 +70,7 @@ def check_time(current: int | None, now: object) -> int:
     if now < 0:
         raise ValueError(f"now must be >= 0: {now!r}")
     if current is not None and now < current:
-        raise ValueError(f"time can't go backwards: now={now} < current time {current}")
+        raise ValueError(f"{BACKWARDS}: now={now} < current time {current}")
     return now
 
 
