@@ -258,3 +258,52 @@ def test_a_counterexample_page_says_why_in_the_words_check_prints(tmp_path):
     line = why(run_calls(token_reuse.Scheduler, [(s.op, dict(s.args)) for s in steps])).line()
     verdict = page.read_text(encoding="utf-8").split('id="verdict"', 1)[1].split("</p>", 1)[0]
     assert line.startswith("why: ") and f'<span class="why">{html.escape(line, quote=True)}</span>' in verdict
+
+
+#: The README tour's closed-interval counterexample as the check used to print it, in batches:
+#: two slots, two tasks leased by one dispatch_many, one completed by a complete_many.
+BATCHED = """
+title = "Batch leases"
+[[steps]]
+op = "add_worker"
+worker = "w1"
+capacity = 2
+[[steps]]
+op = "submit_many"
+tasks = [{}, {}]
+[[steps]]
+op = "dispatch_many"
+worker = "w1"
+now = 0
+duration = 3
+limit = 4
+[[steps]]
+op = "complete_many"
+reports = [[1, 1]]
+now = 1
+[[steps]]
+op = "complete_many"
+reports = []
+now = 3
+"""
+
+
+def test_batch_leases_are_drawn_and_a_batch_report_ends_its_lease(tmp_path):
+    source = tmp_path / "batched.toml"
+    source.write_text(BATCHED, encoding="utf-8")
+    page = make_page(source, tmp_path / "page.html")
+    text = page.read_text(encoding="utf-8")
+    assert data_of(page)["leases"] == 2
+    assert "2 leases on 2 lanes" in text
+    bars = [attrs for attrs in parse(page).named("g") if "lease" in attrs.get("class", "").split()]
+    assert len(bars) == 2
+    assert "completed at t=1" in text  # task 1's lease ended by the batch's report, not drawn to its expiry
+    assert "expired at t=3" in text  # task 2's ran out
+
+
+def test_lanes_are_named_as_the_tui_names_them(tmp_path):
+    source = tmp_path / "batched.toml"
+    source.write_text(BATCHED, encoding="utf-8")
+    make_page(source, tmp_path / "page.html")
+    text = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert ">w1.1<" in text and ">w1.2<" in text and ">w1<" not in text
