@@ -24,7 +24,7 @@ from fencepost.spec.formats.scenario import (
     load_scenario,
 )
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.story.quiz import Quiz
+from fencepost.story.quiz import SKIPPED, Quiz
 from fencepost.story.timeline import Timeline, build_timeline
 from fencepost.story.walkthroughs import (
     builtin_names,
@@ -62,13 +62,8 @@ from textual.worker import get_current_worker
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 DEFAULT_SPEED = 2  # index into SPEEDS
 
-#: Seconds a notice about a problem step stays up (going to the step dismisses it sooner).
-PROBLEM_NOTICE_SECONDS = 6
-
-#: Said when → shows a question's answer before it was answered.
-REVEALED_NOTICE = "answer revealed, not scored (press 1-9 before → to score)"
-#: Seconds the notices of → past a question and of m stay up.
-REVEALED_NOTICE_SECONDS = SIDE_NOTICE_SECONDS = 4
+#: Seconds the notice of m stays up (a step taken takes it down sooner: notices belong to their step).
+SIDE_NOTICE_SECONDS = 4
 
 #: What m says, by what it shows: the model's side (alike or not at this step), or the implementation's again.
 SIDE_NOTICES = {
@@ -78,7 +73,7 @@ SIDE_NOTICES = {
 }
 
 #: The notices shown one at a time (``FencepostApp.single_notice``).
-SINGLE_NOTICES = frozenset({REVEALED_NOTICE, *SIDE_NOTICES.values()})
+SINGLE_NOTICES = frozenset(SIDE_NOTICES.values())
 
 #: Up to this many steps the model is checked before the screen opens (a small
 #: scenario takes milliseconds); past it, in a thread once the screen is up.
@@ -265,15 +260,14 @@ class FencepostApp(App[None]):
         self._timer = None
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
-        self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
-        self._single_notice: Notification | None = None  # the last notice of → past a question or of m
+        self._single_notice: Notification | None = None  # the last notice of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
         self._whys: dict[tuple[Timeline, int], str | None] = {}  # a diverging step's why: line, replayed once
 
     def watch_step(self, step: int) -> None:
         if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
             self.playing = False  # autoplay stops at a question: the reader predicts first
-        self.dismiss_problem_notices(step)
+        self.take_down_notices()
         self.show_step()
 
     def watch_playing(self, playing: bool) -> None:
@@ -338,7 +332,6 @@ class FencepostApp(App[None]):
             self.call_after_refresh(self.check_against_model)
         if self.notice:
             self.notify(self.notice, severity="warning", timeout=8, markup=False)
-        self.announce_problems()
         if self._start_interactive:
             self.action_interact()
 
@@ -458,14 +451,16 @@ class FencepostApp(App[None]):
 
     def score_text(self) -> str:
         quiz = self.quiz
-        return f"Score {quiz.right}/{quiz.answered}, of {quiz.total} in all."
+        if not quiz.answered:
+            return "Nothing scored yet."
+        return f"{quiz.right} of {quiz.answered} right so far."
 
     def show_question(self, index: int) -> None:
         quiz, panel = self.quiz, self.query_one(QuestionPanel)
         question = quiz.question(index)
         panel.set_class(question is not None, "-shown")
         if question is not None:
-            panel.show(question, quiz.answers.get(index), self.score_text())
+            panel.show(question, quiz.answers.get(index), self.score_text(), quiz.late.get(index))
 
     def get_default_screen(self) -> Screen:
         return StepScreen(id="_default")
@@ -540,35 +535,14 @@ class FencepostApp(App[None]):
             model_progress=self.model_progress,
             clock=timeline.frames[self.step - 1].now if quiz.open(self.step) else None,
             score=(quiz.right, quiz.answered) if quiz.answers else None,  # once a question was met
+            ahead=next((p for p in self.problems() if p > self.step), None),
         )
 
-    def announce_problems(self, mismatches: bool = True) -> None:
-        """A notice for the first step that breaks its expect and the first that parts
-        from the model; each goes away once that step is on screen."""
-        timeline = self.timeline
-        if mismatches and timeline.mismatches:
-            first = timeline.mismatches[0]
-            self.problem_notice(first, f"step {first} breaks its expect ({len(timeline.mismatches)} in all): d goes there")
-        if timeline.divergences:
-            first = timeline.divergences[0]
-            self.problem_notice(first, f"the implementation parts from the model at step {first}: d goes there")
-
-    def problem_notice(self, step: int, message: str) -> None:
-        if step == self.step:
-            return  # already there: the status line marks it
-        notification = Notification(message, severity="error", timeout=PROBLEM_NOTICE_SECONDS)
-        self.post_message(Notify(notification))
-        self._problem_notices.append((step, notification))
-
-    def dismiss_problem_notices(self, step: int | None = None) -> None:
-        """Take down the notices that name ``step`` (all of them when None): the user got there."""
-        keep = []
-        for named, notification in self._problem_notices:
-            if step is None or named == step:
-                take_back_notice(self, notification)
-            else:
-                keep.append((named, notification))
-        self._problem_notices = keep
+    def take_down_notices(self) -> None:
+        """Take down every notice on screen: a notice is about the moment it was said, and one
+        left up into later steps covers their text (the problem steps are on the status line)."""
+        self.clear_notifications()
+        self._single_notice = None
 
     # ------------------------------------------------------------ the model, in the background
 
@@ -606,8 +580,6 @@ class FencepostApp(App[None]):
             timeline.run_model()  # a step typed while the thread was finishing
             self.model_progress = ""
             self.show_step()
-            if timeline.divergences:
-                self.announce_problems(mismatches=False)  # those were announced on opening
 
     # ------------------------------------------------------------ interactive mode
 
@@ -683,7 +655,7 @@ class FencepostApp(App[None]):
         """Show ``timeline`` from its step 0, as if just opened: not playing, the implementation's
         side, and out of interactive mode (a session typed into one scenario is not the next one's)."""
         self.workers.cancel_group(self, "model")
-        self.dismiss_problem_notices()
+        self.take_down_notices()
         self.timeline = timeline
         self.title = window_title(timeline)
         self.model_progress = ""
@@ -695,7 +667,6 @@ class FencepostApp(App[None]):
         self.leave_interactive()  # after the step: the status line it redraws is the new timeline's
         if not timeline.model_done:
             self.check_against_model()
-        self.announce_problems()
 
     def screenshot_name(self) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", self.timeline.scenario.title.lower()).strip("-")[:40] or "fencepost"
@@ -719,8 +690,10 @@ class FencepostApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that never apply here; grey out the ones that don't apply at this step."""
         timeline, step, last = self.timeline, self.step, self.timeline.last
-        if action.startswith("answer"):
-            question = self.quiz.open(step)
+        if action.startswith("answer"):  # an open question, or one → revealed and not yet picked since
+            quiz = self.quiz
+            question = quiz.open(step) or (quiz.question(step) if quiz.answers.get(step) == SKIPPED
+                                           and step not in quiz.late else None)
             choice = parameters[0] if parameters else 1  # refresh_keys asks without parameters
             return question is not None and choice <= len(question.choices)
         if action == "next":
@@ -765,16 +738,22 @@ class FencepostApp(App[None]):
 
     def action_next(self) -> None:
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
-            self.quiz.reveal(self.step)
+            self.quiz.reveal(self.step)  # the panel says it was revealed, not scored: no notice over it
             self.show_step()
-            self.single_notice(REVEALED_NOTICE, REVEALED_NOTICE_SECONDS)
         elif self.step < self.timeline.last:
             self.step += 1
 
     def action_answer(self, choice: int) -> None:
-        if self.quiz.open(self.step) is not None and choice <= len(self.quiz.open(self.step).choices):
-            self.quiz.answer(self.step, choice)
-            self.show_step()
+        quiz, question = self.quiz, self.quiz.question(self.step)
+        if question is None or choice > len(question.choices):
+            return
+        if quiz.open(self.step) is not None:
+            quiz.answer(self.step, choice)
+        elif quiz.answers.get(self.step) == SKIPPED and self.step not in quiz.late:  # → revealed it: a verdict, unscored
+            quiz.pick_late(self.step, choice)
+        else:
+            return  # answered: the first answer stands
+        self.show_step()
 
     def action_previous(self) -> None:
         if self.step > 0:
