@@ -383,6 +383,8 @@ class FencepostApp(App[None]):
         if self._shown_at != (timeline, index):  # a new step is read from its top
             self._shown_at = (timeline, index)
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
+            if differs and index in timeline.divergences:  # ...except the diverging step, read down to its why: line
+                self.call_after_refresh(self.bring_why_into_view)
         if asking:
             self.show_note(None)  # the narration tells the answer
         elif index == timeline.last and frame.step is not None:
@@ -391,6 +393,13 @@ class FencepostApp(App[None]):
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
         self.refresh_keys()
+
+    def bring_why_into_view(self) -> None:
+        """Scroll the step panel as little as brings the differences, whose last line is the ``why:``
+        line, into view: on an 80x24 terminal they start below the fold."""
+        differences = self.query_one(Differences)
+        if differences.has_class("-shown"):
+            self.query_one(SidePanel).scroll_to_widget(differences, animate=False, immediate=True)
 
     def why_line(self, index: int) -> str | None:
         """The ``why:`` line ``fencepost check`` would print for the calls up to step ``index`` (None: the lockstep
