@@ -307,3 +307,15 @@ def test_lanes_are_named_as_the_tui_names_them(tmp_path):
     make_page(source, tmp_path / "page.html")
     text = (tmp_path / "page.html").read_text(encoding="utf-8")
     assert ">w1.1<" in text and ">w1.2<" in text and ">w1<" not in text
+
+
+def test_a_list_whose_items_wrap_is_a_list():
+    """The onboarding description's list wraps its items onto indented lines: it was one paragraph of '* ...'."""
+    assert prose("Intro:\n* **Logical time**: an integer,\n  never going backwards.\n* A lease.") == (
+        "<p>Intro:</p><ul><li><strong>Logical time</strong>: an integer, never going backwards.</li><li>A lease.</li></ul>"
+    )
+
+
+def test_the_onboarding_page_shows_its_description_list_as_a_list(tmp_path):
+    text = make_page("onboarding", tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<li><strong>Logical time</strong>" in text and "* <strong>Logical time" not in text
