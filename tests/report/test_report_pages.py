@@ -319,3 +319,14 @@ def test_a_list_whose_items_wrap_is_a_list():
 def test_the_onboarding_page_shows_its_description_list_as_a_list(tmp_path):
     text = make_page("onboarding", tmp_path / "page.html").read_text(encoding="utf-8")
     assert "<li><strong>Logical time</strong>" in text and "* <strong>Logical time" not in text
+
+
+def test_a_counterexample_page_says_how_it_diverges_once_in_each_place_not_in_every_one(tmp_path):
+    """The verdict and the side-by-side section say it; the step's row points there (it said it 4-5 times)."""
+    page = make_page(TESTS / "regressions" / "closed_interval.toml", tmp_path / "page.html",
+                     "--impl", "impl.mutants.closed_interval:Scheduler")
+    body = page.read_text(encoding="utf-8").split(f'<script type="application/json" id="{DATA_ID}">')[0]
+    assert body.count(html.escape("status 'running' (model: 'pending')")) == 2  # the verdict; side by side
+    assert body.count(html.escape("expected 'pending', got 'running'")) == 1  # the file's own description
+    assert "diverges here" not in body  # check's note in the file repeats the lines the page already has
+    assert 'side by side above' in body
