@@ -330,3 +330,20 @@ def test_a_counterexample_page_says_how_it_diverges_once_in_each_place_not_in_ev
     assert body.count(html.escape("expected 'pending', got 'running'")) == 1  # the file's own description
     assert "diverges here" not in body  # check's note in the file repeats the lines the page already has
     assert 'side by side above' in body
+
+
+def test_a_history_page_gives_each_call_the_same_lines_and_answer_in_the_stretch_as_under_every_call(tmp_path):
+    """sqs_fifo_claim_duplicate_receive: a call answered after the stretch read 'lines N–open / not yet known'
+    in the stretch and 'lines N–M … lease …' under Every call; and the placed column was empty on every row."""
+    source = TESTS / "peers" / "histories" / "sqs_fifo_claim_duplicate_receive.jsonl"
+    page = make_page(source, tmp_path / "page.html")
+    body = page.read_text(encoding="utf-8")
+    stretch = body[body.index('id="stretch"'):body.index("</section>", body.index('id="stretch"'))]
+    calls = body[body.index('class="call-list"'):]
+    assert "open" not in stretch and "not yet known" not in stretch
+    assert "after the stretch: unknown inside it" in stretch
+    rows = re.findall(r'<tr[^>]*data-c="(\d+)"[^>]*><td>[^<]*</td><td>(lines [^<]*)</td>', stretch)
+    assert rows
+    for row in rows:
+        assert f'<tr id="c{row[0]}"' in calls and f"<td>{row[1]}<td>" in calls.split(f'<tr id="c{row[0]}"')[1].split("<tr")[0]
+    assert "placed" not in calls  # not linearizable: no order, so no column of dashes or blanks
