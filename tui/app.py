@@ -123,6 +123,7 @@ FOOTER_PRIORITY = (
     ("toggle_lanes",),
     ("toggle_side",),
     ("next_notable", "previous_notable"),
+    ("toggle_log",),
     ("interact",),
     ("jump_prompt",),
 )
@@ -132,6 +133,14 @@ FOOTER_KEY_PADDING = 3
 
 #: Columns the command palette's key takes at the footer's right end, when it is shown.
 FOOTER_PALETTE_WIDTH = 12
+
+#: Below both, a screen is narrow and short (80x24): the event log has no room beside the step panel
+#: and ``e`` swaps it in (``app.tcss``: ``Screen.-narrow.-short``).
+LOG_MIN_WIDTH, LOG_MIN_HEIGHT = 110, 34
+
+#: Columns of the status line a title may not count on beyond step and clock (the marks of a problem
+#: step, the score): a title longer than the rest is shown whole in the opening note.
+STATUS_TITLE_SLACK = 4
 
 #: The narrowest screen whose footer shows the command palette's key (ctrl+p); the help page names it.
 PALETTE_MIN_WIDTH = 100
@@ -202,6 +211,7 @@ class FencepostApp(App[None]):
         Binding("m", "toggle_side", "Model"),
         Binding("o", "open_next", "Next walkthrough"),
         Binding("t", "toggle_lanes", "Lanes"),
+        Binding("e", "toggle_log", "Events"),
         Binding("left_square_bracket", "scroll_lanes(-1)", "Earlier", key_display="[", group=TIME_KEYS),
         Binding("right_square_bracket", "scroll_lanes(1)", "Later", key_display="]", group=TIME_KEYS),
         Binding("i", "interact", "Interact"),
@@ -214,8 +224,8 @@ class FencepostApp(App[None]):
         Binding("up", "scroll_note_line(-1)", "Scroll the step panel up a line", show=False),
     ]
     AUTO_FOCUS = None  # nothing takes the keys until the command line is opened
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-very-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (48, "-very-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (LOG_MIN_WIDTH, "-wide"), (170, "-very-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (LOG_MIN_HEIGHT, "-tall"), (48, "-very-tall")]
 
     # The footer is refreshed by refresh_keys, only when a key's state changes:
     # rebuilding it on every step would cost more than drawing the step.
@@ -338,6 +348,8 @@ class FencepostApp(App[None]):
     def on_resize(self) -> None:
         # ctrl+p stays on the help page; on a narrow footer the keys need the room
         self.query_one(Footer).show_command_palette = self.size.width >= PALETTE_MIN_WIDTH
+        # Where the log has no room, the step panel's border says which key shows it (the footer may be full).
+        self.query_one(SidePanel).border_title = "e: event log" if self.log_hidden() else ""
         self.show_step()
 
     @on(EventLog.Picked)
@@ -387,8 +399,8 @@ class FencepostApp(App[None]):
                 self.call_after_refresh(self.bring_why_into_view)
         if asking:
             self.show_note(None)  # the narration tells the answer
-        elif index == timeline.last and frame.step is not None:
-            self.show_note((frame.step.note or "") + self.closing_note())
+        elif index == len(timeline.scenario.steps) and frame.step is not None:  # the walkthrough's own last step,
+            self.show_note((frame.step.note or "") + self.closing_note())  # never a step typed after it
         else:
             self.show_note(frame.step.note if frame.step else self.opening_note())
         self.show_status()
@@ -515,10 +527,19 @@ class FencepostApp(App[None]):
     def opening_note(self) -> str:
         scenario = self.timeline.scenario
         if scenario.description:
-            return scenario.description
+            return self.whole_title() + scenario.description
         if not scenario.steps:
             return NEW_SESSION_NOTE
         return "Press **→** (or `l`) to apply the first step, **space** to play, **?** for help."
+
+    def whole_title(self) -> str:
+        """The title in full, as the opening note's first line, when the status line has to cut it short
+        (most walkthrough titles at 80 columns): a title is read whole once, then shortened."""
+        timeline = self.timeline
+        frame = timeline.frames[0]
+        taken = len(f" step 0/{timeline.last}  t={frame.now}  ") + STATUS_TITLE_SLACK
+        title = status_title(timeline)
+        return f"**{title}**\n\n" if len(title) > self.size.width - taken else ""
 
     def show_note(self, note: str | None) -> None:
         note = note or ""
@@ -729,6 +750,8 @@ class FencepostApp(App[None]):
             return ahead or None
         if action == "toggle_side":  # greyed while the model has not reached this step
             return self.side == "model" or timeline.check(step) is not None or None
+        if action == "toggle_log":  # only where the log has no room of its own (80x24): it takes the panel's
+            return self.log_hidden()
         if action == "scroll_lanes":  # only when the lanes show part of a longer run
             return self.has_class("-lanes") and self.query_one(LanesView).can_pan()
         if action == "interact":  # also the way back to the command line after Esc
@@ -866,6 +889,14 @@ class FencepostApp(App[None]):
     def action_scroll_lanes(self, direction: int) -> None:
         """Move the lanes' time window by half its width, earlier (-1) or later (1)."""
         self.query_one(LanesView).scroll_time(direction)
+
+    def log_hidden(self) -> bool:
+        """True on a terminal too short and narrow for the event log beside the step panel (``app.tcss``)."""
+        return self.size.width < LOG_MIN_WIDTH and self.size.height < LOG_MIN_HEIGHT
+
+    def action_toggle_log(self) -> None:
+        """On a short, narrow terminal, swap the step panel for the event log and back (elsewhere both show)."""
+        self.toggle_class("-log")
 
     def action_toggle_lanes(self) -> None:
         """Swap the board for the lanes view (one lane per worker slot over time) and back."""

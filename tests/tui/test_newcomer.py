@@ -17,7 +17,7 @@ from fencepost.tui.history import HistoryApp
 from fencepost.tui.lanes import Lanes, LanesView
 from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.story.timeline import build_timeline
-from fencepost.tui.widgets import Differences, QuestionPanel, StatusBar
+from fencepost.tui.widgets import Differences, Narration, QuestionPanel, StatusBar
 from long_history import long_history
 from test_curriculum_screens import text_of
 from tui_helpers import SIZE, app_for, empty_session
@@ -302,3 +302,48 @@ async def test_the_history_views_footer_holds_every_key_at_80_columns():
         keys = list(app.query(FooterKey))
         assert {key.action for key in keys} >= {"next", "previous", "lane(1)", "lane(-1)", "failure", "quit"}
         assert all(key.region.right <= SMALL[0] and key.region.width > 0 for key in keys if key.action != "command_palette")
+
+
+async def test_at_80x24_e_shows_the_event_log_in_the_step_panels_place_and_the_panel_says_so():
+    """The README promises an event log; at 80x24 it has no room of its own, so e swaps it in."""
+    app = app_for("onboarding", questions=False)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        log, side = app.query_one("#log"), app.query_one("#side")
+        assert not log.display and side.display
+        assert side.border_title == "e: event log" and app.check_action("toggle_log", ()) is True
+        await pilot.press("e")
+        await pilot.pause()
+        assert log.display and not side.display and log.region.height >= 8
+        await pilot.press("e")
+        await pilot.pause()
+        assert not log.display and side.display
+    wide = app_for("onboarding", questions=False)
+    async with wide.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert wide.query_one("#log").display and "toggle_log" not in footer_actions(wide)  # shown anyway: no key
+        assert wide.query_one("#side").border_title == ""
+
+
+async def test_steps_typed_after_a_finished_walkthrough_do_not_carry_its_closing_note():
+    app = app_for("onboarding", questions=False, walkthrough="onboarding")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("end")
+        assert "press o" in text_of(app.query_one(Narration))
+        await pilot.press("i", *"advance 99", "enter")
+        await pilot.pause()
+        assert app.step == app.timeline.last == len(app.timeline.scenario.steps) + 1
+        assert "Predictions" not in text_of(app.query_one(Narration)) and "press o" not in text_of(app.query_one(Narration))
+
+
+async def test_a_title_the_status_line_cuts_is_shown_whole_before_the_first_step():
+    app = app_for("lease-ends", questions=False)
+    title = app.timeline.scenario.title
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert " ".join(text_of(app.query_one(Narration)).split()).startswith(title)
+    fits = app_for("onboarding", questions=False)
+    async with fits.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not text_of(fits.query_one(Narration)).startswith(fits.timeline.scenario.title)
