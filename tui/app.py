@@ -24,6 +24,7 @@ from fencepost.spec.formats.scenario import (
     load_scenario,
 )
 from fencepost.spec.variants import DEFAULT, Variants
+from fencepost.spec.formats.trace import DIVERGES_NOTE
 from fencepost.story.quiz import SKIPPED, Quiz
 from fencepost.story.timeline import Timeline, build_timeline
 from fencepost.story.walkthroughs import (
@@ -397,12 +398,15 @@ class FencepostApp(App[None]):
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
             if differs and index in timeline.divergences:  # ...except the diverging step, read down to its why: line
                 self.call_after_refresh(self.bring_why_into_view)
+        note = frame.step.note if frame.step else self.opening_note()
+        if differs and note and note.startswith(DIVERGES_NOTE):
+            note = None  # check's note on its diverging step: the differences above say it already
         if asking:
             self.show_note(None)  # the narration tells the answer
         elif index == len(timeline.scenario.steps) and frame.step is not None:  # the walkthrough's own last step,
-            self.show_note((frame.step.note or "") + self.closing_note())  # never a step typed after it
+            self.show_note((note or "") + self.closing_note())  # never a step typed after it
         else:
-            self.show_note(frame.step.note if frame.step else self.opening_note())
+            self.show_note(note)
         self.show_status()
         self.refresh_keys()
 
