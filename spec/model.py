@@ -71,6 +71,7 @@ from fencepost.spec.protocol import (
     Reason,
     Status,
     TaskView,
+    WORKER_EXISTS,
 )
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
@@ -392,7 +393,7 @@ def add_worker(state: State, worker: str, capacity: int) -> tuple[State, None]:
         raise ValueError(f"worker must be a non-empty str: {worker!r}")
     require_at_least("capacity", capacity, 1)
     if any(name == worker for name, _ in state.workers):
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
     # unchanged: now, tasks, last_token
     return replace(state, workers=state.workers + ((worker, capacity),)), None
 

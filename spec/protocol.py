@@ -190,6 +190,16 @@ def says_backwards(error: ValueError) -> bool:
     return BACKWARDS in str(error)
 
 
+#: The contract's words for refusing ``add_worker`` of a name already added: a client that made the
+#: call again after its answer was lost knows by them that the first took effect (``says_worker_exists``).
+WORKER_EXISTS = "already exists"
+
+
+def says_worker_exists(error: ValueError) -> bool:
+    """Whether ``error``, raised by ``add_worker``, refuses the worker as already added."""
+    return WORKER_EXISTS in str(error)
+
+
 def offers_restart(scheduler: object) -> bool:
     """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
     return callable(getattr(scheduler, "reopen", None))

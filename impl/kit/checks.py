@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
 
-from fencepost.spec.protocol import BACKWARDS
+from fencepost.spec.protocol import BACKWARDS, WORKER_EXISTS
 
 
 def check_int(name: str, value: object) -> int:
@@ -137,7 +137,7 @@ def check_new_worker(worker: object, capacity: object, existing: Container[str])
         raise ValueError(f"worker must be a non-empty str: {worker!r}")
     check_min("capacity", capacity, 1)
     if worker in existing:
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
 
 
 def check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
