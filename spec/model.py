@@ -73,6 +73,7 @@ from fencepost.spec.protocol import (
     Reason,
     Status,
     TaskView,
+    WORKER_EXISTS,
     int_shown,
     text_problem,
 )
@@ -421,7 +422,7 @@ def add_worker(state: State, worker: str, capacity: int) -> tuple[State, None]:
     require_text("worker", worker)
     require_at_least("capacity", capacity, 1)
     if any(name == worker for name, _ in state.workers):
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
     # unchanged: now, tasks, last_token
     return replace(state, workers=state.workers + ((worker, capacity),)), None
 

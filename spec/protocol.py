@@ -105,7 +105,7 @@ class Reason:
     ``Outcome.accepted``, so another implementation may word them differently.
     """
 
-    #: The task is running under a different (newer) token.
+    #: The task is running under a different token (older, newer or never issued alike).
     STALE_TOKEN = "stale_token"
     #: The token's lease reached ``expires_at`` and the task was taken back.
     LEASE_EXPIRED = "lease_expired"
@@ -249,6 +249,16 @@ BACKWARDS = "time can't go backwards"
 def says_backwards(error: ValueError) -> bool:
     """Whether ``error``, raised by a timed call, refuses its ``now`` as behind the scheduler's clock."""
     return BACKWARDS in str(error)
+
+
+#: The contract's words for refusing ``add_worker`` of a name already added: a client that made the
+#: call again after its answer was lost knows by them that the first took effect (``says_worker_exists``).
+WORKER_EXISTS = "already exists"
+
+
+def says_worker_exists(error: ValueError) -> bool:
+    """Whether ``error``, raised by ``add_worker``, refuses the worker as already added."""
+    return WORKER_EXISTS in str(error)
 
 
 def offers_restart(scheduler: object) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
 
-from fencepost.spec.protocol import BACKWARDS, INT_MAX, INT_MIN, int_shown, text_problem
+from fencepost.spec.protocol import BACKWARDS, INT_MAX, INT_MIN, WORKER_EXISTS, int_shown, text_problem
 
 
 def check_int(name: str, value: object) -> int:
@@ -173,7 +173,7 @@ def check_new_worker(worker: object, capacity: object, existing: Container[str])
     check_text("worker", worker)
     check_min("capacity", capacity, 1)
     if worker in existing:
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
 
 
 def check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
