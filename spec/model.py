@@ -74,8 +74,7 @@ from fencepost.spec.protocol import (
     Status,
     TaskView,
     WORKER_EXISTS,
-    int_shown,
-    text_problem,
+    int_shown, text_problem,  # the value rules' words (docs/contract.md, "Values")
 )
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
