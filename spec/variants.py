@@ -222,6 +222,21 @@ def show_span(started_at: object, expires_at: object, interval: str = "half-open
     return f"[{start}, {expires_at}{']' if interval == 'closed' else ')'}"
 
 
+def heartbeat_of(state: object, worker: str, end: int) -> object:
+    """What ``heartbeat=worker`` adds to an accepted renew (``spec.model.renew``; any other value: ``state``).
+
+    The renew is its worker's heartbeat: every live lease ``worker`` holds in
+    the model's ``state`` now ends at ``end`` too, but one whose cancellation
+    was requested (a cancelled task is never kept alive by its worker). Only
+    live leases, whose tokens are current, change: the core is untouched. O(T).
+    """
+    if state.variants.heartbeat != "worker":
+        return state
+    tasks = tuple(replace(t, expires_at=end) if t.status == "running" and t.worker == worker and not t.cancel_requested
+                  else t for t in state.tasks)
+    return replace(state, tasks=tasks)
+
+
 #: The contract itself: every variant at its first value.
 DEFAULT = Variants()
 
