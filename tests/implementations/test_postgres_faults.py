@@ -25,7 +25,7 @@ import pg_server
 from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.faults.cluster import Cluster, unavailable
 from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
-from fencepost.impl.postgres.session import Reconnect
+from fencepost.impl.postgres.session import Effect, Patience, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners
 
@@ -201,6 +201,55 @@ def test_bad_reconnect_and_call_timeout_settings_are_refused(dsn) -> None:
         Reconnect(max_delay=0)
     with pytest.raises(ValueError, match=r"call_timeout must be None or a number of seconds > 0: 0"):
         PostgresScheduler(dsn, call_timeout=0)
+
+
+def _refusing_session(dsn: str, refusals: int) -> tuple[Session, list[str | None]]:
+    """A session whose next ``refusals`` connection tries are refused; ``seen`` holds its ``outage`` line at each try."""
+    seen: list[str | None] = []
+    left = [refusals]
+    session: Session
+
+    def connect() -> psycopg.Connection:
+        seen.append(None if session.outage is None else session.outage.describe())
+        if left[0] > 0:
+            left[0] -= 1
+            raise psycopg.OperationalError("connection refused (a test's stand-in for a server that is down)")
+        return psycopg.connect(dsn, autocommit=True)
+
+    session = Session("the test's server", connect, reconnect=Reconnect(attempts=2, first_delay=0.001, max_delay=0.002),
+                      call_timeout=None, conn=psycopg.connect(dsn, autocommit=True))
+    return session, seen
+
+
+def test_a_patient_session_reconnects_past_its_try_count_saying_it_waits_for_the_database(dsn, caplog) -> None:
+    session, seen = _refusing_session(dsn, refusals=40)  # 20 times the try count
+    session.patience = Patience()
+    with caplog.at_level("WARNING", logger="fencepost.impl.postgres.session"):
+        assert session.run("SELECT 1", None, lambda c: c.fetchone()[0], Effect.READ, "probe", {}) == 1  # alive: no wait
+        session.replace("a test lost it")
+    assert session.reconnects == 1 and session.outage is None
+    assert seen[0] is None  # nothing failed yet
+    assert seen[1].startswith("waiting for the database: the test's server unreachable for ")
+    assert "(1 try so far; last: connection refused" in seen[1] and "(40 tries so far;" in seen[-1]
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith("waiting for the database: the test's server unreachable") and "still trying" in said[0]
+    assert said[-1].startswith("the database is back: the test's server reconnected after 41 tries in ")
+    session.close()
+
+
+def test_a_patient_session_gives_up_past_its_limit_and_stops_when_told(dsn) -> None:
+    session, _ = _refusing_session(dsn, refusals=10**9)
+    session.patience = Patience(limit=0.05)
+    with pytest.raises(psycopg.OperationalError, match=r"^cannot connect to the test's server: connection refused .*"
+                       r"gave up waiting for the database after \d+ tries in [\d.]+ s, its outage limit being 0.05 s"):
+        session.replace("a test lost it")
+    session.patience = stopped = Patience()
+    stopped.stopping.set()
+    with pytest.raises(StoppedWaiting, match=r"^stopped waiting for the test's server after [\d.]+ s: told to stop"):
+        session.run("SELECT 1", None, lambda c: c.fetchone()[0], Effect.READ, "probe", {})  # the connection is gone
+    assert session.outage is None
+    with pytest.raises(ValueError, match=r"^outage limit must be None or a number of seconds > 0: 0$"):
+        Patience(limit=0)
 
 
 # ---------------------------------------------------------------- a cluster of our own
