@@ -52,11 +52,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 import psycopg
 
+from fencepost.impl.outages import Patience, WaitStopped
 from fencepost.spec.protocol import OutcomeUnknown
 
 
@@ -117,28 +118,7 @@ OUTAGE_LOG_EVERY = 30.0
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Patience:
-    """Sessions given this wait for their database through an outage of any length (module docstring).
-
-    ``limit``: real seconds one outage may last before the waiting call gives
-    up (None: no bound). ``stopping``: set it to end every wait at once (a
-    runner that stops); the waiting call then raises ``StoppedWaiting``.
-
-    Raises:
-        ValueError: ``limit`` not None nor a number of seconds > 0.
-    """
-
-    limit: float | None = None
-    stopping: threading.Event = field(default_factory=threading.Event, compare=False)
-
-    def __post_init__(self) -> None:
-        limit = self.limit
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit < float("inf")):
-            raise ValueError(f"outage limit must be None or a number of seconds > 0: {limit!r}")
-
-
-class StoppedWaiting(psycopg.OperationalError):
+class StoppedWaiting(psycopg.OperationalError, WaitStopped):
     """A call waiting for its database through an outage was told to stop (``Patience.stopping``)."""
 
 
@@ -457,7 +437,7 @@ class OutlastsOutages:
     def outlast(self, patience: Patience | None) -> None:
         """Wait for the database through an outage as ``patience`` says; None: count reconnect tries again."""
         if patience is not None and not isinstance(patience, Patience):
-            raise ValueError(f"patience must be None or a fencepost.impl.postgres.session.Patience: {patience!r}")
+            raise ValueError(f"patience must be None or a fencepost.impl.outages.Patience: {patience!r}")
         self._session.patience = patience
 
     def outage(self) -> str | None:

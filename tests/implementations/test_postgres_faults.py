@@ -25,7 +25,8 @@ import pg_server
 from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.faults.cluster import Cluster, unavailable
 from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
-from fencepost.impl.postgres.session import Effect, Patience, Reconnect, Session, StoppedWaiting
+from fencepost.impl.outages import Patience
+from fencepost.impl.postgres.session import Effect, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners
 
