@@ -128,6 +128,7 @@ from fencepost.impl.kit import check_submit
 from fencepost.impl.runner.attempts import FINAL, Attempt, Cancelled, Cohort, InCohort, TaskContext, TaskRecord
 from fencepost.impl.runner.clocks import BACKWARDS, TIME_RETRIES, ManualClock, MonotonicClock, SchedulerClock
 from fencepost.impl.runner.isolation import MODES
+from fencepost.impl.runner.waiting import Outlasting, RunnerStatus
 from fencepost.impl.runner.shared import (  # noqa: F401  (the shared mode's constants stay importable from here)
     PAYLOAD_KEY_PREFIX,
     PAYLOAD_METHODS,
@@ -139,7 +140,7 @@ from fencepost.spec.checkers.steps import offers_restart
 from fencepost.spec.formats.scenario import ALL_SIGNATURES, Scenario, Step, StepResult, dump_scenario, expect_from
 from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView
 
-__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
+__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "RunnerStatus", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
 ISOLATIONS = tuple(MODES)
@@ -237,6 +238,12 @@ class Runner:
             ``DEFAULT_BATCH_WAIT``); never more than half of what is left of its
             lease. 0: reports never wait (they still go together when they
             queue while the lock is held).
+        outage_limit: real seconds the runner waits for an unreachable database
+            before it stops with the error (None, the default: as long as it
+            runs). While it waits, the log and ``status()`` say so; once the
+            database is back, the work goes on (``impl.runner.waiting``).
+            Applies from ``start`` on to the scheduler, payload store and clock
+            that offer ``outlast``; construction itself does not wait.
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
@@ -259,6 +266,7 @@ class Runner:
         trace: bool = False,
         batch: int | None = None,
         batch_wait: float = DEFAULT_BATCH_WAIT,
+        outage_limit: float | None = None,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -291,6 +299,8 @@ class Runner:
 
             scheduler = Scheduler()
         mode.bind(clock, scheduler)
+        # What the runner waits through an outage with (the scheduler's, the payloads', the clock's waits)
+        self._outlasting = Outlasting(outage_limit, scheduler, payloads, clock)
         self._clock = clock
         self._lease = lease
         self._scheduler = scheduler
@@ -310,6 +320,7 @@ class Runner:
         self._expiry_changed = _Signal(self._lock)
         self._expiry_wakes_at: float = _NEVER  # the earliest lease end the expiry thread waits for
         prefix = '' if name is None else name + '-'
+        self._prefix = prefix  # of its slots' names, and of its threads' (fencepost-runner-NAME-w1, ...-expiry)
         self._slots = tuple(f"{prefix}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
         # How many leases one claim takes and reports one call makes (at most one per slot). Above 1,
         # on a scheduler with the batch operations, the slots share one worker (``_pool``) and claim
@@ -402,8 +413,9 @@ class Runner:
             if self._started:
                 raise RuntimeError("the runner is already started (a runner starts once)")
             self._started = True
+        self._outlasting.begin()
         self._clock.subscribe(self._on_clock)
-        names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
+        names = [f"fencepost-runner-{slot}" for slot in self._slots] + [f"fencepost-runner-{self._prefix}expiry"]
         loop = self._slot_loop if self._pool is None else self._pooled_slot_loop
         targets = [lambda s=slot: loop(s) for slot in self._slots] + [self._expiry_loop]
         for name, target in zip(names, targets):
@@ -423,6 +435,8 @@ class Runner:
         try:
             target()
         except BaseException as exc:  # noqa: BLE001 - re-raised to the caller by _check_broken
+            if self._outlasting.ended_by_stop(exc):
+                return  # stop() ended its wait for the database: the thread ends as stop() asked
             with self._lock:
                 if self._broken is None:
                     self._broken = (name, exc)
@@ -445,10 +459,15 @@ class Runner:
         database for the other runners). Calling it again, or before
         ``start``, is harmless.
 
+        A call waiting for the database through an outage stops waiting at
+        once (its report is not made: the task's lease expires in the
+        scheduler, as a lost worker's does).
+
         Raises:
             TimeoutError: some user function was still running after ``timeout`` real seconds.
             RuntimeError: a pool thread had raised and stopped the runner (once stopped, says why).
         """
+        self._outlasting.interrupt()  # first: a thread waiting for the database holds the lock
         with self._lock:
             self._stopping = True
             self._drain()  # the tasks stay pending in the scheduler, as a locked submit leaves them
@@ -460,8 +479,28 @@ class Runner:
             thread.join(timeout)
             if thread.is_alive():
                 raise TimeoutError(f"stop: {thread.name} still runs user work after {timeout} s")
+        self._outlasting.end()
         with self._lock:
             self._check_broken()
+
+    def status(self) -> RunnerStatus:
+        """What the runner is doing (``impl.runner.waiting.RunnerStatus``), without taking its lock.
+
+        Answers at once while a call waits for an unreachable database (that
+        call holds the lock): ``state`` is then ``"waiting for the database"``
+        and ``waiting`` says for what, since when, and the last error.
+        """
+        waiting = self._outlasting.waiting()
+        alive = any(thread.is_alive() for thread in self._threads)
+        if self._broken is not None:
+            state = "broken"
+        elif not self._started:
+            state = "not started"
+        elif self._stopping:
+            state = "stopping" if alive else "stopped"
+        else:
+            state = "waiting for the database" if waiting else "running"
+        return RunnerStatus(state, waiting, len(self._running))
 
     # ------------------------------------------------------------ the public calls
 

@@ -15,6 +15,8 @@ workload -- keeps every property it checks.
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 import time
 
@@ -24,7 +26,9 @@ import pytest
 import pg_server
 from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.faults.cluster import Cluster, unavailable
-from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
+from fencepost.impl.postgres.payloads import PostgresPayloads
+from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler, drop_schema, lock_key, temporary_schema_name
+from fencepost.impl.runner.core import Runner
 from fencepost.impl.outages import Patience
 from fencepost.impl.postgres.session import Effect, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
@@ -36,6 +40,13 @@ BOUND = 30.0
 TIMES = 2
 #: Runner processes, and the tasks each submits at the start (more come while faults are injected).
 RUNNERS, RUNNER_TASKS = 3, 30
+#: Real seconds the server is down while runners wait for it (issue 34: a runner outlasts a 30 s outage).
+OUTAGE_SECONDS = 30.0
+#: Slots of each runner in the outage test, and the tasks the lone runner and the shared runners get.
+OUTAGE_WORKERS, ALONE_TASKS, SHARED_TASKS = 2, 6, 8
+#: The shared runners' lease, in the database clock's milliseconds: shorter than the outage, so the
+#: tasks the lost runner held are free again by the time the server is back.
+SHARED_LEASE = 10_000
 #: Rounds each fault-suite client makes at least (3 steps each, about a fifth of them submits), so
 #: the sizes the test asserts hold however fast the machine ran while the faults were injected.
 MIN_ROUNDS = 80
@@ -259,6 +270,121 @@ def test_a_patient_session_gives_up_past_its_limit_and_stops_when_told(dsn) -> N
 # ---------------------------------------------------------------- a cluster of our own
 
 
+class _Gate:
+    """Holds first attempts of the outage test's tasks until opened, counting how many it holds."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.entered = 0
+        self.changed = threading.Condition()
+
+    def hold(self, ctx) -> str:
+        if ctx.attempt == 1:
+            with self.changed:
+                self.entered += 1
+                self.changed.notify_all()
+            assert self.opened.wait(OUTAGE_SECONDS * 4), "the outage test never opened the gate"
+        return f"task {ctx.task_id} attempt {ctx.attempt}"
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.entered >= count, BOUND), f"{self.entered} of {count} held"
+
+
+#: The outage test's gate; a module attribute, so the shared runners' registry can name ``_gated``.
+_GATE = _Gate()
+
+
+def _gated(ctx) -> str:
+    return _GATE.hold(ctx)
+
+
+class _Said(logging.Handler):
+    """Events set when the session's log says a runner's thread waits for the database, or that it is back."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.waiting: dict[str, threading.Event] = {}
+        self.back = threading.Event()
+        self.guard = threading.Lock()  # not ``lock``: that is the Handler's own, held around ``emit``
+
+    def waits(self, prefix: str) -> threading.Event:
+        with self.guard:
+            return self.waiting.setdefault(prefix, threading.Event())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("waiting for the database"):
+            thread = record.threadName  # fencepost-runner-w1, -expiry (alone); fencepost-runner-b-w1, -b-expiry
+            self.waits(thread.split("-")[2] if thread.startswith(("fencepost-runner-a-", "fencepost-runner-b-")) else "alone").set()
+        elif message.startswith("the database is back"):
+            self.back.set()
+
+
+def ride_an_outage(cluster: Cluster, seconds: float) -> dict:
+    """Runners through ``seconds`` without their server; every task must end succeeded. Returns what was seen.
+
+    A lone ``Runner`` over a ``PostgresScheduler`` (its own tasks), and two
+    shared runners on another schema: ``a``, lost during the outage (stopped
+    while its reports wait for the server, so the tasks it held stay running
+    in the database), and ``b``, which rides it through. The server is
+    stopped while every slot holds a task's first attempt at a gate; the gate
+    opens once the log says both survivors wait for the database, so their
+    reports wait too; the server starts again ``seconds`` after it stopped.
+    Every wait is bounded; the only sleep is the outage itself.
+    """
+    global _GATE
+    _GATE = gate = _Gate()
+    said = _Said()
+    logger = logging.getLogger("fencepost.impl.postgres.session")
+    logger.addHandler(said)
+    alone_scheduler = PostgresScheduler(cluster.dsn, schema="outage_alone")
+    shared_parts = [(PostgresScheduler(cluster.dsn, schema="outage_shared"), PostgresPayloads(cluster.dsn, schema="outage_shared"),
+                     DatabaseClock(cluster.dsn, schema="outage_shared")) for _ in range(2)]
+    alone = Runner(workers=OUTAGE_WORKERS, scheduler=alone_scheduler)
+    lost, survivor = (Runner(name=name, workers=OUTAGE_WORKERS, scheduler=scheduler, payloads=payloads, clock=clock,
+                             lease=SHARED_LEASE, functions={"gated": _gated})
+                      for name, (scheduler, payloads, clock) in zip("ab", shared_parts))
+    seen: dict = {}
+    try:
+        for runner in (alone, lost, survivor):
+            runner.start()
+        mine = [alone.submit(functools.partial(gate.hold)) for _ in range(ALONE_TASKS)]
+        shared = [lost.submit(_gated) for _ in range(SHARED_TASKS)]
+        gate.wait_for(3 * OUTAGE_WORKERS)  # every slot of every runner holds a first attempt
+        held_by_lost = [t for t in shared if lost.task(t).worker is not None and lost.task(t).worker.startswith("a-")]
+        cluster.stop("immediate")
+        stopped = time.monotonic()
+        try:
+            assert said.waits("b").wait(BOUND), "the shared runner never said it waits"
+            gate.opened.set()  # the held functions return: every report now waits for the server
+            assert said.waits("alone").wait(BOUND), "the lone runner never said it waits"
+            seen["alone"], seen["survivor"] = alone.status(), survivor.status()
+            lost.stop(BOUND)  # lost in the outage: its reports are never made, its leases expire in the database
+            seen["lost"] = lost.status()
+            time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))  # the outage itself
+        finally:
+            cluster.start()
+        seen["down"] = time.monotonic() - stopped
+        seen["alone_views"] = [alone.wait(t, BOUND + seconds) for t in mine]
+        seen["shared_views"] = [survivor.wait(t, BOUND + seconds) for t in shared]
+        seen["resumed"] = time.monotonic() - stopped - seen["down"]
+        seen["back"] = said.back.is_set()
+        seen["after"] = (alone.status(), survivor.status())
+        seen["held_by_lost"] = held_by_lost
+        seen["results"] = {t: survivor.result(t) for t in held_by_lost}
+    finally:
+        gate.opened.set()
+        logger.removeHandler(said)
+        for runner in (alone, lost, survivor):
+            runner.stop(BOUND)
+        for thing in (alone_scheduler, *(part for parts in shared_parts for part in parts)):
+            thing.close()
+    return seen
+
+
+
+
 @pytest.fixture(scope="module")
 def cluster():
     why = unavailable()
@@ -309,6 +435,25 @@ def test_shared_runners_ride_through_every_fault(cluster) -> None:
     assert report.ok, "\n".join(table(report))
     assert all(v.status in FINAL_STATUSES for v in views), [v for v in views if v.status not in FINAL_STATUSES][:3]
     assert len(views) >= sum(r["submitted"] for r in results) > RUNNERS * RUNNER_TASKS
+
+
+def test_runners_finish_every_task_through_a_30_s_outage_of_their_server(cluster) -> None:
+    """Issue 34: a Runner over PostgreSQL waits for its server, says so, and finishes every task; a
+    shared runner also finishes the tasks a runner lost in the outage left running in the database."""
+    seen = ride_an_outage(cluster, OUTAGE_SECONDS)
+    for status in (seen["alone"], seen["survivor"]):
+        assert status.state == "waiting for the database", status
+        assert status.waiting and all(line.startswith("waiting for the database: PostgreSQL at dsn=") for line in status.waiting)
+        assert f":{cluster.port}/" in status.waiting[0] and "unreachable for " in status.waiting[0]
+    assert seen["lost"].state == "stopped"  # stopped quietly: its waits ended, no error
+    assert seen["down"] >= OUTAGE_SECONDS
+    assert [v.status for v in seen["alone_views"]] == [Status.SUCCEEDED] * ALONE_TASKS
+    assert [v.status for v in seen["shared_views"]] == [Status.SUCCEEDED] * SHARED_TASKS
+    assert seen["back"], "the log never said the database is back"
+    assert all(status.state == "running" and status.waiting == () for status in seen["after"]), seen["after"]
+    assert len(seen["held_by_lost"]) == OUTAGE_WORKERS  # the lost runner held tasks ...
+    for task_id, result in seen["results"].items():  # ... which the survivor ran again, after their leases
+        assert result.startswith(f"task {task_id} attempt ") and not result.endswith("attempt 1"), result
 
 
 def test_the_database_clock_is_read_again_after_its_backend_is_ended(dsn, schema) -> None:
