@@ -57,7 +57,7 @@ from enum import Enum
 
 import psycopg
 
-from fencepost.impl.outages import Patience, WaitStopped
+from fencepost.impl.kit.outages import Patience, WaitStopped
 from fencepost.spec.protocol import OutcomeUnknown
 
 
@@ -437,7 +437,7 @@ class OutlastsOutages:
     def outlast(self, patience: Patience | None) -> None:
         """Wait for the database through an outage as ``patience`` says; None: count reconnect tries again."""
         if patience is not None and not isinstance(patience, Patience):
-            raise ValueError(f"patience must be None or a fencepost.impl.outages.Patience: {patience!r}")
+            raise ValueError(f"patience must be None or a fencepost.impl.kit.outages.Patience: {patience!r}")
         self._session.patience = patience
 
     def outage(self) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fencepost.impl.outages import Patience, WaitStopped
+from fencepost.impl.kit.outages import Patience, WaitStopped
 
 #: ``RunnerStatus.state`` values, in the order of a runner's life.
 STATES = ("not started", "running", "waiting for the database", "stopping", "stopped", "broken")
@@ -82,6 +82,15 @@ class Outlasting:
                 return True
             exc = exc.__cause__ or exc.__context__
         return False
+
+    def status(self, life: str, running: int) -> RunnerStatus:
+        """The runner's status, its ``life`` (a state of ``STATES`` other than waiting) read by the runner.
+
+        A running runner one of whose calls waits for its database is ``"waiting for the database"``,
+        and ``waiting`` says for what, since when, and the last error. Takes no lock.
+        """
+        waiting = self.waiting()
+        return RunnerStatus("waiting for the database" if life == "running" and waiting else life, waiting, running)
 
     def waiting(self) -> tuple[str, ...]:
         """One line per participant waiting for its database now. Takes no lock."""

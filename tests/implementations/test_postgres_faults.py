@@ -29,7 +29,7 @@ from fencepost.impl.faults.cluster import Cluster, unavailable
 from fencepost.impl.postgres.payloads import PostgresPayloads
 from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler, drop_schema, lock_key, temporary_schema_name
 from fencepost.impl.runner.core import Runner
-from fencepost.impl.outages import Patience
+from fencepost.impl.kit.outages import Patience
 from fencepost.impl.postgres.session import Effect, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners

@@ -12,7 +12,8 @@ runner stops), when the waiting call raises an error that is also a
 ``WaitStopped``. Such an object's ``outage()`` says, in one line and without
 taking any lock, what a call of it is waiting for, or None.
 
-No driver is imported here: the runner uses it without the PostgreSQL extra.
+No driver is imported here: the runner uses it without the PostgreSQL extra, and an adapter
+over a server of its own may offer ``outlast`` and ``outage`` too.
 """
 
 from __future__ import annotations
