@@ -8,9 +8,10 @@ again when that is safe and otherwise raises ``OutcomeUnknown``; a call past
 line, changing nothing. Against a throw-away cluster the tests start
 themselves (``impl/faults/cluster.py``; skipped, saying why, without the server
 binaries): a server that stays away makes a call give up in one line naming
-the dsn, and the next call after it is back succeeds; and the fault suite
+the dsn, and the next call after it is back succeeds; the fault suite
 (``impl/faults/inject.py``) -- every fault, several times, under a multi-process
-workload -- keeps every property it checks.
+workload -- keeps every property it checks; and runners outlast a 30 s
+outage of their server (issue 34), saying meanwhile that they wait for it.
 """
 
 from __future__ import annotations
