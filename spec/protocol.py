@@ -44,7 +44,7 @@ class Reason:
     ``Outcome.accepted``, so another implementation may word them differently.
     """
 
-    #: The task is running under a different (newer) token.
+    #: The task is running under a different token (older, newer or never issued alike).
     STALE_TOKEN = "stale_token"
     #: The token's lease reached ``expires_at`` and the task was taken back.
     LEASE_EXPIRED = "lease_expired"
