@@ -42,8 +42,9 @@ Limits: times, priorities, durations and the other int arguments are stored
 as 64-bit integers; a value outside that range is refused with ``ValueError``.
 Faults of the server (``impl/postgres/session.py``, docs/faults.md): a lost
 connection is replaced, with jittered backoff and a bounded number of tries
-(``reconnect``); a call that gets no answer within ``call_timeout`` seconds
-has its connection cut. A call whose answer was lost after it was sent is run
+(``reconnect``), or, given a ``Patience`` (``outlast``; a ``Runner`` gives one),
+for as long as the outage lasts; a call that gets no answer within
+``call_timeout`` seconds has its connection cut. A call whose answer was lost after it was sent is run
 again when that is safe under the contract (reads, ``advance``, ``submit``
 with a key) and otherwise raises ``OutcomeUnknown`` (``spec.protocol``): its
 outcome is unknown, and the caller decides (docs/faults.md says how).
@@ -68,7 +69,15 @@ from psycopg import sql
 
 from fencepost.impl import kit as v
 from fencepost.impl.kit.forks import INHERITED, inherited
-from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
+from fencepost.impl.postgres.session import (
+    DEFAULT_CALL_TIMEOUT,
+    Effect,
+    OutlastsOutages,
+    Reconnect,
+    Session,
+    check_call_timeout,
+    looks_dead,
+)
 from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, UPGRADES, schema_ddl
 from fencepost.spec.protocol import INT_MAX, INT_MIN, Lease, Outcome, Status, TaskView
 
@@ -254,7 +263,7 @@ def lock_key(schema: str) -> int:
     return int.from_bytes(hashlib.sha256(f"fencepost-locks:{schema}".encode()).digest()[:4], "big", signed=True)
 
 
-class PostgresScheduler:
+class PostgresScheduler(OutlastsOutages):
     """The fencepost protocol over one PostgreSQL schema, safe to share between processes.
 
     Args:
@@ -672,7 +681,7 @@ _QUERIES = {
 # ---------------------------------------------------------------- the shared clock
 
 
-class DatabaseClock:
+class DatabaseClock(OutlastsOutages):
     """One clock for every client of a schema, read from the database server.
 
     ``now`` is the number of ``tick_ns`` ticks since the schema was created,

@@ -108,10 +108,11 @@ from fencepost.impl.runner.retention import Retention
 from fencepost.impl.runner.shared import mode_for
 from fencepost.impl.runner.submits import SubmitQueue
 from fencepost.impl.runner.trace import Trace
+from fencepost.impl.runner.waiting import Outlasting, RunnerStatus
 from fencepost.impl.runner.wakeups import Signal, relock
 from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView, offers_batches, says_backwards
 
-__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
+__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "RunnerStatus", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
 ISOLATIONS = tuple(MODES)
@@ -183,6 +184,9 @@ class Runner:
             ``DEFAULT_BATCH_WAIT``); never more than half of what is left of its
             lease. 0: reports never wait (they still go together when they
             queue while the lock is held).
+        outage_limit: real seconds the runner waits, from ``start`` on, for an
+            unreachable database before it stops with the error (None, the
+            default: as long as it runs); see ``impl.runner.waiting``.
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
@@ -205,6 +209,7 @@ class Runner:
         trace: bool = False,
         batch: int | None = None,
         batch_wait: float = DEFAULT_BATCH_WAIT,
+        outage_limit: float | None = None,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -237,6 +242,8 @@ class Runner:
 
             scheduler = Scheduler()
         mode.bind(clock, scheduler)
+        # What the runner waits through an outage with (the scheduler's, the payloads', the clock's waits)
+        self._outlasting = Outlasting(outage_limit, scheduler, payloads, clock)
         self._clock = clock
         self._lease = lease
         self._scheduler = scheduler
@@ -253,6 +260,7 @@ class Runner:
         self._work = Signal(self._lock)
         self._expiry = Expiry(self._lock)  # the soonest lease end, and the expiry thread's wake-up
         prefix = '' if name is None else name + '-'
+        self._prefix = prefix  # of its slots' names, and of its threads' (fencepost-runner-NAME-w1, ...-expiry)
         self._slots = tuple(f"{prefix}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
         # How many leases one claim takes and reports one call makes (at most one per slot). Above 1, on a
         # scheduler with the batch operations, the slots share one worker and claim and report for each
@@ -298,8 +306,9 @@ class Runner:
             if self._started:
                 raise RuntimeError("the runner is already started (a runner starts once)")
             self._started = True
+        self._outlasting.begin()
         self._clock.subscribe(self._on_clock)
-        names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
+        names = [f"fencepost-runner-{slot}" for slot in self._slots] + [f"fencepost-runner-{self._prefix}expiry"]
         pool = self._pool
         loop = self._slot_loop if pool is None else lambda slot: pool.slot_loop(self, slot)
         targets = [lambda s=slot: loop(s) for slot in self._slots] + [lambda: self._expiry.loop(self)]
@@ -320,6 +329,8 @@ class Runner:
         try:
             target()
         except BaseException as exc:  # noqa: BLE001 - re-raised to the caller by _check_broken
+            if self._outlasting.ended_by_stop(exc):
+                return  # stop() ended its wait for the database: the thread ends as stop() asked
             with self._lock:
                 if self._broken is None:
                     self._broken = (name, exc)
@@ -342,10 +353,15 @@ class Runner:
         database for the other runners). Calling it again, or before
         ``start``, is harmless.
 
+        A call waiting for the database through an outage stops waiting at
+        once (its report is not made: the task's lease expires in the
+        scheduler, as a lost worker's does).
+
         Raises:
             TimeoutError: some user function was still running after ``timeout`` real seconds.
             RuntimeError: a pool thread had raised and stopped the runner (once stopped, says why).
         """
+        self._outlasting.interrupt()  # first: a thread waiting for the database holds the lock
         with self._lock:
             self._stopping = True
             self._drain()  # the tasks stay pending in the scheduler, as a locked submit leaves them
@@ -357,8 +373,15 @@ class Runner:
             thread.join(timeout)
             if thread.is_alive():
                 raise TimeoutError(f"stop: {thread.name} still runs user work after {timeout} s")
+        self._outlasting.end()
         with self._lock:
             self._check_broken()
+
+    def status(self) -> RunnerStatus:
+        """What the runner is doing, without taking its lock: ``impl.runner.waiting.RunnerStatus``."""
+        life = "broken" if self._broken is not None else "not started" if not self._started else \
+            ("stopping" if any(t.is_alive() for t in self._threads) else "stopped") if self._stopping else "running"
+        return self._outlasting.status(life, len(self._running))
 
     # ------------------------------------------------------------ the public calls
 
