@@ -15,8 +15,12 @@ returns nothing (so an invalid call changes nothing). Each is written in the
 same order: validate every argument (guards), expire due leases (timed
 operations only), then the change, then what stays unchanged.
 
-The state is deliberately naive -- tuples scanned in full -- so that it can be
-checked by reading. ``impl.simple.SimpleScheduler`` refines this model
+The state is deliberately naive -- where a rule is a scan, the table is
+scanned in full -- so that it can be checked by reading. Only its table is
+not a plain tuple: a ``spec.table.TaskTable``, a persistent vector, so that
+changing one task never copies the others and a long trace costs O(T), not
+O(T^2); it also knows which tasks are running, so expiry and a worker's load
+read those alone. ``impl.simple.SimpleScheduler`` refines this model
 directly, and ``impl.indexed.IndexedScheduler`` refines ``SimpleScheduler``:
 both must give the same results and the same task views for every sequence of
 calls, which is what ``spec.checkers.machine`` checks.
@@ -71,6 +75,7 @@ from fencepost.spec.protocol import (
     Status,
     TaskView,
 )
+from fencepost.spec.table import TaskTable
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
 
@@ -116,12 +121,19 @@ class State:
     """The whole scheduler. Every field is immutable; transitions build a new State."""
 
     now: int = 0  # logical time; never decreases
-    tasks: tuple[Task, ...] = ()  # indexed by id - 1; ids are 1, 2, 3... in submit order
+    tasks: TaskTable = TaskTable()  # indexed by id - 1; ids are 1, 2, 3... in submit order (a tuple is taken as one)
     workers: tuple[tuple[str, int], ...] = ()  # (name, capacity) in the order added
     last_token: int = 0  # tokens issued so far; the next one is last_token + 1
     keys: tuple[KeyRecord, ...] = ()  # every idempotency key submitted and not forgotten, in submit order
     variants: Variants = DEFAULT  # the declared contract variants; constant for a run
     issued: frozenset[int | str] = frozenset()  # every token handed out; kept only under tokens=opaque
+
+    def __post_init__(self) -> None:
+        # a plain sequence of tasks is taken as a table; the table's dispatch order is the variants'
+        tasks = self.tasks if isinstance(self.tasks, TaskTable) else TaskTable(self.tasks)
+        tasks = tasks.ordered_by(order_key(self.variants))
+        if tasks is not self.tasks:
+            object.__setattr__(self, "tasks", tasks)
 
 
 # ---------------------------------------------------------------- guards
@@ -195,7 +207,7 @@ def capacity_of(state: State, worker: object) -> int:
 
 def load(state: State, worker: str) -> int:
     """How many tasks ``worker`` is running now."""
-    return sum(1 for t in state.tasks if t.status is Status.RUNNING and t.worker == worker)
+    return sum(1 for t in state.tasks.running() if t.worker == worker)
 
 
 def dispatch_order(task: Task) -> tuple[int, int, int]:
@@ -225,6 +237,11 @@ def is_due(variants: Variants, due_at: int, now: int) -> bool:
     """Whether a task due at ``due_at`` may be dispatched at ``now``: ``due_at <= now``, or under
     ``due=after`` only ``due_at < now``. Never before its due time, whatever the variants."""
     return due_at < now if variants.due == "after" else due_at <= now
+
+
+def due_by(variants: Variants, now: int) -> int:
+    """The latest due time a dispatch at ``now`` may pick: ``is_due(variants, d, now)`` iff ``d <= due_by(variants, now)``."""
+    return now - 1 if variants.due == "after" else now
 
 
 def require_duration(state: State, duration: object) -> int:
@@ -308,8 +325,7 @@ def task(state: State, task_id: int) -> TaskView:
 
 
 def _put(state: State, task: Task) -> State:
-    tasks = state.tasks[: task.id - 1] + (task,) + state.tasks[task.id :]
-    return replace(state, tasks=tasks)
+    return replace(state, tasks=state.tasks.put(task))
 
 
 def _release(task: Task, status: Status, now: int, **changes: object) -> Task:
@@ -343,8 +359,8 @@ def expire(state: State, now: int) -> State:
     ``expires_at < now``.
     """
     variants = state.variants
-    for t in state.tasks:
-        if t.status is Status.RUNNING and not lease_live(variants, t.expires_at, now):
+    for t in state.tasks.running():
+        if not lease_live(variants, t.expires_at, now):
             if t.cancel_requested:
                 status = Status.CANCELLED
             elif _budget_spent(t) and variants.exhaust == "at-expiry":
@@ -435,7 +451,7 @@ def submit(
     )
     keys = state.keys if key is None else state.keys + (KeyRecord(key, task_id, arguments),)
     # unchanged: now (untimed: no expiry), workers, last_token, every other task
-    return replace(state, tasks=state.tasks + (new,), keys=keys), task_id
+    return replace(state, tasks=state.tasks.append(new), keys=keys), task_id
 
 
 def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State, Lease | None]:
@@ -465,18 +481,18 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
         for t in state.tasks:
             if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now) and _budget_spent(t):
                 state = _put(state, _release(t, Status.FAILED, now))
-    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now)]
-    if full or not ready:
+    best = state.tasks.first_waiting(due_by(variants, now))  # the least eligible task under order_key(variants)
+    if full or best is None:
         if observed is not None and observed is not _MODEL_PICKS:
             return state, _NOT_ALLOWED
         return state, None  # unchanged: last_token, issued, every task
     if observed is None:
         return state, _NOT_ALLOWED  # the scheduler handed out nothing where the model must
     if observed is _MODEL_PICKS:
-        chosen = min(ready, key=order_key(variants))
+        chosen = best
         token: int | str = state.last_token + 1
     else:
-        chosen, token = _allowed_lease(state, ready, worker, now, duration, observed)
+        chosen, token = _allowed_lease(state, best, worker, now, duration, observed)
         if chosen is None:
             return state, _NOT_ALLOWED
     if observed is _MODEL_PICKS and variants.tokens == "opaque":
@@ -508,9 +524,10 @@ _NOT_ALLOWED = object()
 _MODEL_PICKS = object()
 
 
-def _allowed_lease(state: State, ready: list[Task], worker: str, now: int, duration: int,
+def _allowed_lease(state: State, best: Task, worker: str, now: int, duration: int,
                    observed: object) -> tuple[Task | None, int | str]:
-    """The task and token of a scheduler's lease, if the model allows that lease here; (None, 0) if not."""
+    """The task and token of a scheduler's lease, if the model allows that lease here; (None, 0) if not.
+    ``best`` is the least eligible task in the declared order."""
     variants = state.variants
     try:
         task_id, token = observed.task_id, observed.token
@@ -519,12 +536,13 @@ def _allowed_lease(state: State, ready: list[Task], worker: str, now: int, durat
         return None, 0
     if fields != (worker, now, now + duration) or type(fields[1]) is not int or type(fields[2]) is not int:
         return None, 0
-    if variants.order == "any":
-        chosen = next((t for t in ready if t.id == task_id and type(task_id) is int), None)
-    else:
-        chosen = min(ready, key=order_key(variants))
-        if type(task_id) is not int or task_id != chosen.id:
-            chosen = None
+    chosen = None
+    if variants.order == "any" and type(task_id) is int and 1 <= task_id <= len(state.tasks):
+        picked = state.tasks[task_id - 1]
+        if picked.status in DISPATCHABLE_STATUSES and is_due(variants, picked.due_at, now):
+            chosen = picked
+    elif variants.order != "any" and type(task_id) is int and task_id == best.id:
+        chosen = best
     if chosen is None:
         return None, 0
     if variants.tokens == "opaque":
