@@ -165,6 +165,11 @@ class TaskTable(Sequence):
     def __hash__(self) -> int:
         return hash(self._tasks)
 
+    def __reduce__(self) -> tuple:
+        # the tasks and the order alone: the indexes are rebuilt when first asked (``_UNBUILT`` is
+        # this process's own object, which a pickled copy would not be)
+        return TaskTable, (self._tasks, self.order)
+
     def __repr__(self) -> str:
         return f"TaskTable({list(self._tasks)!r})"
 

@@ -73,6 +73,17 @@ def test_a_slice_is_a_tuple_and_a_tuple_is_taken_as_a_table_by_the_state():
     assert model.dispatch(model.add_worker(rebuilt, "w", 1)[0], "w", 0, 5)[1].task_id == 1
 
 
+def test_a_pickled_table_answers_as_the_original():
+    import pickle
+
+    table = TaskTable(order=model.dispatch_order).append(model.Task(1, 0, 0, None, 1)).append(model.Task(2, 3, 0, None, 1))
+    table.first_waiting(0)
+    table.running()
+    again = pickle.loads(pickle.dumps(table))
+    assert again == table and again.first_waiting(0) == table[1] and again.running() == []
+    again.check()
+
+
 def test_append_refuses_an_id_out_of_turn():
     with pytest.raises(ValueError, match="task id 3 is not the next id 1"):
         TaskTable().append(model.Task(3, 0, 0, None, 1))
