@@ -228,9 +228,11 @@ def fifo_order(task: Task) -> tuple[int, int, int]:
 def order_key(variants: Variants) -> Callable[[Task], tuple[int, int, int]]:
     """The sort key a dispatch picks the least of. Under ``order=any`` any eligible task may go;
     ``dispatch`` (the model's own pick, for scenarios and views) then takes the contract's best."""
-    if variants.order == "priority-id":
-        return priority_id_order
-    return fifo_order if variants.order == "fifo" else dispatch_order
+    return _ORDER_KEYS.get(variants.order, dispatch_order)
+
+
+#: ``order_key``'s answer for each order that is not the contract's (``dispatch_order``).
+_ORDER_KEYS = {"priority-id": priority_id_order, "fifo": fifo_order}
 
 
 def is_due(variants: Variants, due_at: int, now: int) -> bool:

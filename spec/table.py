@@ -14,7 +14,8 @@ on every timed call: the ids of the running tasks (expiry, a worker's load:
 (``pending`` or ``retry_wait``) in the dispatch order the table was made
 with, in a persistent treap that knows each subtree's earliest due time, so
 ``first_waiting(due_by)`` -- the task a dispatch picks -- is O(log T). A table
-built from a plain sequence builds each index when first asked. Everything else reads the table as it read
+built from a plain sequence builds each index when first asked, and one of
+fewer than ``INDEXED_FROM`` tasks keeps none: it scans. Everything else reads the table as it read
 the tuple: ``len``, ``table[i]``, iteration in id order, ``in``; a slice is a
 tuple. Two tables are equal when they hold equal tasks in the same order.
 """
@@ -40,6 +41,11 @@ _WAITING = DISPATCHABLE_STATUSES
 
 #: ``_waiting``'s value until the index is built (None is the empty tree).
 _UNBUILT = object()
+
+#: Below this many tasks the queries scan the table and no index is built or kept: a scan of a few
+#: dozen tasks costs less than keeping the indexes on every change (``explore``'s states have a
+#: handful of tasks, and it was 20% slower keeping them).
+INDEXED_FROM = 64
 
 
 class TaskTable(Sequence):
@@ -106,9 +112,11 @@ class TaskTable(Sequence):
     # ---------------------------------------------------------------- queries
 
     def running(self) -> list[Task]:
-        """The running tasks in id order: O(leases held) once known (O(T) the first time for a
-        table built from a plain sequence)."""
+        """The running tasks in id order: O(leases held) once the index is built (a scan below
+        ``INDEXED_FROM`` tasks, and the first time for a table built from a plain sequence)."""
         if self._running is None:
+            if len(self._tasks) < INDEXED_FROM:
+                return [t for t in self._tasks if t.status is Status.RUNNING]
             self._running = frozenset(t.id for t in self._tasks if t.status is Status.RUNNING)
         tasks = self._tasks
         return [tasks[i - 1] for i in sorted(self._running)]
@@ -116,11 +124,15 @@ class TaskTable(Sequence):
     def first_waiting(self, due_by: int) -> Task | None:
         """The least waiting task under ``order`` among those due at ``due_by`` or before, or None.
 
-        O(log T) (O(T log T) the first time for a table built from a plain sequence).
+        O(log T) once the index is built (a scan below ``INDEXED_FROM`` tasks; O(T log T) the first
+        time for a table built from a plain sequence).
         """
         if self._waiting is _UNBUILT:
             if self.order is None:
                 raise ValueError("this task table was made without a dispatch order (see ordered_by)")
+            if len(self._tasks) < INDEXED_FROM:
+                due = [t for t in self._tasks if t.status in _WAITING and t.due_at <= due_by]
+                return min(due, key=self.order) if due else None
             waiting = None
             for t in self._tasks:
                 waiting = self._wait(waiting, t)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fencepost.spec import model
 from fencepost.spec.protocol import DISPATCHABLE_STATUSES, Status
+from fencepost.spec import table as table_module
 from fencepost.spec.table import TaskTable
 from fencepost.spec.variants import DEFAULT
 
@@ -29,8 +30,17 @@ def scanned_best(tasks: tuple[model.Task, ...], order, due_by: int) -> model.Tas
 
 
 @settings(max_examples=300, deadline=None)
-@given(changes, st.sampled_from(ORDERS), st.integers(-1, 10), st.booleans())
-def test_every_change_keeps_the_indexes_and_answers_as_a_scan(steps, order, due_by, built_late):
+@given(changes, st.sampled_from(ORDERS), st.integers(-1, 10), st.booleans(), st.sampled_from([0, 5, 64]))
+def test_every_change_keeps_the_indexes_and_answers_as_a_scan(steps, order, due_by, built_late, indexed_from):
+    kept = table_module.INDEXED_FROM
+    table_module.INDEXED_FROM = indexed_from  # 0: indexed from the start; 5: past a few tasks; 64: never here
+    try:
+        _change_and_compare(steps, order, due_by, built_late)
+    finally:
+        table_module.INDEXED_FROM = kept
+
+
+def _change_and_compare(steps, order, due_by, built_late):
     table = TaskTable(order=order)
     if not built_late:
         table.first_waiting(0)
@@ -57,7 +67,8 @@ def test_every_change_keeps_the_indexes_and_answers_as_a_scan(steps, order, due_
     assert again.first_waiting(due_by) == scanned_best(plain, order, due_by)
 
 
-def test_an_old_table_is_unchanged_by_a_new_one():
+def test_an_old_table_is_unchanged_by_a_new_one(monkeypatch):
+    monkeypatch.setattr(table_module, "INDEXED_FROM", 0)
     first = TaskTable(order=model.dispatch_order).append(model.Task(1, 0, 0, None, 1))
     first.first_waiting(0)
     second = first.put(replace(first[0], status=Status.RUNNING))
@@ -73,9 +84,10 @@ def test_a_slice_is_a_tuple_and_a_tuple_is_taken_as_a_table_by_the_state():
     assert model.dispatch(model.add_worker(rebuilt, "w", 1)[0], "w", 0, 5)[1].task_id == 1
 
 
-def test_a_pickled_table_answers_as_the_original():
+def test_a_pickled_table_answers_as_the_original(monkeypatch):
     import pickle
 
+    monkeypatch.setattr(table_module, "INDEXED_FROM", 0)
     table = TaskTable(order=model.dispatch_order).append(model.Task(1, 0, 0, None, 1)).append(model.Task(2, 3, 0, None, 1))
     table.first_waiting(0)
     table.running()
