@@ -5,22 +5,19 @@ exactly the single calls they stand for, in order, as one call that is all or
 nothing on an invalid argument (``spec.model`` defines them so). A scheduler
 whose single calls are cheap in memory (``SimpleScheduler``,
 ``IndexedScheduler``) gets them by checking the whole batch first and then
-making the single calls. A scheduler that stores its state could wrap the
-fold in one transaction (``_batch_transaction``), so a batch is one commit,
-rolled back whole if a call inside it raises after all; the shipped stored
-ones (``DurableScheduler``, ``PostgresScheduler``) write their batches
-set-based instead, a few statements per batch, and do not use this mixin.
+making the single calls. The schedulers that store their state
+(``DurableScheduler``, ``PostgresScheduler``) write their batches set-based,
+a few statements per batch in one transaction, and do not use this mixin.
 
 The host class provides ``now``, ``submit``, ``dispatch``, ``complete``,
-``fail``, ``advance`` and the hooks below. Costs: the single calls' costs,
+``fail``, ``advance``, ``task``, its ``_keys`` and ``_capacity``, and the
+hooks below. Costs: the single calls' costs,
 summed, plus O(size of the batch) to check it first.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from typing import ContextManager
 
 from fencepost.impl import kit as v
 from fencepost.spec.protocol import Lease, Outcome
@@ -31,11 +28,6 @@ class FoldedBatches:
 
     # -------------------------------------------------------------- hooks
 
-    def _batch_keys(self) -> dict[str, tuple[int, tuple]] | None:
-        """The known idempotency keys (``kit.keyed_task``'s map), or None if the
-        transaction checks them (a key conflict inside it rolls the batch back)."""
-        return self._keys
-
     def _issued_ids(self) -> int:
         """How many task ids have been issued."""
         return len(self._tasks)
@@ -43,13 +35,6 @@ class FoldedBatches:
     def _check_dispatch_arguments(self, worker: object, now: object, duration: object) -> None:
         """``dispatch``'s argument checks, in the contract's order."""
         v.check_dispatch(worker, now, duration, current=self.now, workers=self._capacity)
-
-    def _check_batch_time(self, now: object) -> None:
-        v.check_time(self.now, now)
-
-    def _batch_transaction(self) -> ContextManager[object]:
-        """What the fold runs in: nothing for an in-memory scheduler, one transaction for a stored one."""
-        return contextlib.nullcontext()
 
     # -------------------------------------------------------------- the batches
 
@@ -61,9 +46,8 @@ class FoldedBatches:
                 keyword arguments, or any entry is an invalid submit (named by
                 its index); nothing is submitted and no id is consumed.
         """
-        entries = v.check_submit_entries(tasks, self._batch_keys(), self._issued_ids() + 1)
-        with self._batch_transaction():
-            return _fold("tasks", [lambda e=e: self.submit(**e) for e in entries])
+        entries = v.check_submit_entries(tasks, self._keys, self._issued_ids() + 1)
+        return _fold("tasks", [lambda e=e: self.submit(**e) for e in entries])
 
     def dispatch_many(self, worker: str, now: int, duration: int, limit: int) -> list[Lease]:
         """Up to ``limit`` ``dispatch(worker, now, duration)`` calls, stopping at the first None.
@@ -77,12 +61,11 @@ class FoldedBatches:
         self._check_dispatch_arguments(worker, now, duration)
         v.check_min("limit", limit, 1)
         leases: list[Lease] = []
-        with self._batch_transaction():
-            for _ in range(limit):
-                lease = self.dispatch(worker, now, duration)
-                if lease is None:
-                    break
-                leases.append(lease)
+        for _ in range(limit):
+            lease = self.dispatch(worker, now, duration)
+            if lease is None:
+                break
+            leases.append(lease)
         return leases
 
     def complete_many(self, reports: list, now: int) -> list[Outcome]:
@@ -103,7 +86,7 @@ class FoldedBatches:
 
     def _reports_batch(self, single: Callable[[int, int, int], Outcome], reports: object, now: object) -> list[Outcome]:
         pairs = v.check_reports(reports, self._issued_ids())
-        self._check_batch_time(now)
+        v.check_time(self.now, now)
         for number, (task_id, _) in enumerate(pairs):
             try:
                 self.task(task_id)  # a forgotten id makes the whole batch invalid, before any change
@@ -112,12 +95,12 @@ class FoldedBatches:
         if not pairs:
             self.advance(now)  # a timed call even when empty: due leases expire
             return []
-        with self._batch_transaction():
-            return _fold("reports", [lambda p=p: single(p[0], p[1], now) for p in pairs])
+        return _fold("reports", [lambda p=p: single(p[0], p[1], now) for p in pairs])
 
 
 def _fold(name: str, calls: list[Callable[[], object]]) -> list:
-    """Make ``calls`` in order; one that raises names its entry (the transaction, if any, undoes the rest)."""
+    """Make ``calls`` in order; one that raises names its entry (the batch was checked first, so none
+    should; the calls before it stand)."""
     results = []
     for number, call in enumerate(calls):
         try:

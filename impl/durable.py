@@ -100,6 +100,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fencepost.impl import kit as v
+from fencepost.impl._sqlite import StorageError as StorageError  # public here: what a refused write raises
+from fencepost.impl._sqlite import Transaction, run_script
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
 
@@ -227,10 +229,6 @@ def _fits(name: str, value: int) -> int:
     return value
 
 
-class StorageError(sqlite3.OperationalError):
-    """The file could not be written (full, read-only, an I/O error); the call changed nothing."""
-
-
 class DurableScheduler:
     """A lease scheduler whose state lives in the SQLite file at ``path``.
 
@@ -299,10 +297,10 @@ class DurableScheduler:
             with self._write():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version == 0 and conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0:
-                    _run_script(conn, _SCHEMA)
+                    run_script(conn, _SCHEMA)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 elif version == 1:
-                    _run_script(conn, _UPGRADE_FROM_1)
+                    run_script(conn, _UPGRADE_FROM_1)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 elif version != SCHEMA_VERSION:
                     raise ValueError(
@@ -381,7 +379,7 @@ class DurableScheduler:
             finally:
                 self._batch_depth -= 1
 
-    def _write(self) -> _Transaction:
+    def _write(self) -> Transaction:
         """One call's transaction: BEGIN IMMEDIATE ... COMMIT, rolled back if the body raises.
 
         Inside ``batch()`` a call is a savepoint instead, so an invalid call
@@ -389,7 +387,7 @@ class DurableScheduler:
         check, so an invalid call leaves them as they were; anything else
         that rolls back (an effect raising, a failed COMMIT) reloads them.
         """
-        return _Transaction(self)
+        return Transaction(self)
 
     def _commit(self, conn: sqlite3.Connection) -> None:
         """Make the call durable before it returns (a mutant overrides this to ack early)."""
@@ -925,65 +923,6 @@ def _rows_by_id(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple]:
         for row in conn.execute(f"SELECT id, {_REPORTED} FROM tasks WHERE id IN ({marks})", part):
             found[row[0]] = row[1:]
     return found
-
-
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run ``script``'s statements in the open transaction (``executescript()`` would COMMIT it)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-class _Transaction:
-    """``DurableScheduler._write()``'s context manager (a class: cheaper than a generator on every call)."""
-
-    __slots__ = ("scheduler", "nested")
-
-    def __init__(self, scheduler: DurableScheduler) -> None:
-        self.scheduler = scheduler
-        self.nested = scheduler._batch_depth > 0
-
-    def __enter__(self) -> sqlite3.Connection:
-        conn = self.scheduler._conn
-        conn.execute("SAVEPOINT call" if self.nested else "BEGIN IMMEDIATE")
-        return conn
-
-    def __exit__(self, kind: type | None, error: BaseException | None, trace: object) -> None:
-        scheduler = self.scheduler
-        conn = scheduler._conn
-        try:
-            if kind is None:
-                try:
-                    conn.execute("RELEASE call") if self.nested else scheduler._commit(conn)
-                    return
-                except sqlite3.OperationalError as exc:
-                    self._roll_back(conn)
-                    raise self._refused(exc) from None
-                except BaseException:
-                    self._roll_back(conn)
-                    raise
-            self._roll_back(conn)
-            if isinstance(error, sqlite3.OperationalError) and not isinstance(error, StorageError):
-                raise self._refused(error) from None
-        finally:
-            if self.nested:
-                scheduler._batch_touched = scheduler._batch_touched or scheduler._touched
-            else:
-                scheduler._batch_touched = False
-            scheduler._touched = False
-
-    def _refused(self, exc: sqlite3.OperationalError) -> StorageError:
-        """The one-line error of a write the file refused (the transaction is rolled back by now)."""
-        return StorageError(f"cannot write {str(self.scheduler._path)!r}: {exc}; the call changed nothing "
-                            "(make it again once the file is writable and has room)")
-
-    def _roll_back(self, conn: sqlite3.Connection) -> None:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK TO call" if self.nested else "ROLLBACK")
-            if self.nested:
-                conn.execute("RELEASE call")
-        if self.scheduler._touched or (not self.nested and self.scheduler._batch_touched):
-            self.scheduler._load()
 
 
 # ------------------------------------------------------------------ temporary files

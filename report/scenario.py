@@ -118,7 +118,7 @@ def _why(timeline: Timeline, index: int) -> Why | None:
     calls = [(step.op, dict(step.args)) for step in timeline.steps[:index]]
     try:
         return why_at(timeline.factory, calls, index, timeline.variants)
-    except Exception:  # a scheduler that breaks on replay: the page still shows what the timeline saw
+    except Exception:  # noqa: BLE001 - a scheduler that breaks on replay: the page still shows what the timeline saw
         return None
 
 

@@ -140,7 +140,7 @@ def load_factory(spec: str, argument: str = "FACTORY") -> Callable[[], object]:
         except LookupError as exc:
             problem = problem or f"{exc} (from {argument} {spec!r})".replace(repr(candidate), repr(module_name))
             continue
-        except Exception as exc:  # any import-time failure is the user's module, not ours
+        except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's module, not ours
             problem = problem or f"cannot import module {module_name!r} for {argument} {spec!r}: {type(exc).__name__}: {exc}"
             continue
         if not callable(obj):

@@ -66,6 +66,7 @@ from dataclasses import dataclass, replace
 
 from fencepost.spec.protocol import (
     ACCEPTED,
+    BACKWARDS,
     RESTART,
     DISPATCHABLE_STATUSES,
     FINAL_STATUSES,
@@ -158,7 +159,7 @@ def require_time(state: State, now: object) -> int:
     if now < 0:
         raise ValueError(f"now must be >= 0: {now!r}")
     if now < state.now:
-        raise ValueError(f"time can't go backwards: now={now} < current time {state.now}")
+        raise ValueError(f"{BACKWARDS}: now={now} < current time {state.now}")
     return now
 
 
@@ -986,12 +987,3 @@ def same_answer(want: object, have: object) -> bool:
             same_answer(w, h) for w, h in zip(want, have))
     return want == have
 
-
-def visible(state: State) -> list[Task]:
-    """The tasks ``task()`` answers for: every task not forgotten, in id order."""
-    return [t for t in state.tasks if not t.forgotten]
-
-
-def worker_loads(state: State) -> dict[str, tuple[int, int]]:
-    """``{worker: (running, capacity)}`` in the order workers were added."""
-    return {name: (load(state, name), capacity) for name, capacity in state.workers}

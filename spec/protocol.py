@@ -179,6 +179,27 @@ class PruneProtocol(Protocol):
 FORGOTTEN_WORD = "forgot"
 
 
+#: The contract's words for refusing a timed call whose ``now`` is behind the scheduler's clock: every
+#: scheduler's message says them (``spec.model``'s starts with them), in any language, so a client
+#: sharing the clock knows to read it again and retry (``says_backwards``).
+BACKWARDS = "time can't go backwards"
+
+
+def says_backwards(error: ValueError) -> bool:
+    """Whether ``error``, raised by a timed call, refuses its ``now`` as behind the scheduler's clock."""
+    return BACKWARDS in str(error)
+
+
+def offers_restart(scheduler: object) -> bool:
+    """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
+    return callable(getattr(scheduler, "reopen", None))
+
+
+def offers_batches(scheduler: object) -> bool:
+    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
+    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
+
+
 def says_forgotten(error: ValueError) -> bool:
     """Whether ``error``, raised by a call naming a task, says the task was forgotten by prune."""
     return FORGOTTEN_WORD in str(error).lower()

@@ -48,24 +48,21 @@ from fencepost.spec.checkers.steps import (
     describe_call,
     describe_result,
     int_field,
-    offers_restart,
 )
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.checkers.replay import check_clock, check_renamed
-from fencepost.spec.protocol import RESTART, says_forgotten
+from fencepost.spec.protocol import RESTART, offers_restart, says_forgotten
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.story.narration import (  # noqa: F401  (EVENT_KINDS and lease_text stay importable from here)
+from fencepost.story.narration import (
     CALL,
-    EVENT_KINDS,
     NOTABLE_KINDS,
     Event,
     Narrator,
-    lease_text,
     mismatch_event,
     result_divergence,
     view_difference,
 )
-from fencepost.story.rows import Change, Row, same_lease  # noqa: F401  (same_lease stays importable from here)
+from fencepost.story.rows import Change, Row, same_lease
 
 #: A full copy of one side's task rows is kept every this many frames.
 CHECKPOINT_EVERY = 256
@@ -652,7 +649,7 @@ class Timeline:
                             expect_state=step.expect_state, question=step.question)
         try:
             return apply_step(self._scheduler, sent), None
-        except Exception as exc:  # a broken implementation must not take the viewer down
+        except Exception as exc:  # noqa: BLE001 - a broken implementation must not take the viewer down
             crash = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
             return StepResult(error=f"{type(exc).__name__}: {exc}"), crash
 
@@ -663,7 +660,7 @@ class Timeline:
             if self.variants.views == "none":
                 return check_clock(step, self._scheduler)
             return check_state(step, self._scheduler, len(self._impl.ids))
-        except Exception as exc:  # task() raising something other than ValueError
+        except Exception as exc:  # noqa: BLE001 - task() raising something other than ValueError
             return f"reading the state raised {type(exc).__name__}: {exc}"
 
     def _read_impl(self, task_id: int) -> object | None:
@@ -672,7 +669,7 @@ class Timeline:
             return self._scheduler.task(task_id)
         except ValueError as exc:
             return FORGOTTEN if says_forgotten(exc) else None
-        except Exception:
+        except Exception:  # noqa: BLE001 - a broken implementation's read is shown as unreadable
             return None
 
     def _run_impl(self, step: Step, result: StepResult, crash: str | None) -> None:
@@ -682,7 +679,7 @@ class Timeline:
             self._scheduler = result.value  # every later step goes to the reopened scheduler
         try:
             now = int(self._scheduler.now)
-        except Exception:  # a broken implementation: keep the last clock seen
+        except Exception:  # noqa: BLE001 - a broken implementation: keep the last clock seen
             now = self.frames[-1].now
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)

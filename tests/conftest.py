@@ -26,7 +26,7 @@ SHORT_NAMES = frozenset({"spec", "impl", "tui", "report"})
 class _RefuseShortNames(importlib.abc.MetaPathFinder):
     """Make ``import impl`` fail loudly instead of importing a second copy of fencepost."""
 
-    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 (importlib's signature)
+    def find_spec(self, fullname, path=None, target=None):  # unannotated: importlib's signature
         if fullname.split(".", 1)[0] in SHORT_NAMES:
             raise ImportError(f"import {fullname!r}: fencepost's modules are fencepost.{fullname}; the short name is only a command-line alias")
         return None

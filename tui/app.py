@@ -407,7 +407,7 @@ class FencepostApp(App[None]):
             calls = [(step.op, dict(step.args)) for step in self.timeline.steps[:index]]
             try:
                 found = why_at(self.timeline.factory, calls, index, self.timeline.variants)
-            except Exception:  # a scheduler that breaks on replay must not take the viewer down
+            except Exception:  # noqa: BLE001 - a scheduler that breaks on replay must not take the viewer down
                 found = None
             self._whys[key] = found.line() if found is not None else None
         return self._whys[key]

@@ -86,7 +86,7 @@ class Lanes(Widget):
         """Event columns that fit beside the lane names."""
         return max(1, self.size.width - self.label_width)
 
-    def get_content_height(self, container, viewport, width: int) -> int:  # noqa: ANN001 (Textual's signature)
+    def get_content_height(self, container, viewport, width: int) -> int:  # unannotated: Textual's signature
         return len(self.shown.lanes) + 1
 
     def render_line(self, y: int) -> Strip:

@@ -17,15 +17,14 @@ from typing import Self
 
 from fencepost.spec.formats.scenario import Question
 from fencepost.story.quiz import SKIPPED
+from fencepost.story.narration import EVENT_KINDS, lease_text
 from fencepost.story.timeline import (
-    EVENT_KINDS,
     Board,
     Check,
     Frame,
     Row,
     Timeline,
     WorkerLoad,
-    lease_text,
     short_key,
 )
 from fencepost.tui.textual_private import (

@@ -98,6 +98,10 @@ LABELS = {
 }
 
 
+def _nothing_to_close() -> None:
+    """What a bench client without a connection of its own closes: nothing."""
+
+
 def kinds_at(batch: int, offered: dict[str, bool]) -> list[str]:
     """The kinds measured at ``batch``: every kind whose package is here and that has a batched claim."""
     return [k for k in KINDS if offered.get(k, True) and (batch == 1 or k not in bench_peers.SINGLE_ONLY)]
@@ -164,7 +168,7 @@ def _client(kind: str, dsn: str, schema: str, worker: str, jobs: int, batch: int
         return
     synchronous = not kind.endswith("_async")
     base = kind.removesuffix("_async")
-    closing: Callable[[], None] = lambda: None
+    closing: Callable[[], None] = _nothing_to_close
     if base == "scheduler":
         s = PostgresScheduler(dsn, schema=schema, synchronous_commit=synchronous)
         cycle = _scheduler_cycle(s, worker, batch)

@@ -11,7 +11,7 @@ so both are measured under the same load on a shared machine. The runner's
 *overhead per task* is its time per task less the executor's.
 
 Run as a script (``python fencepost/bench/runner.py --workers 4 --batch 4``) it times one
-runner turn and prints one line, for ``farm-bench`` runs of two settings or two
+runner turn and prints one line, for whole-process timings of two settings or two
 commits side by side; ``--batch default`` passes no ``batch``, so the same file
 times the runner of a commit from before the setting. ``--durable`` gives the
 runner a fresh ``DurableScheduler`` (a file in the temporary folder,
@@ -163,7 +163,7 @@ def format_runner_bench(bench: RunnerBench) -> str:
 
 
 def turn(tasks: int, workers: int, batch: int | None, durable: bool) -> int:
-    """``fencepost bench runner-turn``: one timed turn, one line (tasks/s), for ``farm-bench``; 0."""
+    """``fencepost bench runner-turn``: one timed turn, one line (tasks/s), for a whole-process timer; 0."""
     took = (durable_turn if durable else runner_turn)(tasks, workers, batch)
     where = "DurableScheduler" if durable else "its own scheduler"
     print(f"{tasks / took:,.0f} tasks/s  (Runner(workers={workers}) on {where}, batch {'default' if batch is None else batch})")

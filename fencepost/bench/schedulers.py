@@ -33,12 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-from fencepost.bench.timing import (  # noqa: F401  (WARM_CYCLES and the rest stay importable from here)
-    DURATION,
+from fencepost.bench.timing import (
     PRIORITY_LEVELS,
-    WARM_CYCLES,
     Timing,
-    build,
     bytes_per_task,
     cycle_loop,
     priorities,
@@ -221,7 +218,7 @@ def spec_speed(examples: int = 50, steps: int = 50, repeats: int = 3) -> SpecSpe
         from fencepost.spec.checkers.machine import conformance_machine
 
         full_machine = conformance_machine(IndexedScheduler)
-    except Exception as exc:  # the machine is optional for the bench: say why, carry on
+    except Exception as exc:  # noqa: BLE001 - the machine is optional for the bench: say why, carry on
         return f"{type(exc).__name__}: {exc}"
     trivial_machine = _trivial_machine()
     full = trivial = (0.0, 0)

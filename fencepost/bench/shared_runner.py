@@ -18,8 +18,8 @@ so both are measured under the same load.
 Run as a script (``python fencepost/bench/shared_runner.py --batch default``) it
 times one turn and prints one line; it uses only what the runner had before
 ``batch`` existed when ``--batch default`` is given, so the same file times the
-code of an older commit installed in another environment (``farm-bench``
-alternating the two).
+code of an older commit installed in another environment (a whole-process
+timer alternating the two).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def run(dsn: str, quick: bool, tasks: int | None = None, rounds: int | None = No
 
 
 def one_turn(dsn: str, tasks: int, processes: int, batch: int | None) -> int:
-    """``fencepost bench shared-runner-turn``: one timed turn, one line (tasks/s), for ``farm-bench``; 0."""
+    """``fencepost bench shared-runner-turn``: one timed turn, one line (tasks/s), for a whole-process timer; 0."""
     took = turn(dsn, tasks, processes, batch)
     print(f"{tasks / took:,.0f} tasks/s  ({processes} process(es), {_label(batch)}, "
           f"load {os.getloadavg()[0]:.1f})")

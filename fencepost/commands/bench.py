@@ -36,17 +36,6 @@ from fencepost.bench.schedulers import (
     measure,
     spec_speed,
 )
-from fencepost.bench.timing import (  # noqa: F401  (WARM_CYCLES and the rest stay importable from here)
-    DURATION,
-    PRIORITY_LEVELS,
-    WARM_CYCLES,
-    Timing,
-    build,
-    bytes_per_task,
-    cycle_loop,
-    priorities,
-    timed,
-)
 from fencepost.commands.options import add_variant_arguments, positive_int, whole_int
 
 
@@ -162,16 +151,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "ones XAUTOCLAIM claims at min-idle-time M - 1, M and M + 1.")
     boundary.add_argument("--trials", type=positive_int, default=200, help="entries per min-idle-time (default 200)")
     boundary.add_argument("--idle-ms", type=positive_int, default=1000, help="how idle each entry is, M (default 1000)")
-    turn = subjects.add_parser("runner-turn", help="one timed turn of no-op tasks through Runner, one line (for farm-bench)",
+    turn = subjects.add_parser("runner-turn", help="one timed turn of no-op tasks through Runner, one line (for a whole-process timer)",
                                description="One timed turn of no-op tasks through Runner, printed as one line of "
-                               "tasks/s, so farm-bench can time two commits side by side.")
+                               "tasks/s, so a whole-process timer (/usr/bin/time, hyperfine) can time two commits side by side.")
     turn.add_argument("--tasks", type=positive_int, default=100_000, help="tasks (default 100,000)")
     turn.add_argument("--workers", type=positive_int, default=4, help="pool slots (default 4)")
     turn.add_argument("--batch", type=_batch, default=None, metavar="N|default", help="Runner's batch (default: its own)")
     turn.add_argument("--durable", action="store_true", help="on a fresh DurableScheduler (synchronous=FULL)")
     shared = subjects.add_parser("shared-runner-turn", help="one timed turn of shared runners over PostgreSQL, one line",
                                  description="One timed turn of shared runners over PostgreSQL, printed as one line "
-                                 "of tasks/s, so farm-bench can time two commits side by side.")
+                                 "of tasks/s, so a whole-process timer (/usr/bin/time, hyperfine) can time two commits side by side.")
     shared.add_argument("--tasks", type=positive_int, default=2_000, help="tasks (default 2,000)")
     shared.add_argument("--processes", type=positive_int, default=1, help="runner processes (default 1)")
     shared.add_argument("--batch", type=_batch, default=None, metavar="N|default", help="Runner's batch (default: its own)")

@@ -64,7 +64,7 @@ def probe_opener(opener: Callable[[str], object], text: str) -> None:
     try:
         try:
             scheduler = opener(os.path.join(folder, "probe"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a user's opener may fail any way: a usage error naming it
             raise UsageError(f"OPENER {text!r} failed when called with a path: {type(exc).__name__}: {exc}") from None
         missing = [name for name in (*OPERATIONS, "task") if not callable(getattr(scheduler, name, None))]
         close = getattr(scheduler, "close", None)

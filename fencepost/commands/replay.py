@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.scenario}: {exc}") from None
     except SchedulerFault as exc:  # the factory itself hung
         raise UsageError(f"--impl {impl}: {exc}") from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's factory may fail any way: a usage error naming it
         raise UsageError(f"--impl {impl}: the factory raised {type(exc).__name__}: {exc}") from None
     return _report(args, scenario, impl, replayed, variants, chosen)
 

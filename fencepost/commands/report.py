@@ -158,7 +158,7 @@ def build(scenario: Scenario, factory: object, call_timeout: float, name: str, v
         raise UsageError(f"{name}: {exc}; the page cannot be made past it (fencepost replay shows the steps before it)") from None
     except SchedulerFault as exc:
         raise UsageError(f"{name}: {exc}") from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's factory may fail any way: a usage error naming it
         raise UsageError(f"{name}: the factory raised {type(exc).__name__}: {exc}") from None
 
 

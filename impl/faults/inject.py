@@ -209,7 +209,7 @@ def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: i
             if decision.value:
                 break
         out.put(json.dumps({"index": index, "events": client.events, "rounds": rounds}))
-    except BaseException:  # reported at once, so the parent never waits out its bound on a dead client
+    except BaseException:  # noqa: BLE001 - reported at once, so the parent never waits out its bound on a dead client
         barrier.abort()
         out.put(json.dumps({"index": index, "error": traceback.format_exc()}))
         raise SystemExit(1) from None  # the parent says what happened, in one line

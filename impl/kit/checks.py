@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
 
+from fencepost.spec.protocol import BACKWARDS
+
 
 def check_int(name: str, value: object) -> int:
     """Return ``value`` if it is an ``int``; ``bool`` is refused."""
@@ -37,7 +39,7 @@ def check_time(current: int | None, now: object) -> int:
     if now < 0:
         raise ValueError(f"now must be >= 0: {now!r}")
     if current is not None and now < current:
-        raise ValueError(f"time can't go backwards: now={now} < current time {current}")
+        raise ValueError(f"{BACKWARDS}: now={now} < current time {current}")
     return now
 
 

@@ -23,7 +23,7 @@ class Scheduler(DurableScheduler):
         # The bug: leave the transaction open; the next call's BEGIN commits it first.
         pass
 
-    def _write(self):  # noqa: ANN202 (the parent's context manager)
+    def _write(self):  # unannotated: the parent's context manager
         if self._conn.in_transaction and not self._batch_depth:
             self._conn.execute("COMMIT")  # the previous call's, acknowledged long ago
         return super()._write()

@@ -153,7 +153,7 @@ def _release(url: str, prefix: str | None, connections: list) -> None:
     for connection in connections:
         try:
             connection.release()
-        except Exception:  # the server went away: nothing left to free
+        except Exception:  # noqa: BLE001 - the server went away: nothing left to free
             pass
     if not prefix:  # a client: the keys are its scheduler's to delete (and "" would match every key)
         return
@@ -165,7 +165,7 @@ def _release(url: str, prefix: str | None, connections: list) -> None:
         if keys:
             client.delete(*keys)
         client.close()
-    except Exception:  # the server went away: nothing left to free
+    except Exception:  # noqa: BLE001 - the server went away: nothing left to free
         pass
 
 

@@ -150,7 +150,7 @@ def _release(loop: asyncio.AbstractEventLoop, connection: object, entrypoint: st
         if entrypoint is not None and not connection.closed:
             loop.run_until_complete(connection.execute(f"DELETE FROM {_QUEUE_TABLE} WHERE entrypoint = %s", (entrypoint,)))
         loop.run_until_complete(connection.close())
-    except Exception:  # the server went away: nothing is left to free
+    except Exception:  # noqa: BLE001 - the server went away: nothing is left to free
         pass
     finally:
         loop.close()

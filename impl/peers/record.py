@@ -48,14 +48,13 @@ call as an error in the history and the recording goes on.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 from collections.abc import Callable
 
 from dataclasses import dataclass, replace
 
-from fencepost.spec.formats.history import Event, HistoryLog, write_history
+from fencepost.spec.formats.history import Event, HistoryLog
 from fencepost.spec.realclock import declares_real_clock, DEFAULT_TICK_MS, RealClock, ticking
 from fencepost.spec.variants import Variants
 
@@ -83,7 +82,7 @@ def _together(calls: list[Callable[[], object]]) -> list[object]:
         try:
             barrier.wait()
             results[i] = calls[i]()
-        except Exception as exc:  # recorded in the history by the Recorder already
+        except Exception as exc:  # noqa: BLE001 - recorded in the history by the Recorder already
             results[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
@@ -192,7 +191,7 @@ def capacity_round(cs: list[object], t: int) -> str | None:
     if _raised(results):
         return _raised(results)
     if len(held) > 1:
-        return f"worker w1 (capacity 1) got {len(held)} leases at once: tasks {sorted(l.task_id for _, l in held)}"
+        return f"worker w1 (capacity 1) got {len(held)} leases at once: tasks {sorted(lease.task_id for _, lease in held)}"
     return None
 
 
@@ -357,41 +356,7 @@ def _ops_of(events: tuple[Event, ...]) -> list[str | None]:
     return ops
 
 
-def main(argv: list[str] | None = None) -> int:
-    from fencepost.spec.arguments import UsageError, load_factory
+if __name__ == "__main__":  # the pinned command; its arguments are parsed in the commands layer
+    from fencepost.commands.record import main
 
-    parser = argparse.ArgumentParser(prog="python -m fencepost.impl.peers.record", description=__doc__.split("\n\n")[0])
-    parser.add_argument("factory", metavar="FACTORY")
-    parser.add_argument("race", choices=sorted(RACES))
-    parser.add_argument("path", metavar="PATH")
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
-                        help="the interpreter's thread switch interval while recording (see record())")
-    parser.add_argument("--excerpt", action="store_true",
-                        help="stop at the first round the race saw go wrong and write only it (see excerpt())")
-    parser.add_argument("--shared", action="store_true",
-                        help="every thread calls the one scheduler object, not a connection of its own")
-    parser.add_argument("--tick-ms", type=int, default=None, metavar="N",
-                        help="for a queue on its server's clock: milliseconds one tick lasts "
-                        f"(default {DEFAULT_TICK_MS}; see docs/real-clock.md)")
-    args = parser.parse_args(argv)
-    try:
-        factory = load_factory(args.factory)
-        recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared,
-                           args.tick_ms)
-    except (UsageError, ValueError) as exc:
-        print(f"record: error: {exc}", file=sys.stderr)
-        return 2
-    events = recording.log.events
-    if args.excerpt and recording.problems:
-        events = excerpt(events, recording.problems[0][0])
-    write_history(args.path, events, recording.log.variants, recording.log.timing)
-    seen = "; ".join(f"round {r}: {p}" for r, p in recording.problems[:3]) or "nothing"
-    print(f"{args.path}: {len(events)} events, {args.threads} threads, {recording.rounds} rounds of {args.race}; "
-          f"the race saw {len(recording.problems)} problem(s): {seen}")
-    return 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -154,7 +154,7 @@ def _delete(client: object, key: str) -> None:
     try:
         client.delete(key)
         client.close()
-    except Exception:  # the server went away: nothing left to free
+    except Exception:  # noqa: BLE001 - the server went away: nothing left to free
         pass
 
 

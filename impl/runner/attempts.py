@@ -19,6 +19,9 @@ from fencepost.spec.protocol import FINAL_STATUSES, Status
 #: The statuses a task never leaves, as the strings a ``TaskRecord`` keeps.
 FINAL = frozenset(status.value for status in FINAL_STATUSES)
 
+#: What a slot's look for work returns when its dispatch lost its answer: ask again at once.
+ASK_AGAIN = object()
+
 
 class Cancelled(Exception):
     """Raised by user work to say it stopped because a cancellation was requested."""
@@ -98,7 +101,7 @@ class Cohort:
 
 @dataclass(eq=False, slots=True)
 class InCohort:
-    """An attempt's place in its cohort, on a clock that runs by itself (``Runner._queue_report``)."""
+    """An attempt's place in its cohort, on a clock that runs by itself (``ReportQueue.queue``)."""
 
     cohort: Cohort
     deadline: float  # the real (``time.monotonic``) time before which its lease cannot have ended, as renewed

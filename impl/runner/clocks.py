@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from fencepost.spec.protocol import says_backwards
+
 
 def _check_int(name: str, value: object, rule: str, ok: Callable[[int], bool]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
@@ -136,10 +138,6 @@ class MonotonicClock:
 #: value it read meanwhile; each retry means some client did move time, so a bound is only a guard.
 TIME_RETRIES = 1_000
 
-#: The words of the contract's refusal of a time behind the scheduler's clock (every scheduler's message).
-BACKWARDS = "time can't go backwards"
-
-
 class SchedulerClock(_MovedByHand):
     """Logical time kept by the scheduler itself: one time for every process sharing it, moved by hand.
 
@@ -194,7 +192,7 @@ class SchedulerClock(_MovedByHand):
                 try:
                     self._scheduler.advance(now=target)
                 except ValueError as exc:
-                    if BACKWARDS not in str(exc):
+                    if not says_backwards(exc):
                         raise
                     continue  # another client moved time past target after our read: read again
             self._notify()

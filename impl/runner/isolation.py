@@ -60,7 +60,7 @@ class ThreadIsolation:
         ctx = ThreadContext(runner, attempt)
         try:
             return ("ok", task.fn(ctx))
-        except BaseException as exc:  # user work's failure is data, never the pool's end
+        except BaseException as exc:  # noqa: BLE001 - user work's failure is data, never the pool's end
             return ("error", exc)
 
     def lease_lost(self, attempt: Attempt) -> None:
@@ -82,7 +82,7 @@ class ProcessIsolation:
             pickle.dumps(fn)
         except RuntimeError:
             pass  # multiprocessing's own objects (an Event...) pickle only while a child is spawned: let the spawn judge
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - pickling fails in many types: each is the user's function not pickling
             raise ValueError(
                 f"fn must pickle with isolation='process' (each attempt sends it to a child process), "
                 f"got {fn!r}: {type(exc).__name__}: {exc}"
@@ -124,7 +124,7 @@ def run_in_child(runner: object, attempt: Attempt) -> tuple[str, object]:
     try:
         try:
             process.start()
-        except Exception as exc:  # the function would not pickle, or no process could be made
+        except Exception as exc:  # noqa: BLE001 - the function would not pickle, or no process could be made
             return ("error", exc)
         finally:
             child.close()
@@ -173,7 +173,7 @@ def _serve(link: ThreadLink, message: tuple) -> tuple[str, object]:
         if op == "submit":
             return ("value", link.submit(*args))
         raise ValueError(f"a child process asked for {op!r}, which its context does not offer")
-    except Exception as exc:  # the child re-raises it where the user's code made the call
+    except Exception as exc:  # noqa: BLE001 - the child re-raises it where the user's code made the call
         return ("raise", exc)
 
 
@@ -208,9 +208,9 @@ def _child_main(conn: connection.Connection, fn: object, task_id: int, attempt: 
     ctx = TaskContext(_ChildLink(conn), task_id, attempt, token)
     try:
         outcome = ("ok", fn(ctx))
-    except BaseException as exc:  # sent back as the attempt's failure
+    except BaseException as exc:  # noqa: BLE001 - sent back as the attempt's failure
         outcome = ("error", exc)
     try:
         conn.send(("done", *outcome))
-    except Exception as exc:  # the value or exception would not pickle
+    except Exception as exc:  # noqa: BLE001 - the value or exception would not pickle
         conn.send(("done", "error", RuntimeError(f"the attempt's {outcome[0]} value could not be sent back: {exc!r}")))

@@ -252,7 +252,7 @@ class SharedMode:
 
     def others_may_have_worked(self, runner: object) -> None:
         """Drop the idle proof: another process may have made work, or time moved for its tasks."""
-        runner._version += 1
+        runner._idle_proof.version += 1
         runner._wake_pool()
 
     def look_around(self, runner: object) -> None:

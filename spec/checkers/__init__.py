@@ -8,7 +8,9 @@ Driving a scheduler beside the model:
   refuses; ``renaming`` tokens up to renaming (``tokens=opaque``); ``capabilities``
   which optional parts a scheduler offers; ``coverage`` the outcomes and boundaries a
   check must reach; ``deadline`` the deadline on every call (a hang is a finding).
-* ``check``: runs the machine (``fencepost check``); ``minimize`` shrinks what it finds.
+* ``check``: runs the machine (``fencepost check``); ``minimize`` shrinks what it finds,
+  ``canonical`` makes the shrunk counterexample as short and batch-free as the bug allows,
+  and ``why`` says which rule it breaks, with the values that break it.
 * ``realtime``: the same on the wall clock, for queues whose clock cannot be set.
 * ``explore``: bounded exhaustive search of every call in a small scope.
 * ``replay`` and ``steps``: a scenario file's steps run and judged (``fencepost replay``).
@@ -17,5 +19,7 @@ Driving a scheduler beside the model:
 Judging a concurrent history:
 
 * ``linearize``: whether a history could come from the model; ``linearize_states``
-  its model states, kept as differences; ``linearize_command`` its report in words.
+  its model states, kept as differences; ``linearize_command`` its report in words;
+  ``linearize_realtime`` a history on a real clock, each timed call's ``now``
+  unknown inside its measured interval.
 """

@@ -27,8 +27,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fencepost.spec.checkers.steps import offers_restart
-from fencepost.spec.protocol import BATCH_OPERATIONS
+from fencepost.spec.protocol import offers_batches, offers_restart
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
@@ -103,22 +102,17 @@ def offers_prune(scheduler: object) -> bool:
     return callable(getattr(scheduler, "prune", None))
 
 
-def offers_batches(scheduler: object) -> bool:
-    """True when ``scheduler`` has every batch operation, each callable (all four or none)."""
-    return all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS)
-
-
 def _probe_key(factory: Callable[[], object]) -> bool:
     """Submit with a key on a fresh instance; it offers keys unless that raises TypeError."""
     try:
         throwaway = factory()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a factory that cannot make a probe instance offers no keys to probe
         return False
     try:
         throwaway.submit(key="capability-probe")
     except TypeError:
         return False
-    except Exception:  # it took the keyword and refused something else: still offered
+    except Exception:  # noqa: BLE001 - it took the keyword and refused something else: still offered
         return True
     finally:
         _close(throwaway)
@@ -131,7 +125,7 @@ def _close(scheduler: object) -> None:
     if callable(close):
         try:
             close()
-        except Exception:  # a sample's trouble closing is not the check's verdict
+        except Exception:  # noqa: BLE001 - a sample's trouble closing is not the check's verdict
             pass
 
 

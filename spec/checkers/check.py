@@ -236,7 +236,7 @@ def _run_batch(
         trace = minimize(factory, hang_trace(watch.context, exc), call_timeout, variants, **replay)
         problems = [step.problem for step in trace if step.problem]
         return False, trace, problems[-1] if problems else str(exc), runs
-    except Exception as exc:  # an implementation's bug may surface as any exception, flakiness included
+    except Exception as exc:  # noqa: BLE001 - an implementation's bug may surface as any exception, flakiness included
         # on the real clock Hypothesis's last run is its replay, which timing may have let pass
         failing = timing.failing if timing is not None and timing.failing else machine.last_trace
         trace = minimize(factory, list(failing), call_timeout, variants, **replay)
@@ -278,7 +278,7 @@ def probe_factory(factory: Callable[[], object], text: str, variants: Variants =
     """Make one scheduler up front, so a broken factory is a usage error, not a counterexample."""
     try:
         scheduler = factory()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's factory may fail any way: a usage error naming it
         raise UsageError(f"FACTORY {text!r} failed when called with no arguments: {type(exc).__name__}: {exc}") from None
     missing = [name for name in required_methods(variants) if not callable(getattr(scheduler, name, None))]
     if missing or not hasattr(scheduler, "now"):

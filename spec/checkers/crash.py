@@ -140,7 +140,7 @@ def _child(opener: Callable[[str], object], folder: str, seed: int, steps: int, 
     try:
         run_state_machine_as_test(hypothesis.seed(seed)(machine), settings=run_settings)
         pipe.send(("done",))
-    except BaseException as exc:  # a divergence in the child: the scheduler fails without any crash
+    except BaseException as exc:  # noqa: BLE001 - a divergence in the child: the scheduler fails without any crash
         problem = next((s.problem for s in reversed(machine.last_trace) if s.problem), f"{type(exc).__name__}: {exc}")
         pipe.send(("diverged", problem, format_trace(machine.last_trace)))
     finally:
@@ -210,7 +210,7 @@ def views_problem(scheduler: object, state: model.State) -> str | None:
         lockstep.compare_views(TraceStep("restart", {}, None, None))
     except Divergence as exc:
         return str(exc).split(": ", 2)[-1]
-    except Exception as exc:  # the protocol allows only ValueError
+    except Exception as exc:  # noqa: BLE001 - the protocol allows only ValueError
         return f"reading the recovered state raised {type(exc).__name__}: {exc}"
     return None
 
@@ -302,7 +302,7 @@ def recovered_as(scheduler: object, candidates: list[model.State]) -> tuple[int 
     most = max(len(s.tasks) for s in states) + len(calls)
     try:
         seen = [_observe(scheduler, op, args, most) for op, args in calls]
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a recovered scheduler may fail any way: reported as the kill's verdict
         return None, f"the probe after the restart raised {type(exc).__name__}: {exc}"
     why = ""
     for i in alive:
@@ -426,7 +426,7 @@ def check_recovery(opener: Callable[[str], object], run: Run | None, durations: 
     count = sum(1 for c in run.acknowledged if c.op != "restart")
     try:
         scheduler = opener(run.path)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a user's opener may fail any way on reopening: reported as the kill's verdict
         return KillResult(run, count, False, False, f"reopening the storage raised {type(exc).__name__}: {exc}", durations)
     try:
         index, problem = recovered_as(scheduler, candidates)
@@ -526,7 +526,7 @@ def shrink(opener: Callable[[str], object], trace: list[TraceStep]) -> list[Trac
     paths = (os.path.join(folder, f"shrink-{n}") for n in range(1, 1 << 62))
     try:
         shrunk = minimize(lambda: opener(next(paths)), trace)
-    except Exception:  # a scheduler that cannot be replayed this way: keep the failure as found
+    except Exception:  # noqa: BLE001 - a scheduler that cannot be replayed this way: keep the failure as found
         return trace
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -181,7 +181,7 @@ def run_watched(fn: Callable[[], T], watch: Watch) -> T:
             outcome["value"] = fn()
         except Abandoned:
             pass
-        except BaseException as exc:  # handed to the waiting thread, which re-raises it
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which re-raises it
             outcome["error"] = exc
 
     worker = threading.Thread(target=work, name="fencepost-scheduler-calls", daemon=True)

@@ -535,7 +535,7 @@ class ImplementationCheck:
             calls_ = [*path, (op, args)]
             try:
                 return None if self._follows(calls_) else calls_
-            except Exception:  # any other exception, or an invariant of its own, is a disagreement
+            except Exception:  # noqa: BLE001 - any other exception, or an invariant of its own, is a disagreement
                 return calls_
         refused = comparable(expected) == ("error",)
         ways = [[*path, (op, args)]]
@@ -552,7 +552,7 @@ class ImplementationCheck:
                     return calls_
                 if self.restarts and not self._shows(impl.reopen(), after, refused=refused):
                     return [*calls_, (RESTART, {})]
-            except Exception:  # any other exception, or an invariant of its own, is a disagreement
+            except Exception:  # noqa: BLE001 - any other exception, or an invariant of its own, is a disagreement
                 return calls_
         return None
 
@@ -576,7 +576,7 @@ class ImplementationCheck:
             refused = comparable(expected) == ("error",)
             try:
                 raw = getattr(impl, op)(**sent)
-            except ValueError as exc:
+            except ValueError:
                 if comparable(expected) != ("error",):
                     return False
                 continue

@@ -99,7 +99,7 @@ class Lockstep:
             got, wrong_kind = ("hang", exc.seconds), str(exc)
         except SchedulerFault as exc:  # a program behind --exec that broke the adapter protocol
             got, wrong_kind = ("fault", str(exc)), str(exc)
-        except Exception as exc:  # any other exception breaks rule 2 of the protocol
+        except Exception as exc:  # noqa: BLE001 - any other exception breaks rule 2 of the protocol
             got = ("error", f"{type(exc).__name__} (not a ValueError): {exc}")
             wrong_kind = f"raised {type(exc).__name__}, which is not a ValueError"
         self.pending = None
@@ -226,7 +226,7 @@ class Lockstep:
             self.coverage.record(RESTART, "ok", set())
         try:
             self.impl = self.impl.reopen()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a user's reopen() may fail any way: a divergence, reported
             record.got = ("error", f"{type(exc).__name__}: {exc}")
             self.diverge(record, f"reopen() raised {type(exc).__name__}: {exc}")
         self.compare_views(record)
@@ -263,7 +263,7 @@ class Lockstep:
             refused = check_bad_task_ids(self.impl, len(self.state.tasks))
         except SchedulerFault:
             raise
-        except Exception as exc:  # rule 2 of the protocol: only ValueError
+        except Exception as exc:  # noqa: BLE001 - rule 2 of the protocol: only ValueError
             refused = f"task() raised {type(exc).__name__}, which is not a ValueError: {exc}"
         if refused:
             self.diverge(record, refused)
@@ -360,7 +360,7 @@ def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], wat
                variants: Variants = DEFAULT) -> list[TraceStep] | None:
     try:
         lockstep = Lockstep(factory, watch=watch, variants=variants)
-    except Exception:  # the factory itself failed: a failure with no steps
+    except Exception:  # noqa: BLE001 - the factory itself failed: a failure with no steps
         return []
     try:
         lockstep.check_all()
@@ -373,7 +373,7 @@ def _run_calls(factory: Callable[[], object], calls: list[tuple[str, dict]], wat
     except SchedulerFault as exc:  # met outside the step's own call (a view, the clock)
         lockstep.mark(str(exc))
         return lockstep.trace
-    except Exception as exc:  # a crash inside the implementation is a failure too
+    except Exception as exc:  # noqa: BLE001 - a crash inside the implementation is a failure too
         lockstep.mark(f"the implementation crashed: {type(exc).__name__}: {exc}")
         return lockstep.trace
     return None

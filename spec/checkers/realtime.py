@@ -609,7 +609,7 @@ def _replay(factory: Callable[[], object], calls: list[tuple[str, dict]], watch:
     into = timing if measured else Timing(timing.tick_ms, timing.offset_ns)  # the minimizer's are not the check's
     try:
         lockstep = TimedLockstep(factory, coverage, watch=watch, variants=variants, timing=into)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a factory that fails while minimizing: a trace with no steps
         return []
     try:
         lockstep.check_all()
@@ -626,7 +626,7 @@ def _replay(factory: Callable[[], object], calls: list[tuple[str, dict]], watch:
     except SchedulerFault as exc:
         lockstep.mark(str(exc))
         return lockstep.trace
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an implementation's crash is a finding, reported in its trace
         lockstep.mark(f"the implementation crashed: {type(exc).__name__}: {exc}")
         return lockstep.trace
     finally:
@@ -634,6 +634,6 @@ def _replay(factory: Callable[[], object], calls: list[tuple[str, dict]], watch:
         if close is not None:
             try:
                 close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - a sample's trouble closing is not the check's verdict
                 pass
     return None

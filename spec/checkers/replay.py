@@ -47,8 +47,8 @@ from fencepost.spec.checkers.steps import (
     check_state,
     describe_call,
     describe_result,
-    offers_restart,
 )
+from fencepost.spec.protocol import offers_batches, offers_restart
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
         except SchedulerFault as exc:
             replayed.append(ReplayedStep(number, step, StepResult(error=_fault_words(exc)), "?", str(exc)))
             break
-        except Exception as exc:  # a non-conforming implementation, reported, not raised
+        except Exception as exc:  # noqa: BLE001 - a non-conforming implementation, reported, not raised
             result = StepResult(error=f"{type(exc).__name__}: {exc}")
             mismatch = f"raised {type(exc).__name__}, but the protocol allows only ValueError"
         try:
@@ -109,7 +109,7 @@ def replay(scenario: Scenario, scheduler: object, replayed: list[ReplayedStep] |
         except SchedulerFault as exc:
             replayed.append(ReplayedStep(number, step, result, "?", mismatch or f"after this step, {exc}"))
             break
-        except Exception:
+        except Exception:  # noqa: BLE001 - the clock of a broken implementation is shown as unknown
             now = "?"
         replayed.append(ReplayedStep(number, step, result, now, mismatch))
     return replayed
@@ -164,7 +164,7 @@ def refuse_restart_without_reopen(scenario: Scenario, scheduler: object, name: s
         raise UsageError(f"step {restart} is a restart, but {name} "
                          f"makes a {type(scheduler).__name__} without reopen(); replay it against a durable scheduler")
     batch = next((n for n, step in enumerate(scenario.steps, 1) if step.op in BATCH_OPERATIONS), None)
-    if batch is not None and not all(callable(getattr(scheduler, op, None)) for op in BATCH_OPERATIONS):
+    if batch is not None and not offers_batches(scheduler):
         raise UsageError(f"step {batch} is a {scenario.steps[batch - 1].op}, but {name} makes a "
                          f"{type(scheduler).__name__} without the batch operations ({', '.join(BATCH_OPERATIONS)})")
 

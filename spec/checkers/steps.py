@@ -209,7 +209,3 @@ def check_state(step: Step, scheduler: object, submitted: int | None = None) -> 
                 return f"expected task {key} {name}={value!r} afterwards, got {have!r}"
     return None if submitted is None else check_bad_task_ids(scheduler, submitted)
 
-
-def offers_restart(scheduler: object) -> bool:
-    """True when ``scheduler`` can take a ``restart`` step: it has a callable ``reopen``."""
-    return callable(getattr(scheduler, "reopen", None))

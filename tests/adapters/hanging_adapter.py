@@ -17,7 +17,7 @@ import threading
 from fencepost import SimpleScheduler
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from misbehaving import honest  # noqa: E402  (a sibling file, not a package)
+from misbehaving import honest  # a sibling file, not a package: found through the path above
 
 
 def main() -> None:

@@ -2,9 +2,10 @@
 
 Read from the README and every docs page (code spans, code blocks and prose
 alike): each ``MODULE:NAME`` factory loads through the command line's own
-loader (imported, not called: some need a server), and each dotted
+loader (imported, not called: some need a server), each dotted
 ``fencepost.x.y[.Name]`` imports, its last part found as a module or an
-attribute. The names the issues pinned, and the old names from before the
+attribute, and each name a ``from fencepost... import A, B`` line shows is
+importable from there. The names the issues pinned, and the old names from before the
 house moved, are listed here too.
 """
 
@@ -26,6 +27,9 @@ FACTORY = re.compile(r"(?<![\w./-])((?:fencepost\.)?(?:impl|spec|story)(?:\.[a-z
 #: A dotted name into fencepost's packages.
 DOTTED = re.compile(r"(?<![\w./:-])(fencepost(?:\.[A-Za-z_]\w*)+)(?![\w:])")
 
+#: ``from fencepost[.x.y] import A, B`` as a sample shows it (one line; parentheses allowed).
+FROM_IMPORT = re.compile(r"^\s*from (fencepost(?:\.[a-z_]+)*) import \(?([A-Za-z_][\w, ]*)\)?\s*$", re.M)
+
 #: Names the issues pin, and names from before the move that users may have typed or saved.
 PINNED = [
     *(f"spec.mutants.{name}:Scheduler" for name in (
@@ -42,6 +46,8 @@ def shown() -> tuple[set[str], set[str]]:
     factories, dotted = set(), set()
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
+        dotted.update(f"{module}.{name.strip()}" for module, names in FROM_IMPORT.findall(text)
+                      for name in names.split(",") if name.strip())
         factories.update(m for m in FACTORY.findall(text) if not re.search(r"\b(NAME|MODULE|FACTORY)\b", m))
         dotted.update(m.rstrip(".") for m in DOTTED.findall(text)
                       if not re.search(r"\.(NAME|MODULE|X|x|py|md|toml|json|jsonl)$", m.rstrip(".")))
@@ -54,6 +60,7 @@ FACTORIES, DOTTED_NAMES = shown()
 def test_the_docs_show_names_at_all() -> None:
     # A reader that found nothing would pass every test below.
     assert "fencepost.impl.peers.sqs:standard" in FACTORIES and "fencepost.impl.runner.Runner" in DOTTED_NAMES
+    assert {"fencepost.conformance_test", "fencepost.impl.runner.Cancelled"} <= DOTTED_NAMES  # from its import lines
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES | set(PINNED)))

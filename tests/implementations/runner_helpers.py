@@ -1,7 +1,7 @@
 """Shared by the runner's tests: bounded waits, run-time verification, and the seed's cases.
 
-Run-time verification: every runner a test makes through ``runners`` is
-stopped at the end of the test, its trace saved as a scenario and replayed
+Run-time verification: every runner a test makes through the ``runners``
+fixture (``conftest.py``) is stopped at the end of the test, its trace saved as a scenario and replayed
 against the spec's model with the spec's own ``replay`` (so every call the
 runner made, in the scheduler's order, got the answer the model gives).
 
@@ -19,13 +19,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
+from fencepost.impl import Scheduler
 from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec import model
 from fencepost.spec.checkers.replay import replay
 from fencepost.spec.formats.scenario import load_scenario
-from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS
+from fencepost.spec.protocol import OPERATIONS, OPTIONAL_OPERATIONS, OutcomeUnknown
 
 #: Real seconds any wait in these tests may take before the test fails instead of hanging.
 #: Generous: the machine is shared; a correct runner answers in milliseconds.
@@ -69,30 +68,6 @@ def verify_trace(runner: Runner, path: Path) -> None:
     """Save the runner's trace to ``path`` and assert the model agrees with every call in it."""
     runner.save_trace(path)
     assert replay_mismatches(path) == []
-
-
-@pytest.fixture
-def runners(tmp_path: Path):
-    """``make(**options)``: a started runner on a ``ManualClock`` (``clock=`` to share one); checked at teardown.
-
-    ``start=False``: not started yet (work submitted before ``start()`` waits for it)."""
-    made: list[Runner] = []
-
-    def make(runner_class: type = Runner, start: bool = True, **options: object) -> Runner:
-        options.setdefault("clock", ManualClock())
-        options.setdefault("trace", True)  # every runner made here has its trace replayed at teardown
-        runner = runner_class(**options)
-        if start:
-            runner.start()
-        made.append(runner)
-        return runner
-
-    yield make
-    for number, runner in enumerate(made):
-        if not runner._started:
-            runner.start()  # so that stop() stops it
-        runner.stop(BOUND)
-        verify_trace(runner, tmp_path / f"trace-{number}.toml")
 
 
 class Gate:
@@ -236,3 +211,51 @@ def worked_example_case(make: Callable[..., Runner], bound: float) -> Runner:
     assert [runner.result(t) for t in (a, b, c)] == ["A", "B", "C"]
     assert isinstance(runner.error(a), RuntimeError)
     return runner
+
+
+class NoPayloads:
+    """A payload store that stores nothing (for option checks that never reach it)."""
+
+    def put(self, key, function, args, kwargs):
+        return True
+
+    def forget(self, key):
+        pass
+
+    def for_task(self, task_id):
+        return None
+
+    def stamp(self):
+        return (0, 0)
+
+
+class Losing:
+    """A scheduler whose first ``op`` call loses its answer, after taking effect or not (``applied``).
+
+    A dispatch that leases nothing is not lost: the one lost is the first that leases a task.
+    """
+
+    def __init__(self, op: str, applied: bool) -> None:
+        self.inner = Scheduler()
+        self.op, self.applied, self.lost = op, applied, 0
+
+    def __getattr__(self, name: str) -> object:
+        target = getattr(self.inner, name)
+        if name != self.op:
+            return target
+
+        def call(*args: object, **kwargs: object) -> object:
+            if self.lost:
+                return target(*args, **kwargs)
+            if self.applied:
+                value = target(*args, **kwargs)
+                if value is None and name == "dispatch":
+                    return value  # nothing leased: lose a dispatch that leases something
+            self.lost += 1
+            raise OutcomeUnknown(name, kwargs, "the test dropped the answer")
+
+        return call
+
+    @property
+    def now(self) -> int:
+        return self.inner.now

@@ -22,7 +22,7 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import HistoryLog, dumps_event, loads_history
-from test_postgres_concurrency import BOUND, clients, race
+from pg_races import clients, race
 
 
 def postgres() -> object:

@@ -11,6 +11,7 @@ import argparse
 import pytest
 
 from fencepost.bench import schedulers as bench
+from fencepost.bench import timing
 from fencepost.commands import bench as bench_command
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
@@ -24,20 +25,20 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_the_floor_and_the_indexed_heap_hold_the_same_keys() -> None:
     """The floor is comparable only if both heaps see the same priorities in the same order."""
-    initial, during = bench.priorities(50, 20, seed=3)
-    scheduler = bench.build(IndexedScheduler, initial)
+    initial, during = timing.priorities(50, 20, seed=3)
+    scheduler = timing.build(IndexedScheduler, initial)
     assert sorted(entry[:3] for entry in scheduler._ready) == sorted((-p, 0, i) for i, p in enumerate(initial, 1))
     assert all(0 <= p < bench.PRIORITY_LEVELS for p in initial + during)
-    assert bench.priorities(50, 20, seed=3) == (initial, during)
+    assert timing.priorities(50, 20, seed=3) == (initial, during)
 
 
 @pytest.mark.parametrize("factory", [IndexedScheduler, SimpleScheduler])
 def test_a_cycle_keeps_the_pending_count(factory: type) -> None:
-    initial, _ = bench.priorities(30, 0, seed=0)
-    scheduler = bench.build(factory, initial)
+    initial, _ = timing.priorities(30, 0, seed=0)
+    scheduler = timing.build(factory, initial)
     for priority in (1, 7, 0):
         scheduler.submit(priority)
-        lease = scheduler.dispatch("w", 0, bench.DURATION)
+        lease = scheduler.dispatch("w", 0, timing.DURATION)
         assert scheduler.complete(lease.task_id, lease.token, 0).accepted
     pending = [scheduler.task(i).status for i in range(1, 34)].count("pending")
     assert pending == 30
@@ -48,8 +49,8 @@ def test_timings_are_per_cycle_over_the_repetitions() -> None:
     cycle = bench.measure_cycle(IndexedScheduler, 20, cycles=10, repeats=2)
     assert (floor.cycles, floor.repeats) == (10, 3)
     assert (cycle.cycles, cycle.repeats) == (10, 2)
-    for timing in (floor, cycle):
-        assert 0 < timing.best_ns <= timing.median_ns
+    for measured in (floor, cycle):
+        assert 0 < measured.best_ns <= measured.median_ns
 
 
 def test_bytes_per_task_counts_what_submit_allocates() -> None:
@@ -71,8 +72,8 @@ def test_every_size_gets_a_row_and_simple_is_skipped_above_its_limit() -> None:
 def test_loops_run_the_cycles_they_are_asked_for() -> None:
     loop = bench.floor_loop(10, cycles=8)
     calls = []
-    bench.timed({"counted": lambda count: calls.append(count) or loop(count)}, repeats=2, cycles=8)
-    assert calls == [8, bench.WARM_CYCLES, 8, bench.WARM_CYCLES, 8]
+    timing.timed({"counted": lambda count: calls.append(count) or loop(count)}, repeats=2, cycles=8)
+    assert calls == [8, timing.WARM_CYCLES, 8, timing.WARM_CYCLES, 8]
 
 
 def rows_for(*sizes: int) -> list[bench.Row]:

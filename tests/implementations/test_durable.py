@@ -17,11 +17,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import fencepost.impl.durable as durable
 from fencepost.impl.durable import DurableScheduler, temporary
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.testing import conformance_test
+from fencepost.spec import profiles
+from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import Lease, Status
 
 #: tmpfs, where there is one: the tests exercise SQLite's logic, not the disk's fsync.
@@ -70,8 +72,24 @@ def durable_on_tmpfs() -> DurableScheduler:
     return temporary(directory=FAST_DIR)
 
 
-#: ``fencepost check impl.durable:temporary`` as a test, under the active profile (``ci`` by default).
-TestDurableSchedulerConforms = conformance_test(durable_on_tmpfs)
+#: ``fencepost check impl.durable:temporary``'s runs, split into this many parts with seeds of their
+#: own, each required to reach every outcome on its own: under ``-n auto`` the parts run side by side,
+#: where the whole check in one test (about a minute) held up the end of the parallel run.
+CONFORMANCE_PARTS = 2
+
+#: Part k's seeds start at k times this (a part runs up to ``COVERAGE_BATCHES`` seeds from its first): none shared.
+PART_SEEDS = 1_000
+
+
+@pytest.mark.parametrize("part", range(CONFORMANCE_PARTS))
+def test_durable_conforms_to_the_spec_restarts_included(part: int) -> None:
+    """``conformance_test``'s check (at least the ``ci`` profile's runs in all), one part of it."""
+    base = settings.default
+    runs = max(base.max_examples, profiles.CI_EXAMPLES)
+    result = check_factory(durable_on_tmpfs, max_examples=-(-runs // CONFORMANCE_PARTS),
+                           seed=None if part == 0 else part * PART_SEEDS, base=base)
+    assert result.passed, "\n" + report_failure(result)
+    assert not result.missing, "the check never reached: " + "; ".join(result.missing)
 
 
 def test_a_reopened_scheduler_sees_every_call_that_returned(folder: Path) -> None:

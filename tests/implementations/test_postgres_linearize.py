@@ -18,7 +18,7 @@ from fencepost.impl.postgres.scheduler import temporary
 from fencepost.impl.postgres.broken import status_fenced, unlocked_claim
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import HistoryLog, dumps_event, loads_history
-from test_postgres_concurrency import claim_race, forced_claim_race, forced_zombie_race, zombie_race
+from pg_races import claim_race, forced_claim_race, forced_zombie_race, zombie_race
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ import pytest
 import pg_server
 from fencepost.spec.protocol import FINAL_STATUSES
 from pg_runner_stress import assert_linearizable, run_and_look
-from test_postgres_stress import check_history_properties, pair_calls
+from pg_stress import check_history_properties, pair_calls
 
 #: Runner processes, and tasks each submits (parents submit more): over 2,000 tasks in all.
 PROCESSES = 4

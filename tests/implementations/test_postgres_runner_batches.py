@@ -17,7 +17,7 @@ import pytest
 import pg_server
 from fencepost.spec.protocol import FINAL_STATUSES
 from pg_runner_stress import WORKERS, assert_linearizable, run_and_look, unbatched
-from test_postgres_stress import check_history_properties, pair_calls
+from pg_stress import check_history_properties, pair_calls
 
 #: Runner processes, and tasks each submits (parents submit more): half the single-call run's.
 PROCESSES = 4

@@ -7,15 +7,11 @@ replayed against the spec's model at the end of the test (see
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from runner_helpers import (
     BOUND,
     Gate,
     lock_not_held_case,
-    replay_mismatches,
-    runners,  # noqa: F401  (a fixture)
     worked_example_case,
     zombie_case,
 )

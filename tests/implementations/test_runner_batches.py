@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from runner_helpers import BOUND, Gate, runners, zombie_case  # noqa: F401  (runners: a fixture)
-from test_runner_workloads import actions, run_workload, tasks
+from runner_helpers import BOUND, Gate, zombie_case
+from runner_workloads import actions, run_workload, tasks
 
 from fencepost.impl import Scheduler
 from fencepost.impl.durable import DurableScheduler
@@ -63,7 +63,7 @@ def test_the_default_batches_where_a_call_is_a_commit_and_not_in_memory(tmp_path
     with DurableScheduler(tmp_path / "d.db") as durable:
         assert default_batch(durable, 4) == 4
         runner = Runner(workers=3, clock=ManualClock(), scheduler=durable)
-        assert runner._pool == f"{POOL_PREFIX}3" and runner._batch == 3
+        assert runner._pool.worker == f"{POOL_PREFIX}3" and runner._batch == 3
     assert Runner(workers=4, clock=ManualClock())._pool is None  # the default runner: single calls, slots w1..w4
     assert Runner(workers=1, clock=ManualClock(), batch=8)._pool is None  # one slot: nothing to batch
     assert Runner(workers=4, clock=ManualClock(), batch=2)._batch == 2
@@ -308,7 +308,7 @@ def test_with_process_isolation_a_child_whose_lease_expired_is_terminated_and_th
 
 @pytest.mark.parametrize("applied", [True, False], ids=["took-effect", "did-not"])
 def test_a_batch_of_reports_whose_answer_was_lost_is_resolved_task_by_task(applied: bool) -> None:
-    from test_runner_unknown import Losing
+    from runner_helpers import Losing
 
     gate, losing = Gate(), Losing("complete_many", applied)
     runner = Runner(workers=2, batch=2, batch_wait=BOUND, clock=SlowTicks(), scheduler=losing, trace=True)
@@ -325,7 +325,7 @@ def test_a_batch_of_reports_whose_answer_was_lost_is_resolved_task_by_task(appli
 
 
 def test_a_batched_claim_whose_answer_was_lost_is_left_to_lease_expiry() -> None:
-    from test_runner_unknown import Losing
+    from runner_helpers import Losing
 
     clock, losing, ran = ManualClock(), Losing("dispatch_many", applied=True), []
     runner = Runner(workers=2, batch=2, clock=clock, lease=5, scheduler=losing)

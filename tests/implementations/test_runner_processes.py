@@ -11,7 +11,7 @@ from functools import partial
 
 import pytest
 import runner_work
-from runner_helpers import BOUND, runners  # noqa: F401  (a fixture)
+from runner_helpers import BOUND
 
 from fencepost.impl.runner.core import ManualClock
 

@@ -28,14 +28,14 @@ SUBMITTERS, EACH = 4, 150
 def own(**options: object) -> Runner:
     """A runner on the scheduler it makes itself: its submits are queued."""
     runner = Runner(**options)
-    assert runner._queued is not None
+    assert runner._submits is not None
     return runner
 
 
 def given(**options: object) -> Runner:
     """A runner given its scheduler: its submits are made under the lock."""
     runner = Runner(scheduler=Scheduler(), **options)
-    assert runner._queued is None
+    assert runner._submits is None
     return runner
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from runner_helpers import BOUND
-from test_runner_shared import NoPayloads
+from runner_helpers import BOUND, NoPayloads
 
 from fencepost.impl.runner.clocks import MonotonicClock
 from fencepost.impl.indexed import IndexedScheduler
@@ -66,7 +65,7 @@ def test_retention_none_keeps_every_record_and_bad_values_are_refused_by_name() 
         runner.submit(value)
         runner.wait_idle(BOUND)
         assert [runner.result(i) for i in ids] == [i * 10 for i in ids]
-        assert len(runner._ended) == 0
+        assert len(runner._retention.ended) == 0
     for bad in (-1, 1.5, True, "5"):
         with pytest.raises(ValueError, match=f"retention must be None or an int >= 0.*{bad!r}"):
             Runner(clock=ManualClock(), retention=bad)
@@ -113,7 +112,7 @@ def test_a_shared_runner_idle_on_a_real_time_clock_holds_the_same_objects_after_
                     functions={"value": value}, poll=0.001)
 
     def held() -> tuple[int, ...]:
-        return (len(runner._tasks), len(runner._ended), len(runner._due_hints), len(runner._running),
+        return (len(runner._tasks), len(runner._retention.ended), len(runner._idle_proof.hints), len(runner._running),
                 len(scheduler._tasks), len(scheduler._ready), len(scheduler._due), len(scheduler._expiry))
 
     with runner:

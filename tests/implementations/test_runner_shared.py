@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from runner_helpers import BOUND
+from runner_helpers import BOUND, NoPayloads
 
 from fencepost.impl import Scheduler
 from fencepost.impl.runner.clocks import SchedulerClock
@@ -32,22 +32,6 @@ def other(ctx) -> str:
 
 def fails(ctx) -> None:
     raise RuntimeError("no")
-
-
-class NoPayloads:
-    """A payload store that stores nothing (for option checks that never reach it)."""
-
-    def put(self, key, function, args, kwargs):
-        return True
-
-    def forget(self, key):
-        pass
-
-    def for_task(self, task_id):
-        return None
-
-    def stamp(self):
-        return (0, 0)
 
 
 # ---------------------------------------------------------------- names and options (no server)

@@ -11,47 +11,15 @@ to lease expiry (the task runs once the lease has expired).
 from __future__ import annotations
 
 import pytest
+from runner_helpers import Losing
 
-from fencepost.impl import Scheduler
 from fencepost.impl.runner.core import ManualClock, Runner
 from fencepost.spec.formats.history import HistoryLog
-from fencepost.spec.protocol import OutcomeUnknown, Status
+from fencepost.spec.protocol import Status
 
 #: Real seconds any wait may take.
 BOUND = 10.0
 LEASE = 5
-
-
-class Losing:
-    """A scheduler whose first ``op`` call loses its answer, after taking effect or not (``applied``).
-
-    A dispatch that leases nothing is not lost: the one lost is the first that leases a task.
-    """
-
-    def __init__(self, op: str, applied: bool) -> None:
-        self.inner = Scheduler()
-        self.op, self.applied, self.lost = op, applied, 0
-
-    def __getattr__(self, name: str) -> object:
-        target = getattr(self.inner, name)
-        if name != self.op:
-            return target
-
-        def call(*args: object, **kwargs: object) -> object:
-            if self.lost:
-                return target(*args, **kwargs)
-            if self.applied:
-                value = target(*args, **kwargs)
-                if value is None and name == "dispatch":
-                    return value  # nothing leased: lose a dispatch that leases something
-            self.lost += 1
-            raise OutcomeUnknown(name, kwargs, "the test dropped the answer")
-
-        return call
-
-    @property
-    def now(self) -> int:
-        return self.inner.now
 
 
 def _runner(scheduler: object, log: HistoryLog, clock: ManualClock) -> Runner:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_layers import PACKAGE_DIRS, import_graph, module_files
+from import_graph import PACKAGE_DIRS, import_graph, module_files
 
 REPO = Path(__file__).resolve().parents[2]
 DESIGN = REPO / "docs" / "design.md"
@@ -107,3 +107,27 @@ def test_the_rule_reader_allows_and_refuses(may: str, target: str, ok: bool) -> 
 
 def test_the_package_dirs_match_the_layers_test() -> None:
     assert set(PACKAGE_DIRS.values()) == {"fencepost", "spec", "impl", "story", "tui", "report"}
+
+
+def test_the_checkers_package_names_every_checker() -> None:
+    """``spec/checkers/__init__.py``'s docstring is the map of that folder: every module in it."""
+    import ast
+
+    folder = REPO / "spec" / "checkers"
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    unnamed = sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__" and f"``{path.stem}``" not in doc)
+    assert not unnamed, f"spec/checkers/__init__.py does not name {unnamed}"
+
+
+def test_every_folder_of_the_house_has_a_row() -> None:
+    """Each top-level folder the repository tracks, and each package folder, is placed by the table."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    folders = {path.split("/", 1)[0] + "/" for path in tracked if "/" in path and not path.startswith(".")}
+    folders |= {path.rsplit("/", 1)[0] + "/" for path in tracked if path.endswith("/__init__.py")}
+    named = [place for places, _ in ROWS for place in places]
+    # A folder is placed by a row of its own or of a folder around it, or file by file (``spec/model.py``...).
+    unplaced = sorted(folder for folder in folders
+                      if row_for(folder, ROWS) is None and not any(place.startswith(folder) for place in named))
+    assert not unplaced, f"folders docs/design.md's Layout table does not place: {unplaced}"

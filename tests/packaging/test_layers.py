@@ -12,7 +12,16 @@ the bottom layer up, are:
   within it, only the mutants import the mutants (they stand above the schedulers they break);
 * ``story/`` imports neither ``tui/`` nor ``report/`` nor the top;
 * ``tui/`` and ``report/`` import neither each other nor the top;
-* no import cycle between modules.
+* no import cycle between modules;
+* only the command line (``fencepost/commands/``, ``fencepost/cli.py``) imports
+  ``argparse``: a library module takes plain arguments, never a namespace;
+* a library module's ``if __name__ == "__main__":`` block is a command's entry
+  point (``python -m fencepost.impl.peers.record``), run as a fresh ``__main__``
+  module, not as the library module: it imports the command line and nothing
+  else, and those imports are not the module's dependencies (they are left out
+  of the graph the rules above read);
+* no source file is over ``MAX_LINES`` lines, and ``impl/`` has at most
+  ``MAX_IMPL_ENTRIES`` entries at its top (a list of schedulers and families).
 
 The top, ``fencepost/`` (the public names, the command line, the measurements),
 may import anything.
@@ -23,78 +32,54 @@ synthetic trees that break each rule.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from import_graph import import_graph, imports_of, module_files, stdlib_imports
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: Where each installed package's modules live in the repository (pyproject's package-dir).
-PACKAGE_DIRS = {
-    "fencepost": "fencepost", "fencepost.spec": "spec", "fencepost.impl": "impl", "fencepost.story": "story",
-    "fencepost.tui": "tui", "fencepost.report": "report",
-}
 
 #: The packages of the top layer, under ``fencepost/``: they may import anything.
 TOP = ("fencepost.cli", "fencepost.commands", "fencepost.bench", "fencepost.figures", "fencepost.__main__")
 
+#: The command line: the only modules that parse arguments (``argparse``), and the only ones a
+#: library module's ``__main__`` block may import.
+COMMAND_LINE = ("fencepost.cli", "fencepost.commands")
 
-def module_files(root: Path) -> dict[str, Path]:
-    """Every module of the tree under ``root``, by its installed dotted name."""
-    modules: dict[str, Path] = {}
-    for package, folder in PACKAGE_DIRS.items():
-        base = root / folder
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*.py")):
-            parts = list(path.relative_to(base).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            if package == "fencepost" and parts and f"fencepost.{parts[0]}" in PACKAGE_DIRS:
-                continue  # not a folder of fencepost/ in this layout
-            modules[".".join([package, *parts])] = path
-    return modules
+#: No source file may be longer (issue 32: a file past it hides more than one job).
+MAX_LINES = 1_000
+
+#: ``impl/`` reads as a list of schedulers and families: at most this many entries at its top.
+MAX_IMPL_ENTRIES = 12
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The tree's modules that ``name`` (at ``path``) imports, anywhere in its body."""
-    is_package = path.name == "__init__.py"
-    found: set[str] = set()
-
-    def known(target: str) -> str | None:
-        # ``import a.b.c`` depends on the longest prefix that is a module of the tree.
-        while target:
-            if target in modules:
-                return target
-            target = target.rpartition(".")[0]
-        return None
-
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name if is_package else name.rpartition(".")[0]
-                for _ in range(node.level - 1):
-                    base = base.rpartition(".")[0]
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
-            # ``from pkg import mod`` imports the submodule when there is one.
-            targets = [f"{module}.{alias.name}" for alias in node.names]
-            targets = [t for t in targets if t in modules] or [module]
-        for target in targets:
-            hit = known(target)
-            if hit is not None and hit != name:
-                found.add(hit)
-    return found
-
-
-def import_graph(root: Path) -> dict[str, set[str]]:
+def entry_point_violations(root: Path) -> list[str]:
+    """One line per import of a library module's ``__main__`` block that is not the command line."""
     modules = module_files(root)
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return [f"{name}'s __main__ block imports {target}, not the command line"
+            for name, path in sorted(modules.items()) if not _is_top(name)
+            for target in sorted(imports_of(name, path, modules, main=True))
+            if not any(_under(target, allowed) for allowed in COMMAND_LINE)]
+
+
+def argparse_violations(root: Path) -> list[str]:
+    """One line per module outside the command line that imports ``argparse``."""
+    return [f"{name} imports argparse (only the command line parses arguments)"
+            for name, path in sorted(module_files(root).items())
+            if not any(_under(name, allowed) for allowed in COMMAND_LINE) and "argparse" in stdlib_imports(path)]
+
+
+def size_violations(root: Path) -> list[str]:
+    """Source files over ``MAX_LINES`` lines, and an ``impl/`` with more than ``MAX_IMPL_ENTRIES`` entries."""
+    problems = [f"{path.relative_to(root).as_posix()} has {lines:,} lines, over {MAX_LINES:,}"
+                for path in sorted(module_files(root).values())
+                if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
+    impl = root / "impl"
+    entries = sorted(entry.name for entry in impl.iterdir() if entry.name != "__pycache__") if impl.is_dir() else []
+    if len(entries) > MAX_IMPL_ENTRIES:
+        problems.append(f"impl/ has {len(entries)} entries at its top, over {MAX_IMPL_ENTRIES}: {', '.join(entries)}")
+    return problems
 
 
 def _under(module: str, package: str) -> bool:
@@ -222,6 +207,21 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {_describe(cycles)}"
 
 
+def test_only_the_command_line_parses_arguments():
+    problems = argparse_violations(REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_library_modules_entry_point_imports_only_the_command_line():
+    problems = entry_point_violations(REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_source_file_is_too_long_and_impl_stays_a_short_list():
+    problems = size_violations(REPO)
+    assert not problems, "\n".join(problems)
+
+
 def test_the_graph_sees_the_tree():
     # A graph that found nothing would pass every rule: make sure it reads real imports.
     graph = import_graph(REPO)
@@ -294,3 +294,45 @@ def test_a_tree_without_cycles_or_wrong_imports_passes(tmp_path):
     graph = import_graph(root)
     assert graph["fencepost.tui.app"] == {"fencepost.impl.simple"}
     assert layer_violations(graph) == [] and import_cycles(graph) == []
+
+
+def test_argparse_outside_the_command_line_is_found(tmp_path):
+    root = _tree(tmp_path, {"impl/peers/record.py": "import argparse\n", "fencepost/commands/record.py": "import argparse\n"})
+    assert argparse_violations(root) == ["fencepost.impl.peers.record imports argparse (only the command line parses arguments)"]
+
+
+def test_an_entry_point_may_import_the_command_line_only_and_is_no_dependency(tmp_path):
+    entry = 'import sys\n\nif __name__ == "__main__":\n    from fencepost.commands.record import main\n    sys.exit(main())\n'
+    root = _tree(tmp_path, {
+        "impl/peers/record.py": entry,
+        "fencepost/commands/record.py": "from fencepost.impl.peers import record\n",
+        "impl/peers/other.py": 'if __name__ == "__main__":\n    from fencepost.tui import app\n',
+        "tui/app.py": "",
+    })
+    graph = import_graph(root)
+    assert graph["fencepost.impl.peers.record"] == set() and layer_violations(graph) == [] and import_cycles(graph) == []
+    assert entry_point_violations(root) == ["fencepost.impl.peers.other's __main__ block imports fencepost.tui.app, "
+                                            "not the command line"]
+
+
+def test_a_long_file_and_a_crowded_impl_are_found(tmp_path):
+    files = {f"impl/s{n}.py": "" for n in range(MAX_IMPL_ENTRIES)}
+    files["spec/model.py"] = "x = 1\n" * (MAX_LINES + 1)
+    problems = size_violations(_tree(tmp_path, files))
+    assert problems[0] == f"spec/model.py has {MAX_LINES + 1:,} lines, over {MAX_LINES:,}"
+    assert problems[1].startswith(f"impl/ has {MAX_IMPL_ENTRIES + 3} entries at its top")
+
+
+def test_imports_between_test_modules(tmp_path):
+    """No test module imports another (shared helpers live in helper modules, fixtures in conftest.py)."""
+    def offenders(root: Path) -> list[str]:
+        found = []
+        for path in sorted(root.rglob("*.py")):
+            for name in stdlib_imports(path):  # the top-level names it imports: a test module's is test_*
+                if name.startswith("test_"):
+                    found.append(f"{path.relative_to(root).as_posix()} imports {name}")
+        return found
+
+    assert offenders(REPO / "tests") == []
+    (tmp_path / "test_a.py").write_text("from test_b import helper\n")
+    assert offenders(tmp_path) == ["test_a.py imports test_b"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,14 @@ def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
     if op == "submit":
         return {"task_id": result}
     return None
+
+
+FILES = sorted(SCENARIOS.glob("*.toml"))
+
+
+KINDS = ("bug", "documented choice", "boundary convention")
+
+
+def meta_of(path) -> dict:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)["meta"]

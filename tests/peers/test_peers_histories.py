@@ -69,7 +69,7 @@ def test_linearize_rejects_the_shipped_history_and_says_why(name, capsys) -> Non
 
 
 def record_and_linearize(factory: str, race: str, rounds: int, tmp_path, capsys) -> tuple[int, str, object]:
-    from fencepost.impl.peers.record import main as record
+    from fencepost.commands.record import main as record
 
     path = tmp_path / f"{race}.jsonl"
     assert record([factory, race, str(path), "--rounds", str(rounds)]) == 0

@@ -12,7 +12,7 @@ import pytest
 
 from fencepost.cli import main
 from peers_env import adapter_of, require
-from test_peers_scenarios import FILES, KINDS, meta_of
+from peers_env import FILES, KINDS, meta_of
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

@@ -15,7 +15,7 @@ import pytest
 
 from fencepost.cli import main
 from peers_env import adapter_of, require
-from test_peers_scenarios import FILES, meta_of
+from peers_env import FILES, meta_of
 
 REPLAY_FIRST = re.compile(r"the first is step (\d+):")
 REPORT_FIRST = re.compile(r"first problem at step (\d+)")

@@ -16,15 +16,7 @@ import tomllib
 
 import pytest
 
-from peers_env import SCENARIOS, adapter_of, replay_on_queue, require
-
-FILES = sorted(SCENARIOS.glob("*.toml"))
-KINDS = ("bug", "documented choice", "boundary convention")
-
-
-def meta_of(path) -> dict:
-    with path.open("rb") as handle:
-        return tomllib.load(handle)["meta"]
+from peers_env import FILES, KINDS, adapter_of, meta_of, replay_on_queue, require
 
 
 def test_every_finding_is_shipped() -> None:

@@ -82,17 +82,17 @@ class Tags(HTMLParser):
         self.scripts: list[str] = []
         self._in_script = False
 
-    def handle_starttag(self, tag, attrs):  # noqa: ANN001 (HTMLParser's signature)
+    def handle_starttag(self, tag, attrs):  # unannotated: HTMLParser's signature
         self.tags.append((tag, dict(attrs)))
         self._in_script = tag == "script"
         if self._in_script:
             self.scripts.append("")
 
-    def handle_endtag(self, tag):  # noqa: ANN001
+    def handle_endtag(self, tag):
         if tag == "script":
             self._in_script = False
 
-    def handle_data(self, data):  # noqa: ANN001
+    def handle_data(self, data):
         if self._in_script:
             self.scripts[-1] += data
 

@@ -15,7 +15,6 @@ from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, Watched, run_watched, watched_factory
 from fencepost.cli import main
 from fencepost.spec.formats.scenario import load_scenario
-from tests.spec.schedulers import DeadlocksOnCancel
 
 #: Seconds a test body may take before it counts as hung: far above what the
 #: deadlines below allow, so only a broken build reaches it.
@@ -33,7 +32,7 @@ def bounded(fn, seconds: float = BOUND):
     def work():
         try:
             box["value"] = fn()
-        except BaseException as exc:  # handed back to the test
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
             box["error"] = exc
 
     worker = threading.Thread(target=work, daemon=True)

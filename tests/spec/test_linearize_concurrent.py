@@ -24,7 +24,7 @@ def run_clients(*clients) -> None:
         try:
             start.wait()
             client()
-        except BaseException as exc:  # reported below, in the test's thread
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the test's thread
             errors.append(exc)
 
     threads = [threading.Thread(target=guarded, args=(client,), daemon=True) for client in clients]

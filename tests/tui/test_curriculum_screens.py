@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from textual.geometry import Region
 
 from fencepost.spec.formats.scenario import Question, Scenario, Step
 from fencepost.story.walkthroughs import curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import EventLog, Narration, QuestionPanel, SidePanel, StatusBar, StepSummary, TaskColumn
-from tui_helpers import SIZE, app_for
+from tui_helpers import SIZE, app_for, text_of
 
 #: The smaller size a new user tried.
 SMALL = (80, 24)
@@ -24,17 +22,6 @@ ASKING = Scenario("Predict a dispatch", (
          expect={"task_id": 1}, question=ASK),
     Step("advance", {"now": 9}, note="Time moves on."),
 ))
-
-
-def text_of(widget) -> str:
-    """What the widget shows on screen, its lines joined and spaces collapsed (so wrapping does not matter)."""
-    region = Region(0, 0, *widget.outer_size)
-    text = " ".join(strip.text for strip in widget.render_lines(region))
-    return " ".join(text.translate(BORDERS).split())
-
-
-#: Border characters, blanked out of a widget's text.
-BORDERS = str.maketrans({char: " " for char in "│╭╮╰╯─▌"})
 
 
 def running_titles(app: FencepostApp) -> list[str]:

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from tui_helpers import app_for
+from tui_helpers import LANE_STEPS, app_for
 
 from fencepost.impl import Scheduler
 from fencepost.spec.formats.scenario import Scenario, Step
 from fencepost.tui.lanes import Lanes, LanesView
 from fencepost.story.timeline import build_timeline
-
-#: Two workers (w2 with two slots): a completion, a renewal, an expiry, a late completion, a failure.
-STEPS = (
-    Step("add_worker", {"worker": "w1", "capacity": 1}),
-    Step("add_worker", {"worker": "w2", "capacity": 2}),
-    *(Step("submit", {}) for _ in range(4)),
-    Step("dispatch", {"worker": "w1", "now": 0, "duration": 4}),  # 7: task 1, token 1, [0, 4)
-    Step("dispatch", {"worker": "w2", "now": 1, "duration": 3}),  # 8: task 2, token 2, [1, 4)
-    Step("dispatch", {"worker": "w2", "now": 2, "duration": 10}),  # 9: task 3, token 3, [2, 12)
-    Step("renew", {"task_id": 2, "token": 2, "now": 3, "duration": 5}),  # 10: [1, 8)
-    Step("complete", {"task_id": 1, "token": 1, "now": 3}),  # 11: done at 3
-    Step("advance", {"now": 8}),  # 12: task 2's lease expires at 8
-    Step("complete", {"task_id": 2, "token": 2, "now": 9}),  # 13: the late completion, rejected
-    Step("fail", {"task_id": 3, "token": 3, "now": 10}),  # 14: failed at 10
-)
 
 
 def text_of(lanes: Lanes, index: int, width: int = 20) -> list[str]:
@@ -36,7 +21,7 @@ def classes_at(lanes: Lanes, index: int, lane: int, column: int, width: int = 20
 
 
 def test_each_lease_is_a_bar_on_its_workers_lane_as_known_at_the_step() -> None:
-    lanes = Lanes(build_timeline(Scenario("lanes", STEPS), Scheduler, model=False))
+    lanes = Lanes(build_timeline(Scenario("lanes", LANE_STEPS), Scheduler, model=False))
     assert [lane.name for lane in lanes.lanes] == ["w1", "w2.1", "w2.2"]
     assert text_of(lanes, 6) == ["t    ▼         10", "w1", "w2.1", "w2.2"]
     # At step 10 (t=3): task 2's lease runs to 8 after its renewal; nothing has ended yet.
@@ -50,7 +35,7 @@ def test_each_lease_is_a_bar_on_its_workers_lane_as_known_at_the_step() -> None:
 
 
 def test_the_cursor_is_the_steps_time() -> None:
-    lanes = Lanes(build_timeline(Scenario("lanes", STEPS), Scheduler, model=False))
+    lanes = Lanes(build_timeline(Scenario("lanes", LANE_STEPS), Scheduler, model=False))
     assert text_of(lanes, 12)[0] == "t    0       ▼ 10"  # t=8
     assert classes_at(lanes, 12, 0, 5 + 8) == "cursor"  # an empty cell at the cursor
     assert classes_at(lanes, 12, 2, 5 + 8) == "bar-running-at-cursor"
@@ -69,7 +54,7 @@ def test_a_long_run_scrolls_with_the_cursor_and_visits_only_the_window() -> None
 
 
 async def test_t_toggles_the_lanes_in_place_of_the_board() -> None:
-    app = app_for(Scenario("lanes", STEPS))
+    app = app_for(Scenario("lanes", LANE_STEPS))
     async with app.run_test(size=(80, 24)) as pilot:
         board, lanes = app.query_one("#board"), app.query_one(LanesView)
         assert board.display and not lanes.display
@@ -83,7 +68,7 @@ async def test_t_toggles_the_lanes_in_place_of_the_board() -> None:
 
 
 def test_snapshot_of_the_lanes_at_80x24(snap_compare) -> None:
-    assert snap_compare(app_for(Scenario("Lanes: a renewal, an expiry, a late completion", STEPS)),
+    assert snap_compare(app_for(Scenario("Lanes: a renewal, an expiry, a late completion", LANE_STEPS)),
                         terminal_size=(80, 24), press=["t", "end", "left"])
 
 

@@ -19,8 +19,7 @@ from fencepost.tui.screens import HelpScreen, PromptScreen
 from fencepost.story.timeline import build_timeline
 from fencepost.tui.widgets import Differences, QuestionPanel, StatusBar
 from long_history import long_history
-from test_curriculum_screens import text_of
-from tui_helpers import SIZE, app_for, empty_session
+from tui_helpers import LANE_STEPS, SIZE, app_for, empty_session, long_run, text_of
 
 SMALL = (80, 24)
 
@@ -185,10 +184,6 @@ async def test_right_past_a_question_says_the_answer_was_revealed_unscored():
         assert sum("not scored" in m for m in messages(app)) == 1  # one notice, not a stack
 
 
-#: Two workers: a renewal, an expiry, a late completion (the lanes' own test scenario).
-from test_lanes import STEPS as LANE_STEPS  # noqa: E402
-
-
 def axis_labels(lanes: Lanes, index: int, width: int) -> list[int]:
     _, parts = lanes.lines(index, width)[0]
     axis = "".join(part for part, _ in parts[1:]).replace("▼", " ")
@@ -206,14 +201,6 @@ def test_the_axis_is_scaled_to_the_run_and_labels_are_whole():
     cells = lanes.cells(118)
     window = lanes.window(10, cells)
     assert window.columns > 1 and window.column(lanes.extent) <= cells < window.column(lanes.extent) + 2 * window.columns
-
-
-def long_run(tasks: int) -> Scenario:
-    steps = [Step("add_worker", {"worker": "w1", "capacity": 1})]
-    for n in range(1, tasks + 1):
-        steps += [Step("submit", {}), Step("dispatch", {"worker": "w1", "now": 2 * n, "duration": 2}),
-                  Step("complete", {"task_id": n, "token": n, "now": 2 * n + 1})]
-    return Scenario(f"A long run: {tasks} leases one after another", tuple(steps))
 
 
 async def test_the_lanes_of_a_long_run_scroll_in_time_and_a_step_brings_the_cursor_back():

@@ -11,8 +11,7 @@ import pytest
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.tui.history import HistoryApp
 from long_history import long_history
-from test_newcomer import long_run
-from tui_helpers import app_for
+from tui_helpers import app_for, long_run
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 

@@ -228,7 +228,7 @@ async def test_the_palette_offers_load_jump_and_screenshot(in_tmp_cwd: Path):
 
 
 def test_the_stylesheet_colours_every_kind_of_event():
-    from fencepost.story.timeline import EVENT_KINDS
+    from fencepost.story.narration import EVENT_KINDS
 
     css = (Path(app_module.__file__).with_name("app.tcss")).read_text()
     for kind in EVENT_KINDS:

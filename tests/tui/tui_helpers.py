@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from textual.geometry import Region
+
 from fencepost.impl import Scheduler
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from fencepost.story.walkthroughs import resolve
@@ -55,3 +57,38 @@ ROW_STEPS = (
     Step("cancel", {"task_id": 3, "now": 1}, note="Task 1 is not due until 12, task 2 waits to retry at 2, "
          "and task 3 runs on with a cancel request."),
 )
+
+
+def text_of(widget) -> str:
+    """What the widget shows on screen, its lines joined and spaces collapsed (so wrapping does not matter)."""
+    region = Region(0, 0, *widget.outer_size)
+    text = " ".join(strip.text for strip in widget.render_lines(region))
+    return " ".join(text.translate(BORDERS).split())
+
+
+#: Border characters, blanked out of a widget's text.
+BORDERS = str.maketrans({char: " " for char in "│╭╮╰╯─▌"})
+
+
+#: Two workers (w2 with two slots): a completion, a renewal, an expiry, a late completion, a failure.
+LANE_STEPS = (
+    Step("add_worker", {"worker": "w1", "capacity": 1}),
+    Step("add_worker", {"worker": "w2", "capacity": 2}),
+    *(Step("submit", {}) for _ in range(4)),
+    Step("dispatch", {"worker": "w1", "now": 0, "duration": 4}),  # 7: task 1, token 1, [0, 4)
+    Step("dispatch", {"worker": "w2", "now": 1, "duration": 3}),  # 8: task 2, token 2, [1, 4)
+    Step("dispatch", {"worker": "w2", "now": 2, "duration": 10}),  # 9: task 3, token 3, [2, 12)
+    Step("renew", {"task_id": 2, "token": 2, "now": 3, "duration": 5}),  # 10: [1, 8)
+    Step("complete", {"task_id": 1, "token": 1, "now": 3}),  # 11: done at 3
+    Step("advance", {"now": 8}),  # 12: task 2's lease expires at 8
+    Step("complete", {"task_id": 2, "token": 2, "now": 9}),  # 13: the late completion, rejected
+    Step("fail", {"task_id": 3, "token": 3, "now": 10}),  # 14: failed at 10
+)
+
+
+def long_run(tasks: int) -> Scenario:
+    steps = [Step("add_worker", {"worker": "w1", "capacity": 1})]
+    for n in range(1, tasks + 1):
+        steps += [Step("submit", {}), Step("dispatch", {"worker": "w1", "now": 2 * n, "duration": 2}),
+                  Step("complete", {"task_id": n, "token": n, "now": 2 * n + 1})]
+    return Scenario(f"A long run: {tasks} leases one after another", tuple(steps))
