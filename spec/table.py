@@ -23,18 +23,18 @@ tuple. Two tables are equal when they hold equal tasks in the same order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, overload
+from typing import Any, overload
 
 from pyrsistent import PVector, pvector
 
 from fencepost.spec.protocol import DISPATCHABLE_STATUSES, Status
 
-if TYPE_CHECKING:
-    from fencepost.spec.model import Task
+#: A ``spec.model.Task`` (not imported: the model imports this module, and imports point one way).
+Task = Any
 
 
 #: A dispatch-order key: the least key among the eligible tasks is dispatched first (``model.order_key``).
-OrderKey = Callable[["Task"], tuple]
+OrderKey = Callable[[Task], tuple]
 
 #: Statuses a dispatch may pick from (``protocol.DISPATCHABLE_STATUSES``): the waiting index holds these.
 _WAITING = DISPATCHABLE_STATUSES
