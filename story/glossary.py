@@ -87,26 +87,31 @@ GLOSSARY: tuple[Term, ...] = (
          "duration`, same token (it may also shorten it). Refused once the lease has ended or a cancel was "
          "requested."),
     Term("heartbeat", r"heartbeats?", "A renew a worker sends regularly while it works, so its lease lasts as "
-         "long as the work does and ends soon after the worker stops."),
-    Term("stale_token", r"stale_token|stale tokens?", "Rejection reason: the task is running under another, "
-         "newer token. The report comes from an assignment that is over."),
+         "long as the work does and ends soon after the worker stops, or pauses for longer than the lease."),
+    Term("stale_token", r"stale_token|stale tokens?", "Rejection reason: the task is running under another "
+         "token than the one quoted, whatever that token is (older, newer, or never issued). Usually the report "
+         "comes from an assignment that is over."),
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
          "expired; nobody holds the task now. Once the task is leased again, the same token gets "
-         "`stale_token` instead."),
-    Term("already_final", r"already_final", "Rejection reason: the task is final, and no more: a duplicate of the "
-         "accepted report and a late report from an older lease get it alike. It means \"an outcome is recorded, "
-         "stop\", not \"your work failed\" nor \"yours was the one that counted\"."),
-    Term("not_running", r"not_running", "Rejection reason: the task is not running and the token names no lease "
-         "that expired, e.g. a report for a task never dispatched, or a second `fail` with a token whose lease "
-         "already ended."),
+         "`stale_token` while it runs, and `already_final` once it has ended."),
+    Term("already_final", r"already_final", "Rejection reason: the task is final: a duplicate of the "
+         "accepted report and a late report from an older lease get it alike, and so does a `cancel`. The one "
+         "exception is the token whose lease expired last, which gets `lease_expired` even when that expiry "
+         "ended the task `failed` or `cancelled`. It means \"an outcome is recorded, stop\", not \"your work "
+         "failed\" nor \"yours was the one that counted\"."),
+    Term("not_running", r"not_running", "Rejection reason: the task is waiting (`pending` or `retry_wait`) and the "
+         "token is not the one whose lease expired last, e.g. a report for a task never dispatched, or a second "
+         "`fail` with a token whose lease that first `fail` ended."),
     Term("fencing token", r"fencing tokens?", "A token that a destination (a database, a file store) checks on "
-         "every write, refusing any older than the newest it has seen. fencepost's lease tokens increase, so "
-         "they can serve as fencing tokens."),
+         "every write, refusing, for the same task or key, any lower than the highest it has seen for it. "
+         "fencepost's tokens increase across the whole scheduler, so they order one task's leases, not "
+         "different tasks': a mark per account would refuse another task's live token."),
     Term("fencing", r"fencing(?! tokens?)|fenced?|fences", "Refusing writes from an assignment that is over, by its token, at "
          "the place the write lands. This scheduler fences only its own state; anything else must check the "
          "token itself."),
-    Term("at-least-once", r"at-least-once", "What leases give: a task whose lease expires runs again, so its work "
-         "may run more than once. Effects must be safe to repeat."),
+    Term("at-least-once", r"at-least-once", "What leases give: a task whose lease expires may run again (when "
+         "someone dispatches it, unless its budget is spent or a cancel was requested), so its work may run "
+         "more than once. Effects must be idempotent; fencing is an addition (the `at-least-once` lesson)."),
     Term("idempotent", r"idempotent|idempotency( keys?)?", "Safe to repeat: doing it twice has the effect of "
          "doing it once, e.g. a write keyed by an idempotency key the destination remembers."),
     Term("due time", r"due times?|due_at|due", "`due_at`: a task may not start before it (a task due at 20 may "
@@ -159,7 +164,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("cooperative", r"cooperative|cooperatively", "Cancellation that relies on the worker to notice (a refused "
          "renew) and stop; the scheduler cannot stop work it does not run."),
     Term("closed-interval bug", r"closed-interval bug|closed intervals?|off-by-one", "Treating a lease as "
-         "`[start, end]`, alive at exactly `end`: a completion at `expires_at` accepted, a slot freed one tick late."),
+         "`[start, end]`, alive at exactly `end`: a completion at `expires_at` accepted, a slot freed one tick late. "
+         "A bug against this contract; a queue that documents it declares the variant `interval=closed`."),
     Term("heap", r"heaps?", "A priority queue: the indexed scheduler keeps waiting tasks and running leases in "
          "heaps, so the next pick or expiry costs O(log n), not a scan."),
     Term("durable", r"durable|durability", "Kept on disk: the durable scheduler (`impl.durable`) commits every call "
@@ -175,10 +181,30 @@ GLOSSARY: tuple[Term, ...] = (
          "write (an effect ledger) makes that write happen once; an outside call (a card charge) is covered only "
          "if its own destination checks a key."),
     Term("stale entry", r"stale (heap )?entry|stale (heap )?entries|lazy deletion|compaction|compacted", "A heap entry for a task "
-         "that has since changed (cancelled while waiting, finished while running, renewed; a dispatch pops "
-         "the entry it uses). It is not removed at once (lazy deletion) but "
-         "skipped when it reaches the top, after checking the task's current state; the heap is rebuilt "
-         "(compaction) once stale entries are more than half of it and more than 64."),
+         "that has since changed (cancelled while waiting, renewed, or finished while running with its entry "
+         "below the head; an entry at the head is popped at once, as a dispatch pops the entry it uses). It is "
+         "not removed at once (lazy deletion) but skipped when it reaches the top, after checking the task's "
+         "current state; the heap is rebuilt (compaction) once stale entries are more than half of it and more "
+         "than 64."),
+    Term("prune", r"prune|prunes|pruned|pruning", "A timed call, `prune(before, now)`, that forgets every final "
+         "task that ended before `before` (at most `now`), and its key: the key may then make a new task. A "
+         "forgotten id is never reused, and asking for it is an error."),
+    Term("batch", r"batch|batches|submit_many|dispatch_many|complete_many|fail_many", "One call standing for "
+         "its single calls in order (`submit_many`, `dispatch_many`, `complete_many`, `fail_many`): all or "
+         "nothing when an entry is invalid; a `dispatch_many` stops at the first dispatch that finds nothing."),
+    Term("clock skew", r"clock skew|skew|skewed", "Two clocks that disagree. A client whose clock runs ahead "
+         "expires other workers' leases early; one behind is refused, since time may not go backwards. So "
+         "every client reads one shared clock (the scheduler's or the database's)."),
+    Term("declared variant", r"declared variants?|variants?", "A documented choice where a real queue differs "
+         "from the contract on purpose (`order=any`, `interval=closed`, `tokens=opaque`, ...). A scheduler "
+         "declares its variants and is checked against them; no variant changes the safety core."),
+    Term("safety core", r"safety core|core", "What no variant changes: a task has at most one live lease; a "
+         "token is never issued twice; while a lease is live only its token acts on it; a final task never "
+         "runs again; a cancelled waiting task never starts; nothing starts before its due time."),
+    Term("process isolation", r"process isolation|force=True", "The runner's `isolation=\"process\"`: each "
+         "attempt runs in a child process, terminated when its lease expires or on `cancel(task_id, "
+         "force=True)`, which is refused with threads (a thread cannot be killed). A terminated attempt may "
+         "have done part of its effects."),
     Term("runner", r"runners?", "fencepost's executing pool (`fencepost.impl.runner.Runner`): each pool slot is a "
          "worker of capacity one whose thread dispatches a task, calls its function, and reports `complete` "
          "(it returned) or `fail` (it raised). `fencepost demo` shows one at work."),
@@ -191,7 +217,8 @@ GLOSSARY: tuple[Term, ...] = (
          "reject every one; a walkthrough opened on one (`--impl impl.mutants.NAME:Scheduler`) shows where it "
          "goes wrong."),
     Term("zombie", r"zombies?", "Work still running after its lease expired: the task is handed out again and the "
-         "zombie's late report is rejected, but the work ran twice and its outside effects stay (fence them)."),
+         "zombie's late report is rejected, but the work ran twice and its outside effects stay (make them "
+         "idempotent, and fence them too)."),
 )
 
 #: Headword -> term.

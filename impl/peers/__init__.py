@@ -8,7 +8,12 @@ One module per queue, each offering zero-argument factories that
 * ``fencepost.impl.peers.litequeue:queue``: litequeue (SQLite);
 * ``fencepost.impl.peers.pgqueuer:queue``: pgqueuer (PostgreSQL);
 * ``fencepost.impl.peers.redis_streams:group`` and ``:fenced``: Redis Streams
-  consumer groups, on the Redis server's own clock (``--clock real``).
+  consumer groups, on the Redis server's own clock (``--clock real``);
+* ``fencepost.impl.peers.celery_redis:queue``: Celery's Redis broker (kombu's
+  Redis transport), on the consumers' clock (``--clock real``);
+* ``fencepost.impl.peers.rq:queue``: RQ, the Redis Queue, driven through its
+  worker's own methods, on the workers' clock in whole seconds
+  (``--clock real --tick-ms 1000``).
 
 Each factory carries ``fencepost_variants``: the contract variants the queue
 declares (``spec.variants``; docs/contract.md says which rule each replaces),

@@ -17,7 +17,7 @@ on the runner, and other threads may do so while user work is blocked. A
 runner on the scheduler it made itself (that scheduler's only client) queues
 its submits without the lock, and whoever takes it next makes them first
 (``submits.py``, ``_drain``). A slot takes the lock back after user work by trying it and yielding the GIL
-between tries (``_relock``): a thread blocked on a lock costs every release
+between tries (``wakeups.relock``): a thread blocked on a lock costs every release
 of it a system call.
 
 What a lease guarantees, and what it does not:
@@ -108,7 +108,7 @@ from fencepost.impl.runner.retention import Retention
 from fencepost.impl.runner.shared import mode_for
 from fencepost.impl.runner.submits import SubmitQueue
 from fencepost.impl.runner.trace import Trace
-from fencepost.impl.runner.wakeups import Signal
+from fencepost.impl.runner.wakeups import Signal, relock
 from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView, offers_batches, says_backwards
 
 __all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
@@ -121,10 +121,6 @@ STOP_TIMEOUT = 60.0
 
 #: Ticks a final task's record is kept by default: ten minutes of ``MonotonicClock``'s milliseconds.
 DEFAULT_RETENTION = 600_000
-
-#: Tries a slot makes to take the lock back after user work, yielding the GIL between them, before
-#: it blocks on the lock (``Runner._relock``).
-RELOCK_TRIES = 20
 
 #: Real seconds a pooled runner's report waits, at most, for the reports of the attempts its claim
 #: leased together with it, so that they go in one call (``Runner(batch_wait=...)``).
@@ -710,7 +706,21 @@ class Runner:
         hints = idle.hints
         if hints and hints[0] <= now:
             idle.past_due(now)
-        return self._begin(slot, lease)
+        # ``_begin``, without its frame: this is every single-call lease's way (the default runner's)
+        task = self._tasks.get(lease.task_id)
+        new = task is None
+        if new:
+            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
+            self._retention.held(lease.task_id)
+        task.status = _RUNNING
+        task.attempts += 1
+        self._mode.claim(lease.task_id, task, new)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
+        self._running[slot] = attempt
+        expiry = self._expiry
+        if lease.expires_at < expiry.soonest or lease.expires_at < expiry.wakes_at:
+            expiry.leased(lease.expires_at)
+        return attempt
 
     def _begin(self, slot: str, lease: object) -> Attempt:
         """Under the lock: ``slot``'s attempt at the task ``lease`` leased, in the records and ``_running``."""
@@ -735,26 +745,7 @@ class Runner:
         try:
             return self._execute(attempt)
         finally:
-            self._relock()
-
-    def _relock(self) -> None:
-        """Take the lock back after user work: try, and while another thread holds it, yield the GIL.
-
-        A thread blocked on the lock makes every release of it wake that thread
-        (a system call), which then mostly finds the lock taken again: with
-        no-op work, slots queued for the lock that way cost several calls per
-        task. Held by a thread that runs Python, the lock is free again once
-        that thread has had the GIL for a moment, so a slot yields the GIL
-        (``time.sleep(0)``) and tries again, and blocks only after
-        ``RELOCK_TRIES`` tries (the holder waits on something else: a
-        scheduler over a network, say).
-        """
-        lock = self._lock
-        for _ in range(RELOCK_TRIES):
-            if lock.acquire(False):
-                return
-            time.sleep(0)  # releases the GIL: the holder runs, and may release the lock meanwhile
-        lock.acquire()
+            relock(self._lock)
 
     def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
@@ -776,7 +767,21 @@ class Runner:
                 if kind == "killed" and not attempt.cancel_requested:
                     return  # terminated because its lease expired: the scheduler already took the task back
                 op = "complete" if kind == "ok" else "fail"
-                answer, now = unknown.report(self, op, attempt)
+                try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                    if self._trace is None:
+                        now = self._clock.now
+                        report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                        try:
+                            answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                        except ValueError as exc:
+                            answer, now = self._timed_retry(
+                                op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                        else:
+                            self._timed_done(now)
+                    else:
+                        answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    answer, now = unknown.report(self, op, attempt, lost=True)
             if answer.accepted:
                 task = attempt.record
                 if kind == "ok":

@@ -29,7 +29,8 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -100,6 +101,23 @@ class Watch:
             self.current = None
             if self.abandoned:
                 raise Abandoned()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Inside the block the call in progress is not timed; its deadline counts again from the block's end.
+
+        For a wait that is not the scheduler's: the real-clock harness waits
+        for a call's tick inside the call it watches
+        (``spec.checkers.realtime.TimedScheduler``), and at a tick of a second
+        a wait of a few ticks passes any deadline.
+        """
+        current = self.current
+        self.current = None
+        try:
+            yield
+        finally:
+            if current is not None:
+                self.current = (current[0], time.monotonic())
 
     def overdue(self) -> tuple | None:
         """The description of a call in progress for longer than ``seconds``, or None."""

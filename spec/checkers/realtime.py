@@ -46,6 +46,7 @@ view read at one instant can be judged by.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import statistics
@@ -220,14 +221,17 @@ class TimedScheduler:
     Everything else (``now``, ``task``, the ``--exec`` hooks) passes through
     untouched. ``pending`` answers the latest tick at which something the
     queue keeps time for ends, so idle stretches past it are skipped.
+    ``watch``, the deadline's, is paused while a call waits for its tick:
+    ``--call-timeout`` counts from the end of the wait, which is the harness's.
     """
 
     def __init__(self, impl: object, clock: realclock.RealClock, timing: Timing | None,
-                 pending: Callable[[], int | None] = lambda: None) -> None:
+                 pending: Callable[[], int | None] = lambda: None, watch: Watch | None = None) -> None:
         self._impl = impl
         self._clock = clock
         self._timing = timing
         self._pending = pending
+        self._watch = watch
         self.last: TimedCall | None = None
 
     def __getattr__(self, name: str) -> object:
@@ -241,8 +245,9 @@ class TimedScheduler:
             # a call for a tick already past (time going backwards, an invalid call) is not late: it is early
             on_time = timed_call and tick >= self._clock.last_tick
             if timed_call:
-                self._clock.skip_idle(tick, self._pending())
-                self._clock.wait_for(tick)
+                with self._watch.paused() if self._watch is not None else contextlib.nullcontext():
+                    self._clock.skip_idle(tick, self._pending())
+                    self._clock.wait_for(tick)
             start = self._clock.clock()
             call = TimedCall(name, dict(args), tick if timed_call else None, start, start,
                              start - self._clock.instant(tick) if timed_call and self._clock.epoch is not None else None)
@@ -267,7 +272,7 @@ class TimedScheduler:
 
     def reopen(self) -> TimedScheduler:
         """The queue reopened from its storage, on the same clock (its leases' real starts stay known)."""
-        reopened = TimedScheduler(self._impl.reopen(), self._clock, self._timing, self._pending)
+        reopened = TimedScheduler(self._impl.reopen(), self._clock, self._timing, self._pending, self._watch)
         self._on_reopen(reopened)
         return reopened
 
@@ -388,7 +393,7 @@ class TimedLockstep(Lockstep):
         def timed_factory() -> object:
             with realclock.ticking(timing.tick_ms):
                 impl = factory()
-            self.timed = TimedScheduler(impl, self.clock, timing, self.latest_end)
+            self.timed = TimedScheduler(impl, self.clock, timing, self.latest_end, watch)
             self.timed._on_reopen = self._reopened
             return self.timed
 

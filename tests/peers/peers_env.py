@@ -29,6 +29,7 @@ PACKAGES = {
     "litequeue": ("litequeue",),
     "pgqueuer": ("pgqueuer", "psycopg"),
     "redis_streams": ("redis",),
+    "rq": ("rq", "redis"),
 }
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
@@ -48,7 +49,7 @@ def require(adapter: str) -> None:
         problem = _server_problem()
         if problem:
             pytest.skip(problem)
-    if adapter == "redis_streams":
+    if adapter in ("redis_streams", "rq"):
         problem = _redis_problem()
         if problem:
             pytest.skip(problem)
@@ -137,6 +138,34 @@ def _as_expect(op: str, result: object, observed: dict[int, object]) -> object:
     if op == "submit":
         return {"task_id": result}
     return None
+
+
+def scenario_and_calls(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
+    """A scenario file, and its steps as ``(op, args)`` calls (without ``expect`` and ``note``)."""
+    with path.open("rb") as handle:
+        scenario = tomllib.load(handle)
+    return scenario, [(step["op"], _args(step)) for step in scenario["steps"]]
+
+
+def model_disagreements(scenario: dict) -> list[int]:
+    """The steps whose ``expect`` is not the model's answer under the file's declared variants (none: it agrees)."""
+    from fencepost.spec import model
+    from fencepost.spec.variants import Variants
+
+    state = model.initial(Variants.from_declared(scenario["meta"]["variants"]))
+    disagreeing = []
+    for number, step in enumerate(scenario["steps"], start=1):
+        state, result = model.apply(state, step["op"], _args(step))
+        got = None if step["op"] == "advance" else _as_expect(step["op"], result, {})
+        if step["op"] == "dispatch" and result is not None:
+            got["token"] = result.token  # the model's own numbering, which the file uses
+        if got != step.get("expect"):
+            disagreeing.append(number)
+    return disagreeing
+
+
+def _args(step: dict) -> dict:
+    return {k: v for k, v in step.items() if k not in ("op", "expect", "note")}
 
 
 FILES = sorted(SCENARIOS.glob("*.toml"))

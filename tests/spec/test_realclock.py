@@ -10,7 +10,8 @@ import pytest
 
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.spec import realclock
-from fencepost.spec.checkers.realtime import lease_may_be, TimedLockstep, Timing
+from fencepost.spec.checkers.deadline import Watch, Watched
+from fencepost.spec.checkers.realtime import lease_may_be, TimedLockstep, TimedScheduler, Timing
 from fencepost.spec.checkers.results import Divergence
 from fencepost.spec.protocol import ACCEPTED, Lease, Outcome
 from fencepost.spec.realclock import IDLE_MARGIN_TICKS, RealClock
@@ -56,6 +57,33 @@ def test_skip_idle_keeps_real_time_through_every_pending_end_and_the_margin() ->
     clock.skip_idle(130, pending=140)  # something ends after the call: the whole stretch passes
     clock.wait_for(130)
     assert fake.t - before == 30 * 10 * MS
+
+
+def test_the_wait_for_a_tick_does_not_count_against_the_call_timeout() -> None:
+    """``--call-timeout`` counts from the end of the harness's wait: at a tick of a second, five ticks pass 5 s.
+
+    The watching thread looks while the call waits (the fake sleep looks for
+    it) and again while the queue is called; neither finds the call overdue.
+    """
+    fake, watch = FakeClock(), Watch(seconds=1.0)
+    overdue: list[object] = []
+
+    def sleep(seconds: float) -> None:
+        fake.sleep(seconds)
+        if watch.current is not None:  # as if the wait's real time had passed under the watch
+            watch.current = (watch.current[0], watch.current[1] - seconds)
+        overdue.append(watch.overdue())
+
+    class Queue:
+        def advance(self, now: int) -> None:
+            overdue.append(watch.overdue())
+
+    queue = Watched(TimedScheduler(Queue(), RealClock(1000, clock=fake.now, sleep=sleep), None,
+                                   pending=lambda: 5, watch=watch), watch)  # a lease ends at 5: no tick is skipped
+    queue.advance(now=0)
+    queue.advance(now=5)
+    assert fake.slept == [pytest.approx(5.0)]
+    assert overdue == [None, None, None]
 
 
 def test_ticking_sets_the_tick_adapters_read_and_restores_it() -> None:
