@@ -15,12 +15,8 @@ returns nothing (so an invalid call changes nothing). Each is written in the
 same order: validate every argument (guards), expire due leases (timed
 operations only), then the change, then what stays unchanged.
 
-The state is deliberately naive -- where a rule is a scan, the table is
-scanned in full -- so that it can be checked by reading. Only its table is
-not a plain tuple: a ``spec.table.TaskTable``, a persistent vector, so that
-changing one task never copies the others and a long trace costs O(T), not
-O(T^2); it also knows which tasks are running, so expiry and a worker's load
-read those alone. ``impl.simple.SimpleScheduler`` refines this model
+The state is naive, to be checked by reading (its task table, ``spec.table``, is
+indexed: a long trace costs O(T)). ``impl.simple.SimpleScheduler`` refines this model
 directly, and ``impl.indexed.IndexedScheduler`` refines ``SimpleScheduler``:
 both must give the same results and the same task views for every sequence of
 calls, which is what ``spec.checkers.machine`` checks.
@@ -133,12 +129,8 @@ class State:
     variants: Variants = DEFAULT  # the declared contract variants; constant for a run
     issued: frozenset[int | str] = frozenset()  # every token handed out; kept only under tokens=opaque
 
-    def __post_init__(self) -> None:
-        # a plain sequence of tasks is taken as a table; the table's dispatch order is the variants'
-        tasks = self.tasks if isinstance(self.tasks, TaskTable) else TaskTable(self.tasks)
-        tasks = tasks.ordered_by(order_key(self.variants))
-        if tasks is not self.tasks:
-            object.__setattr__(self, "tasks", tasks)
+    def __post_init__(self) -> None:  # a sequence of tasks is taken as a table, in the variants' dispatch order
+        object.__setattr__(self, "tasks", TaskTable.of(self.tasks).ordered_by(order_key(self.variants)))
 
 
 # ---------------------------------------------------------------- guards
@@ -257,22 +249,15 @@ def fifo_order(task: Task) -> tuple[int, int, int]:
 def order_key(variants: Variants) -> Callable[[Task], tuple[int, int, int]]:
     """The sort key a dispatch picks the least of. Under ``order=any`` any eligible task may go;
     ``dispatch`` (the model's own pick, for scenarios and views) then takes the contract's best."""
-    return _ORDER_KEYS.get(variants.order, dispatch_order)
-
-
-#: ``order_key``'s answer for each order that is not the contract's (``dispatch_order``).
-_ORDER_KEYS = {"priority-id": priority_id_order, "fifo": fifo_order}
+    if variants.order == "priority-id":
+        return priority_id_order
+    return fifo_order if variants.order == "fifo" else dispatch_order
 
 
 def is_due(variants: Variants, due_at: int, now: int) -> bool:
     """Whether a task due at ``due_at`` may be dispatched at ``now``: ``due_at <= now``, or under
     ``due=after`` only ``due_at < now``. Never before its due time, whatever the variants."""
     return due_at < now if variants.due == "after" else due_at <= now
-
-
-def due_by(variants: Variants, now: int) -> int:
-    """The latest due time a dispatch at ``now`` may pick: ``is_due(variants, d, now)`` iff ``d <= due_by(variants, now)``."""
-    return now - 1 if variants.due == "after" else now
 
 
 def require_duration(state: State, duration: object) -> int:
@@ -514,7 +499,7 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
         for t in state.tasks:
             if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now) and _budget_spent(t):
                 state = _put(state, _release(t, Status.FAILED, now))
-    best = state.tasks.first_waiting(due_by(variants, now))  # the least eligible task under order_key(variants)
+    best = state.tasks.first_waiting(now - 1 if variants.due == "after" else now)  # least eligible (is_due's bound)
     if full or best is None:
         if observed is not None and observed is not _MODEL_PICKS:
             return state, _NOT_ALLOWED
@@ -559,8 +544,7 @@ _MODEL_PICKS = object()
 
 def _allowed_lease(state: State, best: Task, worker: str, now: int, duration: int,
                    observed: object) -> tuple[Task | None, int | str]:
-    """The task and token of a scheduler's lease, if the model allows that lease here; (None, 0) if not.
-    ``best`` is the least eligible task in the declared order."""
+    """The task and token of a scheduler's lease, if the model allows it here (``best`` first in order); (None, 0) if not."""
     variants = state.variants
     try:
         task_id, token = observed.task_id, observed.token
@@ -569,13 +553,9 @@ def _allowed_lease(state: State, best: Task, worker: str, now: int, duration: in
         return None, 0
     if fields != (worker, now, now + duration) or type(fields[1]) is not int or type(fields[2]) is not int:
         return None, 0
-    chosen = None
-    if variants.order == "any" and type(task_id) is int and 1 <= task_id <= len(state.tasks):
-        picked = state.tasks[task_id - 1]
-        if picked.status in DISPATCHABLE_STATUSES and is_due(variants, picked.due_at, now):
-            chosen = picked
-    elif variants.order != "any" and type(task_id) is int and task_id == best.id:
-        chosen = best
+    picked = state.tasks[task_id - 1] if type(task_id) is int and 1 <= task_id <= len(state.tasks) else None
+    eligible_now = picked is not None and picked.status in DISPATCHABLE_STATUSES and is_due(variants, picked.due_at, now)
+    chosen = picked if eligible_now and (variants.order == "any" or picked is best) else None
     if chosen is None:
         return None, 0
     if variants.tokens == "opaque":

@@ -70,6 +70,11 @@ class TaskTable(Sequence):
         table._tasks, table.order, table._running, table._waiting = tasks, order, running, waiting
         return table
 
+    @classmethod
+    def of(cls, tasks: Iterable[Task]) -> TaskTable:
+        """``tasks`` itself if it is a table, else a table of its tasks."""
+        return tasks if isinstance(tasks, TaskTable) else cls(tasks)
+
     def ordered_by(self, order: OrderKey) -> TaskTable:
         """The same tasks, whose ``first_waiting`` follows ``order``."""
         return self if order is self.order else TaskTable._made(self._tasks, order, self._running, _UNBUILT)
