@@ -22,6 +22,7 @@ from fencepost.commands.options import positive_int  # noqa: F401 - re-exported 
 from fencepost.spec.arguments import (  # noqa: F401 - re-exported: the command line's helpers, by one name
     DEFAULT_IMPL,
     EXIT_OK,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     EXIT_VIOLATION,
     UsageError,
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fencepost {command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return EXIT_OK

@@ -21,6 +21,8 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
+#: After Ctrl-C: 128 + SIGINT, as a shell reports a command it interrupted.
+EXIT_INTERRUPTED = 130
 
 #: The scheduler a subcommand drives when not told which (``replay`` and
 #: ``tui`` without ``--impl``): fencepost's default, by its short name.

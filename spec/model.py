@@ -15,8 +15,8 @@ returns nothing (so an invalid call changes nothing). Each is written in the
 same order: validate every argument (guards), expire due leases (timed
 operations only), then the change, then what stays unchanged.
 
-The state is deliberately naive -- tuples scanned in full -- so that it can be
-checked by reading. ``impl.simple.SimpleScheduler`` refines this model
+The state is naive, to be checked by reading (its task table, ``spec.table``, is
+indexed: a long trace costs O(T)). ``impl.simple.SimpleScheduler`` refines this model
 directly, and ``impl.indexed.IndexedScheduler`` refines ``SimpleScheduler``:
 both must give the same results and the same task views for every sequence of
 calls, which is what ``spec.checkers.machine`` checks.
@@ -76,6 +76,7 @@ from fencepost.spec.protocol import (
     WORKER_EXISTS,
     int_shown, text_problem,  # the value rules' words (docs/contract.md, "Values")
 )
+from fencepost.spec.table import TaskTable
 from fencepost.spec.variants import DEFAULT, Variants, heartbeat_of, show_token
 
 
@@ -121,12 +122,15 @@ class State:
     """The whole scheduler. Every field is immutable; transitions build a new State."""
 
     now: int = 0  # logical time; never decreases
-    tasks: tuple[Task, ...] = ()  # indexed by id - 1; ids are 1, 2, 3... in submit order
+    tasks: TaskTable = TaskTable()  # indexed by id - 1; ids are 1, 2, 3... in submit order (a tuple is taken as one)
     workers: tuple[tuple[str, int], ...] = ()  # (name, capacity) in the order added
     last_token: int = 0  # tokens issued so far; the next one is last_token + 1
     keys: tuple[KeyRecord, ...] = ()  # every idempotency key submitted and not forgotten, in submit order
     variants: Variants = DEFAULT  # the declared contract variants; constant for a run
     issued: frozenset[int | str] = frozenset()  # every token handed out; kept only under tokens=opaque
+
+    def __post_init__(self) -> None:  # a sequence of tasks is taken as a table, in the variants' dispatch order
+        object.__setattr__(self, "tasks", TaskTable.of(self.tasks).ordered_by(order_key(self.variants)))
 
 
 # ---------------------------------------------------------------- guards
@@ -224,7 +228,7 @@ def capacity_of(state: State, worker: object) -> int:
 
 def load(state: State, worker: str) -> int:
     """How many tasks ``worker`` is running now."""
-    return sum(1 for t in state.tasks if t.status is Status.RUNNING and t.worker == worker)
+    return sum(1 for t in state.tasks.running() if t.worker == worker)
 
 
 def dispatch_order(task: Task) -> tuple[int, int, int]:
@@ -337,8 +341,7 @@ def task(state: State, task_id: int) -> TaskView:
 
 
 def _put(state: State, task: Task) -> State:
-    tasks = state.tasks[: task.id - 1] + (task,) + state.tasks[task.id :]
-    return replace(state, tasks=tasks)
+    return replace(state, tasks=state.tasks.put(task))
 
 
 def _release(task: Task, status: Status, now: int, **changes: object) -> Task:
@@ -372,8 +375,8 @@ def expire(state: State, now: int) -> State:
     ``expires_at < now``.
     """
     variants = state.variants
-    for t in state.tasks:
-        if t.status is Status.RUNNING and not lease_live(variants, t.expires_at, now):
+    for t in state.tasks.running():
+        if not lease_live(variants, t.expires_at, now):
             if t.cancel_requested:
                 status = Status.CANCELLED
             elif _budget_spent(t) and variants.exhaust == "at-expiry":
@@ -465,7 +468,7 @@ def submit(
     )
     keys = state.keys if key is None else state.keys + (KeyRecord(key, task_id, arguments),)
     # unchanged: now (untimed: no expiry), workers, last_token, every other task
-    return replace(state, tasks=state.tasks + (new,), keys=keys), task_id
+    return replace(state, tasks=state.tasks.append(new), keys=keys), task_id
 
 
 def dispatch(state: State, worker: str, now: int, duration: int) -> tuple[State, Lease | None]:
@@ -496,18 +499,18 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
         for t in state.tasks:
             if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now) and _budget_spent(t):
                 state = _put(state, _release(t, Status.FAILED, now))
-    ready = [t for t in state.tasks if t.status in DISPATCHABLE_STATUSES and is_due(variants, t.due_at, now)]
-    if full or not ready:
+    best = state.tasks.first_waiting(now - 1 if variants.due == "after" else now)  # least eligible (is_due's bound)
+    if full or best is None:
         if observed is not None and observed is not _MODEL_PICKS:
             return state, _NOT_ALLOWED
         return state, None  # unchanged: last_token, issued, every task
     if observed is None:
         return state, _NOT_ALLOWED  # the scheduler handed out nothing where the model must
     if observed is _MODEL_PICKS:
-        chosen = min(ready, key=order_key(variants))
+        chosen = best
         token: int | str = state.last_token + 1
     else:
-        chosen, token = _allowed_lease(state, ready, worker, now, duration, observed)
+        chosen, token = _allowed_lease(state, best, worker, now, duration, observed)
         if chosen is None:
             return state, _NOT_ALLOWED
     if observed is _MODEL_PICKS and variants.tokens == "opaque":
@@ -539,9 +542,9 @@ _NOT_ALLOWED = object()
 _MODEL_PICKS = object()
 
 
-def _allowed_lease(state: State, ready: list[Task], worker: str, now: int, duration: int,
+def _allowed_lease(state: State, best: Task, worker: str, now: int, duration: int,
                    observed: object) -> tuple[Task | None, int | str]:
-    """The task and token of a scheduler's lease, if the model allows that lease here; (None, 0) if not."""
+    """The task and token of a scheduler's lease, if the model allows it here (``best`` first in order); (None, 0) if not."""
     variants = state.variants
     try:
         task_id, token = observed.task_id, observed.token
@@ -550,12 +553,9 @@ def _allowed_lease(state: State, ready: list[Task], worker: str, now: int, durat
         return None, 0
     if fields != (worker, now, now + duration) or type(fields[1]) is not int or type(fields[2]) is not int:
         return None, 0
-    if variants.order == "any":
-        chosen = next((t for t in ready if t.id == task_id and type(task_id) is int), None)
-    else:
-        chosen = min(ready, key=order_key(variants))
-        if type(task_id) is not int or task_id != chosen.id:
-            chosen = None
+    picked = state.tasks[task_id - 1] if type(task_id) is int and 1 <= task_id <= len(state.tasks) else None
+    eligible_now = picked is not None and picked.status in DISPATCHABLE_STATUSES and is_due(variants, picked.due_at, now)
+    chosen = picked if eligible_now and (variants.order == "any" or picked is best) else None
     if chosen is None:
         return None, 0
     if variants.tokens == "opaque":

@@ -20,8 +20,12 @@ does not (no ordering, opaque tokens, ...) declares them as variants, with
 --variant or a fencepost_variants attribute; the safety core is checked
 whatever they say.
 
+Runs are split into shards with seeds of their own, checked on --jobs
+processes (one per core by default, as explore); the output is the same for
+any number of jobs.
+
 Exit status: 0 conforms; 1 a counterexample, or an outcome the check must
-reach and never did; 2 bad arguments.
+reach and never did; 2 bad arguments; 130 interrupted (Ctrl-C).
 Docs: docs/checking.md (variants: docs/contract.md; --exec: docs/adapter-protocol.md).
 """
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from typing import Callable
 
 from fencepost.commands.options import (
@@ -41,6 +46,7 @@ from fencepost.commands.options import (
 )
 from fencepost.spec import profiles
 from fencepost.spec.arguments import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,
@@ -61,6 +67,7 @@ from fencepost.spec.checkers.check import (
 )
 from fencepost.spec.checkers.capabilities import evidence
 from fencepost.spec.checkers.deadline import CallTimeout
+from fencepost.spec.checkers.explore import default_jobs
 from fencepost.spec.checkers.realtime import REAL_EXAMPLES, REAL_STEPS, ticked, Timing
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -73,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=None, metavar="N", help="steps per run (default %d)" % profiles.CI_STEPS)
     parser.add_argument("--coverage", action="store_true", help="print how often each outcome and boundary was reached")
     parser.add_argument("--trace-out", metavar="FILE", default=None, help="write a counterexample as a scenario (JSON if FILE ends in .json, else TOML)")
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="J",
+                        help="processes to check with (default: one per core); the verdict, the counterexample and "
+                             "the coverage are the same for any J (one process under --exec or --clock real)")
     add_variant_arguments(parser)
     add_exec_arguments(parser)
     add_clock_arguments(parser)
@@ -116,9 +126,13 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, v
         max_examples, steps = max_examples or REAL_EXAMPLES, steps or REAL_STEPS
     try:
         result = check_factory(factory, max_examples=max_examples, seed=args.seed, steps=steps,
-                               call_timeout=args.call_timeout, variants=variants, timing=timing)
+                               call_timeout=args.call_timeout, variants=variants, timing=timing,
+                               jobs=args.jobs or default_jobs())
     except CallTimeout as exc:  # making a sample scheduler, before any step
         raise UsageError(f"{name}: {exc}") from None
+    except KeyboardInterrupt:  # the shards' processes are already ended and reaped (spec.checkers.shards)
+        print("fencepost check: interrupted: no verdict (nothing is left running)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())

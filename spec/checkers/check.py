@@ -52,6 +52,7 @@ from fencepost.spec.checkers.canonical import canonical
 from fencepost.spec.checkers.minimize import minimize
 from fencepost.spec.checkers.why import why_line
 from fencepost.spec.checkers.realtime import real_clock_machine, run_timed_calls, ticked, Timing
+from fencepost.spec.checkers.shards import ShardPool, shard_seed as _shard_seed, shard_sizes
 from fencepost.spec.variants import DEFAULT, Variants
 
 #: Examples ``fencepost check`` runs when ``--max-examples`` is not given: the
@@ -98,6 +99,7 @@ def check_factory(
     capabilities: Capabilities | None = None,
     variants: Variants | None = None,
     timing: Timing | None = None,
+    jobs: int | None = None,
 ) -> CheckResult:
     """Run the conformance machine against ``factory``.
 
@@ -130,6 +132,13 @@ def check_factory(
             judge allowing what the measured timing allows; runs it cannot
             decide are set aside (counted in ``timing.inconclusive``), never
             findings. None: logical time.
+        jobs: None: each batch is one Hypothesis run of ``max_examples``.
+            A number: each batch is split into shards of at most
+            ``SHARD_EXAMPLES`` runs, each with its own seed, run on ``jobs``
+            forked processes (one under ``timing`` or a factory that keeps its
+            own deadlines); the verdict, the counterexample (the earliest
+            shard's that failed), the coverage and the run count are the
+            same for any number of jobs (``spec.checkers.shards``).
 
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
@@ -145,14 +154,27 @@ def check_factory(
     coverage = Coverage(capabilities=capabilities, variants=variants)
     started = time.perf_counter()
     runs = 0
-    for batch in range(COVERAGE_BATCHES):
-        batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
-        passed, trace, failure, batch_runs = _run_batch(
-            factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout, variants, timing,
-        )
-        runs += batch_runs
-        if not passed or not coverage.missing():
-            break
+    if jobs is not None and (timing is not None or getattr(factory, "keeps_deadlines", False)):
+        jobs = 1  # one program's pipes, or the real clock's timing, cannot be shared with forked processes
+    def run_shard(shard_seed: object, size: int, shard_coverage: Coverage) -> tuple[bool, list[TraceStep], str | None, int]:
+        return _run_batch(factory, shard_coverage, capabilities, base, size, steps, shard_seed, call_timeout, variants, timing)
+
+    with ShardPool(run_shard, lambda: Coverage(capabilities=capabilities, variants=variants), jobs or 1) as pool:
+        for batch in range(COVERAGE_BATCHES):
+            if jobs is None:
+                batch_seed = None if seed is None and batch == 0 else (seed or 0) + batch
+                passed, trace, failure, batch_runs = _run_batch(
+                    factory, coverage, capabilities, base, max_examples, steps, batch_seed, call_timeout, variants, timing,
+                )
+            else:
+                examples = max_examples or base.max_examples
+                plan = [(_shard_seed(seed, batch, shard), size) for shard, size in enumerate(shard_sizes(examples))]
+                outcome = pool.run(plan)
+                passed, trace, failure, batch_runs = outcome.result
+                coverage.merge(outcome.coverage)
+            runs += batch_runs
+            if not passed or not coverage.missing():
+                break
     if passed and variants == DEFAULT and timing is None:
         passed, trace, failure = _check_boundaries(factory, capabilities, call_timeout)
     return CheckResult(

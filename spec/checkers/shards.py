@@ -1,0 +1,118 @@
+"""A check's batch as shards: fixed seeds, run on forked processes, merged in order.
+
+``fencepost check --jobs J`` splits each batch of N runs into
+``ceil(N / SHARD_EXAMPLES)`` shards, each one Hypothesis run with a seed of
+its own fixed by the check's seed, the batch and the shard's number, never
+by J. The shards run on J forked processes (in this one when J is 1) and
+are merged in shard order: the verdict is the earliest failing shard's (its
+counterexample, shrunk in that shard's process), coverage and run counts are
+summed over that shard and those before it, or over all of them when every
+shard passes. So the output is the same for any J; only the time differs.
+
+Ctrl-C: the workers ignore SIGINT, so only this process answers it; leaving
+the ``ShardPool`` (by the ``KeyboardInterrupt`` too) terminates and reaps
+every worker, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Most runs in one shard. The default 200 runs make 8 shards, so 2 or 4
+#: processes stay busy to the end of a batch although shards differ in length;
+#: a shard has enough runs that Hypothesis's own start (its simplest examples
+#: first) is a small part of it.
+SHARD_EXAMPLES = 25
+
+
+def shard_sizes(examples: int) -> list[int]:
+    """The runs of each shard of a batch of ``examples`` runs: near-equal, at most ``SHARD_EXAMPLES``."""
+    count = max(1, -(-examples // SHARD_EXAMPLES))
+    return [examples // count + (1 if number < examples % count else 0) for number in range(count)]
+
+
+def shard_seed(seed: int | None, batch: int, shard: int) -> int | str | None:
+    """The Hypothesis seed of one shard. The first shard of a batch has the batch's unsharded seed
+    (None, derandomized, for a check without a seed's first batch; else ``seed + batch``), so a
+    one-shard check runs as it did unsharded; another has the three in a str (a seed
+    ``random.Random`` takes whole), ``"-"`` standing for no seed."""
+    if shard == 0:
+        return None if seed is None and batch == 0 else (seed or 0) + batch
+    return f"{'-' if seed is None else seed}:{batch}:{shard}"
+
+
+@dataclass
+class ShardOutcome:
+    """A batch's merged outcome: ``result`` is ``(passed, trace, failure, runs)``, as ``_run_batch``'s."""
+
+    result: tuple[bool, list, int | str | None, int]
+    coverage: Any
+
+
+#: (run a shard, make an empty coverage), for the forked workers: set just before forking.
+_RUNNER: tuple[Callable, Callable] | None = None
+
+
+def _work(task: tuple[int | str | None, int]) -> tuple[tuple, Any]:
+    run, new_coverage = _RUNNER
+    coverage = new_coverage()
+    return run(*task, coverage), coverage
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent alone answers it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent while it forked
+
+
+class ShardPool:
+    """Runs shards with ``run(seed, size, coverage) -> (passed, trace, failure, runs)`` on ``jobs``
+    processes, forked on first need; a context manager that ends them all on leaving."""
+
+    def __init__(self, run: Callable, new_coverage: Callable, jobs: int) -> None:
+        self.run_shard, self.new_coverage, self.jobs = run, new_coverage, jobs
+        self._pool = None
+
+    def __enter__(self) -> ShardPool:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        global _RUNNER
+        if self._pool is not None:
+            self._pool.terminate()  # SIGTERM to every worker, even one in the middle of a shard
+            self._pool.join()  # and reap them
+            self._pool = _RUNNER = None
+
+    def run(self, plan: list[tuple[int | str | None, int]]) -> ShardOutcome:
+        """Run the shards of ``plan`` (seed, runs) and merge them in order, stopping at the first that fails."""
+        coverage = self.new_coverage()
+        runs = 0
+        for (passed, trace, failure, shard_runs), shard_coverage in self._results(plan):
+            coverage.merge(shard_coverage)
+            runs += shard_runs
+            if not passed:
+                return ShardOutcome((False, trace, failure, runs), coverage)
+        return ShardOutcome((True, [], None, runs), coverage)
+
+    def _results(self, plan: list[tuple[int | str | None, int]]):
+        if self.jobs <= 1 or len(plan) <= 1:
+            for seed, size in plan:
+                coverage = self.new_coverage()
+                yield self.run_shard(seed, size, coverage), coverage
+            return
+        if self._pool is None:
+            global _RUNNER
+            _RUNNER = (self.run_shard, self.new_coverage)  # kept while the pool lives: a worker forks from it
+            # Ctrl-C held back while forking: a worker must not take it before it ignores it, nor this
+            # process before it holds the pool it must end (a pending one arrives just after)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self._pool = multiprocessing.get_context("fork").Pool(self.jobs, initializer=_ignore_interrupts)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        # in order, one shard at a time to each free worker; a failure ends the check, and the
+        # shards still running are terminated with the pool
+        yield from self._pool.imap(_work, plan, chunksize=1)

@@ -1,0 +1,93 @@
+"""``fencepost check --jobs``: the same output for any number of jobs, and Ctrl-C ends every process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fencepost.cli import main
+from fencepost.spec.checkers.shards import SHARD_EXAMPLES, shard_seed, shard_sizes
+
+#: Longest a bounded wait here lasts (a loaded CI machine forks and imports slowly); never reached when all is well.
+WAIT_S = 120
+
+
+def _without_timing(text: str) -> list[str]:
+    """The output's lines, the summary's seconds taken out (the one thing jobs may change)."""
+    import re
+
+    return [re.sub(r"\d+\.\d+s\)", "S)", line) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("mutant", ["impl.mutants.token_reuse:Scheduler", "impl.mutants.stale_heap_revives:Scheduler"])
+def test_the_verdict_and_counterexample_are_the_same_for_any_number_of_jobs(mutant, capsys):
+    outputs = []
+    for jobs in (1, 2, 3):
+        assert main(["check", mutant, "--seed", "3", "--max-examples", str(3 * SHARD_EXAMPLES), "--coverage",
+                     "--jobs", str(jobs)]) == 1
+        outputs.append(_without_timing(capsys.readouterr().out))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert any(line.startswith("why:") for line in outputs[0])
+
+
+def test_a_passing_check_merges_the_same_coverage_for_any_number_of_jobs(capsys):
+    outputs = []
+    for jobs in (1, 2):
+        main(["check", "impl:Scheduler", "--max-examples", str(2 * SHARD_EXAMPLES), "--steps", "20", "--coverage",
+              "--jobs", str(jobs)])
+        outputs.append(_without_timing(capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+    assert "outcomes:" in outputs[0]
+
+
+def test_shards_split_a_batch_evenly_with_seeds_fixed_by_the_check_not_the_jobs():
+    assert shard_sizes(200) == [25] * 8 and shard_sizes(30) == [15, 15] and shard_sizes(1) == [1]
+    assert sum(shard_sizes(201)) == 201 and max(shard_sizes(201)) <= SHARD_EXAMPLES
+    assert shard_seed(None, 0, 0) is None and shard_seed(7, 2, 0) == 9  # the first shard runs as unsharded
+    assert len({shard_seed(None, b, s) for b in range(3) for s in range(8)}) == 24
+
+
+def test_jobs_must_be_a_whole_number_of_at_least_one(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "impl:Scheduler", "--jobs", "0"])
+    assert stop.value.code == 2
+    assert "--jobs: must be a whole number >= 1, got '0'" in capsys.readouterr().err
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
+def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
+    # its own session, as a terminal's foreground job: Ctrl-C signals the whole process group
+    proc = subprocess.Popen([sys.executable, "-m", "fencepost", "check", "impl:Scheduler", "--jobs", "2",
+                             "--max-examples", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        workers: set[int] = set()
+        for _ in range(WAIT_S * 20):  # bounded: until the two shard workers exist
+            workers = _children(proc.pid)
+            if len(workers) >= 2:
+                break
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)  # the check must still be running
+        assert len(workers) >= 2, "the check never started its workers"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=WAIT_S)
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == ["fencepost check: interrupted: no verdict (nothing is left running)"]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # no process of the group is left
