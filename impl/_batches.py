@@ -36,6 +36,11 @@ class FoldedBatches:
         """``dispatch``'s argument checks, in the contract's order."""
         v.check_dispatch(worker, now, duration, current=self.now, workers=self._capacity)
 
+    def _check_fail(self, task_id: int, token: int, now: int) -> bool:
+        """Whether ``fail(task_id, token, now)``, its arguments checked, is accepted; raise before any
+        change if its retry time would be after the latest time (``kit.check_retry_time``)."""
+        raise NotImplementedError
+
     # -------------------------------------------------------------- the batches
 
     def submit_many(self, tasks: list[dict]) -> list[int]:
@@ -95,6 +100,14 @@ class FoldedBatches:
         if not pairs:
             self.advance(now)  # a timed call even when empty: due leases expire
             return []
+        if single == self.fail:  # a retry time after the latest makes the batch invalid, before any change
+            accepted: set[int] = set()  # a task's first accepted fail ends its lease: later ones are refused
+            for number, (task_id, token) in enumerate(pairs):
+                try:
+                    if task_id not in accepted and self._check_fail(task_id, token, now):
+                        accepted.add(task_id)
+                except ValueError as exc:
+                    raise v.entry_error("reports", number, exc) from None
         return _fold("reports", [lambda p=p: single(p[0], p[1], now) for p in pairs])
 
 

@@ -103,7 +103,7 @@ from fencepost.impl import kit as v
 from fencepost.impl._sqlite import StorageError as StorageError  # public here: what a refused write raises
 from fencepost.impl._sqlite import Transaction, run_script
 from fencepost.impl.simple import SimpleScheduler
-from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
+from fencepost.spec.protocol import ACCEPTED, INT_MAX, INT_MIN, Lease, Outcome, Reason, Status, TaskView
 
 #: The file layout's version, kept in ``PRAGMA user_version``; a file with another is refused,
 #: except version 1 (before ``prune``), which opening upgrades in place (``_UPGRADE_FROM_1``).
@@ -113,7 +113,7 @@ SYNCHRONOUS_SETTINGS = ("FULL", "NORMAL")
 #: How long opening waits for another scheduler to let go of the file before raising: a bound, not a sleep.
 BUSY_TIMEOUT_S = 5.0
 #: SQLite's INTEGER range; every stored int must fit.
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = INT_MIN, INT_MAX  # the contract's range: kit.check_int refuses any other int before a call gets here
 
 _SCHEMA = """
 CREATE TABLE scheduler (
@@ -725,8 +725,9 @@ class DurableScheduler:
         if row is None:
             raise v.forgotten_task(task_id)
         status, current, *rest = row
-        # Where the task goes is computed only for its current lease: the fence refuses any other below.
-        ending, due_at = _after_failure(now, *rest) if status == Status.RUNNING and current == token else (Status.FAILED, None)
+        # Where the task goes is computed only for its current, live lease: the fence refuses any other below.
+        live = status == Status.RUNNING and current == token and self._leases[token][2] > now
+        ending, due_at = _after_failure(now, *rest) if live else (Status.FAILED, None)
         with self._write() as conn:
             self._expire(conn, now)
             changed = conn.execute(
@@ -759,7 +760,7 @@ class DurableScheduler:
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
         bound = self._check_lease_call(task_id, token, now, duration)
-        expires_at = _fits("now + duration", now + duration)
+        expires_at = v.check_lease_end(now, duration)
         with self._write() as conn:
             self._expire(conn, now)
             changed = conn.execute(
@@ -903,14 +904,13 @@ def _after_failure(now: int, attempts: int, max_attempts: int | None, retry_dela
                    cancel_requested: int) -> tuple[Status, int | None]:
     """Where an accepted ``fail`` at ``now`` sends a task, and its retry time (None unless it retries).
 
-    Raises ``ValueError`` if the retry time ``now + retry_delay * 2 ** (attempts - 1)`` leaves 64 bits.
+    Raises ``ValueError`` if the retry time ``now + retry_delay * 2 ** (attempts - 1)`` is after ``INT_MAX``.
     """
     if cancel_requested:
         return Status.CANCELLED, None
     if max_attempts is not None and attempts >= max_attempts:
         return Status.FAILED, None
-    backoff = retry_delay * 2 ** (attempts - 1)
-    return Status.RETRY_WAIT, _fits("the retry time now + retry_delay * 2 ** (attempts - 1)", now + backoff)
+    return Status.RETRY_WAIT, v.check_retry_time(now, retry_delay, attempts)
 
 
 def _rows_by_id(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple]:

@@ -70,7 +70,7 @@ from heapq import heapify, heappop, heappush
 
 from fencepost.impl import kit as v
 from fencepost.impl._batches import FoldedBatches
-from fencepost.spec.protocol import ACCEPTED, Lease, Outcome, Reason, Status, TaskView
+from fencepost.spec.protocol import ACCEPTED, INT_MAX as _INT_MAX, INT_MIN as _INT_MIN, Lease, Outcome, Reason, Status, TaskView
 
 _COMPACT_MIN = 64  # a heap with at most this many stale entries is never rebuilt: they drain off its head
 _COMPACT_RATIO = 2  # past _COMPACT_MIN, rebuild once stale * _COMPACT_RATIO > len(heap): over half is stale
@@ -230,8 +230,8 @@ class IndexedScheduler(FoldedBatches):
         # them every time costs about 35-45% of a cycle here and in dispatch and complete
         # (`fencepost bench --tricks`).
         if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= self._now
-                or type(retry_delay) is not int or retry_delay < 1
-                or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):
+                or type(retry_delay) is not int or not 1 <= retry_delay <= _INT_MAX or not _INT_MIN <= priority <= _INT_MAX
+                or (max_attempts is not None and (type(max_attempts) is not int or not 1 <= max_attempts <= _INT_MAX))):
             return self._submit_record(priority, due_at, max_attempts, retry_delay)
         # The common case, plain ints due at once: the entry is the whole record.
         # Speed trick (memory): a _Task here makes a pending task 277 bytes, not 157,
@@ -294,7 +294,8 @@ class IndexedScheduler(FoldedBatches):
         """
         # Speed trick, as in submit: exact-type tests inline, the validators only on a miss.
         capacity = self._capacity.get(worker) if type(worker) is str else None
-        if capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1:
+        if (capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1
+                or now + duration > _INT_MAX):
             capacity = self._check_dispatch(worker, now, duration)
         # Speed trick: _advance_to only when a heap head is due. Calling it every time
         # costs about 9-10% of a cycle, with complete's copy (`fencepost bench --tricks`).
@@ -352,7 +353,7 @@ class IndexedScheduler(FoldedBatches):
         """
         # Speed tricks, as in dispatch: exact-type tests inline, _advance_to only when due.
         if (type(task_id) is not int or task_id not in self._tasks or type(token) is not int
-                or type(now) is not int or now < self._now):
+                or not _INT_MIN <= token <= _INT_MAX or type(now) is not int or not self._now <= now <= _INT_MAX):
             self._check_lease_call(task_id, token, now)
         if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
@@ -378,7 +379,10 @@ class IndexedScheduler(FoldedBatches):
 
         Complexity: O(log n) amortized.
         """
-        t = self._lease_call(task_id, token, now)
+        self._check_lease_call(task_id, token, now)
+        self._check_fail(task_id, token, now)
+        self._advance_to(now)
+        t = self._get(task_id)
         if t.token != token:
             return _rejection(t, token)
         if t.cancel_requested:
@@ -618,14 +622,26 @@ class IndexedScheduler(FoldedBatches):
         """Check ``dispatch``'s arguments in the contract's order; return the capacity."""
         return v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
 
-    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = 1) -> None:
-        """Check a token-carrying call's arguments in the contract's order."""
+    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = None) -> None:
+        """Check a token-carrying call's arguments in the contract's order (``duration``: ``renew``'s)."""
         self._record(task_id)
         v.check_int("token", token)
         v.check_time(self._now, now)
-        v.check_min("duration", duration, 1)
+        if duration is not None:
+            v.check_min("duration", duration, 1)
+            v.check_lease_end(now, duration)
 
-    def _lease_call(self, task_id: int, token: int, now: int, duration: int = 1) -> _Task:
+    def _check_fail(self, task_id: int, token: int, now: int) -> bool:
+        """Whether ``fail(task_id, token, now)`` (its arguments checked) is accepted; raise, before
+        any change, if it would send the task to retry after the latest time (``kit.check_retry_time``)."""
+        t = self._tasks[task_id]
+        if type(t) is not _Task or t.token != token or t.expires_at <= now:
+            return False
+        if not t.cancel_requested and (t.max_attempts is None or t.attempts < t.max_attempts):
+            v.check_retry_time(now, t.retry_delay, t.attempts)
+        return True
+
+    def _lease_call(self, task_id: int, token: int, now: int, duration: int | None = None) -> _Task:
         """Check a token-carrying call's arguments, then move time (rule 3); return the task."""
         self._check_lease_call(task_id, token, now, duration)
         self._advance_to(now)

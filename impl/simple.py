@@ -159,7 +159,11 @@ class SimpleScheduler(FoldedBatches):
         return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
-        """Accept an explicit failure from the current lease: retry with backoff, or end."""
+        """Accept an explicit failure from the current lease: retry with backoff, or end.
+
+        Raises ``ValueError``, changing nothing, if the retry time would be after ``INT_MAX``.
+        """
+        self._check_fail(task_id, token, now)
         t = self._timed_lease_call(task_id, token, now)
         refused = self._rejection(t, token)
         if refused:
@@ -189,6 +193,8 @@ class SimpleScheduler(FoldedBatches):
 
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
+        if type(now) is int and type(duration) is int and duration >= 1:
+            v.check_lease_end(now, duration)  # before any change, as every other check
         t = self._timed_lease_call(task_id, token, now, duration)
         refused = self._rejection(t, token)
         if refused:
@@ -234,6 +240,20 @@ class SimpleScheduler(FoldedBatches):
         v.check_min("duration", duration, 1)
         self._expire(now)
         return t
+
+    def _check_fail(self, task_id: object, token: object, now: object) -> bool:
+        """Whether ``fail(task_id, token, now)`` is accepted (False for any invalid argument: the
+        call's own checks refuse those); raise, before any change, if it would send the task to
+        retry after the latest time (``kit.check_retry_time``)."""
+        if type(task_id) is not int or not 1 <= task_id <= len(self._tasks) or type(token) is not int \
+                or type(now) is not int or not self._now <= now:
+            return False
+        t = self._tasks[task_id - 1]
+        if t is None or t.status is not Status.RUNNING or t.token != token or t.expires_at <= now:
+            return False
+        if not t.cancel_requested and not t.budget_spent():
+            v.check_retry_time(now, t.retry_delay, t.attempts)
+        return True
 
     def _expire(self, now: int) -> None:
         for t in self._tasks:

@@ -63,10 +63,9 @@ def history_page(history: History, verdict: Verdict, variants: Variants = DEFAUL
     return render_page(f"History {name} · fencepost report", "".join(parts), data)
 
 
-def _lines(history: History, call: Call, upto: int | None = None) -> str:
+def _lines(history: History, call: Call) -> str:
     events = history.events
-    done = call.ended is not None and (upto is None or call.ended <= upto)
-    return f"lines {events[call.invoked].line}–{events[call.ended].line if done else 'open'}"
+    return f"lines {events[call.invoked].line}–{events[call.ended].line if call.ended is not None else 'open'}"
 
 
 def _verdict(history: History, verdict: Verdict) -> str:
@@ -99,13 +98,15 @@ def _failure(history: History, verdict: Verdict) -> str:
     rows = []
     for i in f.involved:
         c = calls[i]
-        done = c.ended is not None and c.ended <= f.end
         cls = ' class="failing"' if i == f.call else ""
         flag = '<strong class="flag">◀ no order explains this result</strong>' if i == f.call else ""
+        # The same lines and answer as under "Every call"; an answer recorded after the stretch says so.
+        later = "" if c.ended is None or c.ended <= f.end else \
+            f' <span class="later">(recorded at line {events[c.ended].line}, after the stretch: unknown inside it)</span>'
         rows.append(
-            f'<tr{cls} data-c="{i}"><td>{text(c.process)}</td><td>{_lines(history, c, f.end)}</td>'
+            f'<tr{cls} data-c="{i}"><td>{text(c.process)}</td><td>{_lines(history, c)}</td>'
             f"<td><code>{text(describe_call(c))}</code></td>"
-            f"<td>{text(describe_outcome(c) if done else 'not yet known')}{flag}</td></tr>"
+            f"<td>{text(describe_outcome(c))}{later}{flag}</td></tr>"
         )
     answers = []
     for answer in f.answers:
@@ -208,14 +209,16 @@ def _call_table(history: History, placed: dict[int, int], involved: set[int], fa
         if call.index == failing:
             classes.append("failing")
         cls = f' class="{" ".join(classes)}"' if classes else ""
-        order = placed.get(call.index, "—" if placed else "")
+        # The order found, when there is one; without one (not linearizable, undecided) no column at all.
+        order = f"<td>{placed.get(call.index, '—')}" if placed else ""
         flag = '<strong class="flag">◀ no order explains this result</strong>' if call.index == failing else ""
         rows.append(  # no end tags for cells and rows (HTML allows it): a 10^4-call page is mostly this markup
             f'<tr id="c{call.index}"{cls}><td>{call.index}<td>{text(call.process)}<td>{_lines(history, call)}'
-            f"<td><code>{text(describe_call(call))}</code><td>{text(describe_outcome(call))}{flag}<td>{order}"
+            f"<td><code>{text(describe_call(call))}</code><td>{text(describe_outcome(call))}{flag}{order}"
         )
+    placed_head = '<th scope="col">placed</th>' if placed else ""
     return (
         '<section class="call-list"><h2>Every call</h2><div class="scroll"><table class="calls-table">'
         '<thead><tr><th scope="col">call</th><th scope="col">client</th><th scope="col">lines</th><th scope="col">call</th>'
-        f'<th scope="col">recorded answer</th><th scope="col">placed</th></tr></thead>{table_sections(rows)}</table></div></section>'
+        f'<th scope="col">recorded answer</th>{placed_head}</tr></thead>{table_sections(rows)}</table></div></section>'
     )

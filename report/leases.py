@@ -88,34 +88,62 @@ def read_leases(timeline: Timeline) -> Leases:
             capacity = max(1, min(args["capacity"], _MAX_SLOTS))
             by_worker[args["worker"]] = list(range(len(lanes), len(lanes) + capacity))
             for slot in range(capacity):
-                lanes.append(Lane(args["worker"] if slot == 0 else f"{args['worker']}.{slot + 1}"))
-        elif op == "dispatch" and _ints(*(getattr(value, name, None) for name in ("task_id", "token", "started_at", "expires_at"))):
-            attempts[value.task_id] = attempts.get(value.task_id, 0) + 1
-            lease = Lease(value.task_id, value.token, value.worker, value.started_at, value.expires_at,
-                          frame.index, attempts[value.task_id])
-            lane = _free_lane(lanes, by_worker, value.worker, value.started_at)
-            lanes[lane].leases.append(lease)
-            by_token[value.token] = by_task[value.task_id] = (lane, lease)
-            span, count = max(span, value.expires_at), count + 1
-        elif op in ("complete", "fail", "renew"):
-            found = _get(by_token, args.get("token")) or _get(by_task, args.get("task_id"))
-            if found is None or not _ints(args.get("now"), args.get("duration", 0)):
-                continue
-            lane, lease = found
-            if not getattr(value, "accepted", False):
-                lanes[lane].marks.append(Mark(args["now"], frame.index, op, args["task_id"], args["token"]))
-            elif lease.token != args["token"]:
-                continue  # accepted under a token this report never saw granted: no lease of its to change
-            elif op == "renew":
-                lease.expires_at, lease.renewals = args["now"] + args["duration"], lease.renewals + 1
-                span = max(span, lease.expires_at)
-            elif lease.ended is None:
-                lease.ended, lease.end_kind, lease.end_step = args["now"], op, frame.index
+                lanes.append(Lane(_lane_name(args["worker"], slot, capacity)))
+        elif op in ("dispatch", "dispatch_many"):
+            for granted in (value if op == "dispatch_many" and isinstance(value, list) else [value]):
+                if not _ints(*(getattr(granted, name, None) for name in ("task_id", "token", "started_at", "expires_at"))):
+                    continue
+                attempts[granted.task_id] = attempts.get(granted.task_id, 0) + 1
+                lease = Lease(granted.task_id, granted.token, granted.worker, granted.started_at, granted.expires_at,
+                              frame.index, attempts[granted.task_id])
+                lane = _free_lane(lanes, by_worker, granted.worker, granted.started_at)
+                lanes[lane].leases.append(lease)
+                by_token[granted.token] = by_task[granted.task_id] = (lane, lease)
+                span, count = max(span, granted.expires_at), count + 1
+        elif op in ("complete", "fail", "renew", "complete_many", "fail_many"):
+            for single, report, outcome in _reports(op, args, value):
+                found = _get(by_token, report.get("token")) or _get(by_task, report.get("task_id"))
+                if found is None or not _ints(report.get("now"), report.get("duration", 0)):
+                    continue
+                lane, lease = found
+                if not getattr(outcome, "accepted", False):
+                    lanes[lane].marks.append(Mark(report["now"], frame.index, single, report["task_id"], report["token"]))
+                elif lease.token != report["token"]:
+                    continue  # accepted under a token this report never saw granted: no lease of its to change
+                elif single == "renew":
+                    lease.expires_at, lease.renewals = report["now"] + report["duration"], lease.renewals + 1
+                    span = max(span, lease.expires_at)
+                elif lease.ended is None:
+                    lease.ended, lease.end_kind, lease.end_step = report["now"], single, frame.index
     last = timeline.frames[-1].now
     for lane in lanes:
         for lease in lane.leases:
             lease.expired = lease.ended is None and lease.expires_at <= last
     return Leases(lanes, span, count)
+
+
+def _lane_name(worker: str, slot: int, capacity: int) -> str:
+    """A worker's own name when it has one slot; ``w.1``, ``w.2``... for each slot when it has more,
+    as the TUI's lanes name them (never ``w1`` beside ``w1.2``)."""
+    return worker if capacity == 1 else f"{worker}.{slot + 1}"
+
+
+def _reports(op: str, args: dict, value: object) -> list[tuple[str, dict, object]]:
+    """The single reports one step made, each as ``(op, its arguments, its outcome)``.
+
+    A ``complete_many`` or ``fail_many`` is its single calls in order (the contract's
+    definition of a batch), each pair of ``reports`` with the batch's ``now`` and the
+    outcome at its place; a batch whose reports or outcomes are not lists of the same
+    length (an invalid call, a broken implementation) made none this picture can place.
+    """
+    if op not in ("complete_many", "fail_many"):
+        return [(op, args, value)]
+    reports = args.get("reports")
+    if not isinstance(reports, list) or not isinstance(value, list) or len(reports) != len(value):
+        return []
+    single = op.removesuffix("_many")
+    return [(single, {"task_id": pair[0], "token": pair[1], "now": args.get("now")}, outcome)
+            for pair, outcome in zip(reports, value) if isinstance(pair, (list, tuple)) and len(pair) == 2]
 
 
 def _ints(*values: object) -> bool:

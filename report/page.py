@@ -44,7 +44,8 @@ _EMPHASIS = re.compile(r"(?<![*\w])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![*\w])")
 
 def prose(markdown: str) -> str:
     """A note or description as HTML: escaped, then blank-line-separated paragraphs, ``#`` headings
-    (as ``<h3>``), ``-`` or ``*`` lists, and inline code, strong and emphasis. O(len(markdown)).
+    (as ``<h3>``), ``-`` or ``*`` lists (an item may wrap onto indented lines, and may follow a
+    paragraph's lines in the same block), and inline code, strong and emphasis. O(len(markdown)).
 
     Everything else (links, images, raw HTML) is shown as the characters it
     is written with: a report never links anywhere a file chose.
@@ -54,10 +55,17 @@ def prose(markdown: str) -> str:
         lines = [line.strip() for line in block.strip().splitlines() if line.strip()]
         while lines and lines[0].startswith("#"):
             out.append(f"<h3>{_inline(lines.pop(0).lstrip('#').strip())}</h3>")
-        if lines and all(_ITEM.match(line) for line in lines):
-            out.append("<ul>" + "".join(f"<li>{_inline(_ITEM.sub('', line))}</li>" for line in lines) + "</ul>")
-        elif lines:
-            out.append(f"<p>{_inline(' '.join(lines))}</p>")
+        first_item = next((n for n, line in enumerate(lines) if _ITEM.match(line)), len(lines))
+        if first_item:
+            out.append(f"<p>{_inline(' '.join(lines[:first_item]))}</p>")
+        items: list[list[str]] = []
+        for line in lines[first_item:]:  # a line without a marker continues the item above it (a wrapped item)
+            if _ITEM.match(line):
+                items.append([_ITEM.sub("", line)])
+            else:
+                items[-1].append(line)
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_inline(' '.join(item))}</li>" for item in items) + "</ul>")
     return "".join(out)
 
 

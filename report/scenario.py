@@ -20,6 +20,7 @@ from fencepost.report.leases import Lease, Leases, read_leases
 from fencepost.report.page import prose, render_page, table_sections, text
 from fencepost.spec.checkers.why import Why, why_at
 from fencepost.spec.formats.recorded import suggestions
+from fencepost.spec.formats.trace import DIVERGES_NOTE
 from fencepost.story.timeline import Board, Row, Timeline
 from fencepost.spec.variants import DEFAULT
 
@@ -142,7 +143,7 @@ def _side_by_side(timeline: Timeline, index: int) -> str:
         lines.append(f"<li><strong>The scenario's expect:</strong> {text(frame.mismatch)}</li>")
     said = check.divergence if check is not None else None
     lines += [f"<li>{text(d)}</li>" for d in timeline.differences(index)[:MAX_TASKS_SIDE_BY_SIDE] if d != said]
-    if step.note:
+    if step.note and not step.note.startswith(DIVERGES_NOTE):  # check's note says again what the lines above say
         lines.append(f'<li class="note">{prose(step.note)}</li>')
     tasks = _task_tables(timeline, index)
     return (
@@ -314,15 +315,19 @@ def _step_table(timeline: Timeline, problems: set[int], first: int | None, recor
             classes.append("recorded")
         events = "".join(f'<li class="ev-{e.kind}">{text(e.text)}</li>' for e in frame.events if e.text and e.kind != "mismatch")
         verdict = []
-        if index == first:
-            verdict.append('<strong class="flag">◀ first problem</strong>')
-        elif index == recorded and not problems:
-            verdict.append('<strong class="flag">◀ diverged where found</strong>')
-        if check is not None and check.divergence:
-            verdict.append(f"<span>model: {text(check.result)}; {text(check.divergence)}</span>")
-        if frame.mismatch:
-            verdict.append(f"<span>{text(frame.mismatch)}</span>")
-        note = f'<div class="note">{prose(frame.step.note)}</div>' if frame.step.note else ""
+        note = frame.step.note
+        if index == first:  # the side-by-side section says how it differs: the row points there, once
+            verdict.append('<strong class="flag">◀ first problem</strong> <a href="#divergence">side by side above</a>')
+            if note and note.startswith(DIVERGES_NOTE):
+                note = None
+        else:
+            if index == recorded and not problems:
+                verdict.append('<strong class="flag">◀ diverged where found</strong>')
+            if check is not None and check.divergence:
+                verdict.append(f"<span>model: {text(check.result)}; {text(check.divergence)}</span>")
+            if frame.mismatch:
+                verdict.append(f"<span>{text(frame.mismatch)}</span>")
+        note = f'<div class="note">{prose(note)}</div>' if note else ""
         cls = f' class="{" ".join(classes)}"' if classes else ""
         # End tags of cells and rows are left out (HTML allows it): a 10^4-step page is mostly this markup.
         rows.append(

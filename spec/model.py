@@ -63,6 +63,8 @@ from dataclasses import dataclass, replace
 from fencepost.spec.protocol import (
     ACCEPTED,
     BACKWARDS,
+    INT_MAX,
+    INT_MIN,
     RESTART,
     DISPATCHABLE_STATUSES,
     FINAL_STATUSES,
@@ -71,6 +73,8 @@ from fencepost.spec.protocol import (
     Reason,
     Status,
     TaskView,
+    WORKER_EXISTS,
+    int_shown, text_problem,  # the value rules' words (docs/contract.md, "Values")
 )
 from fencepost.spec.variants import DEFAULT, Variants, show_token
 
@@ -129,10 +133,34 @@ class State:
 
 
 def require_int(name: str, value: object) -> int:
-    """Return ``value`` if it is an ``int`` (``bool`` excluded), else raise ValueError."""
+    """Return ``value`` if it is an ``int`` (``bool`` excluded) from ``INT_MIN`` to ``INT_MAX``, else raise ValueError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int, not {type(value).__name__}: {value!r}")
+    if not INT_MIN <= value <= INT_MAX:
+        raise ValueError(f"{name} must be a signed 64-bit int, from {INT_MIN} to {INT_MAX}: {int_shown(value)}")
     return value
+
+
+def require_text(name: str, value: str) -> str:
+    """Return the str ``value`` if it may be a worker name or key (``spec.protocol.text_problem``), else raise ValueError."""
+    if problem := text_problem(value, name):
+        raise ValueError(problem)
+    return value
+
+
+def require_lease_end(now: int, duration: int) -> int:
+    """A lease's end ``now + duration``, if it is not after ``INT_MAX``, else raise ValueError."""
+    if now + duration > INT_MAX:
+        raise ValueError(f"duration {duration} would end the lease at now + duration = {now + duration}, after the latest time {INT_MAX}")
+    return now + duration
+
+
+def require_retry_time(now: int, task: Task) -> int:
+    """An accepted ``fail``'s retry time ``now + retry_delay * 2 ** (attempts - 1)``, if it is not after ``INT_MAX``."""
+    due = now + task.retry_delay * 2 ** (task.attempts - 1)
+    if due > INT_MAX:
+        raise ValueError(f"now {now}: the retry time now + retry_delay * 2 ** (attempts - 1) = {int_shown(due)} (retry_delay {task.retry_delay}, attempt {task.attempts}) is after the latest time {INT_MAX}")
+    return due
 
 
 def require_at_least(name: str, value: object, minimum: int) -> int:
@@ -179,7 +207,7 @@ def require_key(key: object) -> str | None:
     """Return ``key`` if it is None or a non-empty ``str``, else raise ValueError."""
     if key is not None and (not isinstance(key, str) or not key):
         raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
-    return key
+    return key if key is None else require_text("key", key)
 
 
 def capacity_of(state: State, worker: object) -> int:
@@ -188,7 +216,7 @@ def capacity_of(state: State, worker: object) -> int:
     for name, capacity in state.workers:
         if name == worker:
             return capacity
-    raise ValueError(f"worker {worker!r} is unknown: add it with add_worker first")
+    raise ValueError(text_problem(worker, "worker") or f"worker {worker!r} is unknown: add it with add_worker first")
 
 
 # ---------------------------------------------------------------- queries
@@ -390,9 +418,10 @@ def add_worker(state: State, worker: str, capacity: int) -> tuple[State, None]:
     """Register ``worker`` with room for ``capacity`` simultaneous leases. Untimed."""
     if not isinstance(worker, str) or not worker:
         raise ValueError(f"worker must be a non-empty str: {worker!r}")
+    require_text("worker", worker)
     require_at_least("capacity", capacity, 1)
     if any(name == worker for name, _ in state.workers):
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
     # unchanged: now, tasks, last_token
     return replace(state, workers=state.workers + ((worker, capacity),)), None
 
@@ -459,6 +488,7 @@ def _dispatch(state: State, worker: str, now: int, duration: int,
     capacity = capacity_of(state, worker)
     require_time(state, now)
     require_duration(state, duration)
+    require_lease_end(now, duration)
     state = expire(state, now)
     variants = state.variants
     full = variants.capacity == "per-worker" and load(state, worker) >= capacity
@@ -579,8 +609,7 @@ def fail(state: State, task_id: int, token: int, now: int) -> tuple[State, Outco
     elif _budget_spent(current):
         ended = _release(current, Status.FAILED, now)
     else:
-        backoff = current.retry_delay * 2 ** (current.attempts - 1)
-        ended = _release(current, Status.RETRY_WAIT, now, due_at=now + backoff)
+        ended = _release(current, Status.RETRY_WAIT, now, due_at=require_retry_time(now, current))
     return _put(state, ended), ACCEPTED
 
 
@@ -615,6 +644,7 @@ def renew(state: State, task_id: int, token: int, now: int, duration: int) -> tu
     require_token(state, token)
     require_time(state, now)
     require_duration(state, duration)
+    require_lease_end(now, duration)
     state = expire(state, now)
     current = state.tasks[task_id - 1]
     if _revives(state, current, token):
@@ -720,6 +750,7 @@ def _dispatch_many(state: State, worker: str, now: int, duration: int, limit: in
     capacity_of(state, worker)
     require_time(state, now)
     require_duration(state, duration)
+    require_lease_end(now, duration)
     require_at_least("limit", limit, 1)
     leases: list[Lease] = []
     seen = None

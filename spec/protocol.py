@@ -10,13 +10,74 @@ it only needs objects with the same attribute names.
 
 All time is caller-supplied logical time: ``int`` values >= 0 that never go
 backwards. A lease covers the half-open interval ``[started_at, expires_at)``.
+
+Every value an argument may take is bounded here, once (``INT_MIN``,
+``INT_MAX``, ``MAX_TEXT_BYTES``, ``FORBIDDEN_TEXT``): the model refuses what
+they refuse, and so must every scheduler, whatever its storage
+(docs/contract.md, "Values").
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
+
+
+# ---------------------------------------------------------------- values
+
+#: The smallest int any argument may be: every int the protocol takes or gives
+#: is a signed 64-bit integer, what SQLite's INTEGER, PostgreSQL's bigint and
+#: most languages' JSON readers hold exactly.
+INT_MIN = -(2**63)
+#: The largest int any argument may be, and the latest time: a call whose
+#: lease would end (``now + duration``) or whose retry time would fall after it
+#: is invalid, as is an argument past it.
+INT_MAX = 2**63 - 1
+#: The longest worker name or idempotency key, in UTF-8 bytes: an ordinary URL
+#: fits (servers commonly cap a request line near 8 KiB), and any scheduler can
+#: store and index it (PostgreSQL indexes a hash of it, as a btree entry holds
+#: at most 2,704 bytes).
+MAX_TEXT_BYTES = 8192
+#: Characters no worker name or key may hold: the C0 controls other than tab
+#: and newline (NUL among them, which PostgreSQL cannot store), DEL, the C1
+#: controls, lone surrogates (which no UTF-8 storage can hold) and the
+#: bidirectional overrides and isolates that make text display in an order
+#: other than it reads. The same set no file fencepost reads may hold
+#: (``spec.formats.limits``), so whatever a scheduler accepts, a history can record.
+FORBIDDEN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+#: The arguments that are texts (a worker name, an idempotency key) and follow
+#: ``MAX_TEXT_BYTES`` and ``FORBIDDEN_TEXT``; every other argument but a token
+#: under ``tokens=opaque`` is an int.
+TEXT_ARGUMENTS = ("worker", "key")
+
+
+def int_shown(value: int) -> str:
+    """An int as an error message may quote it: in digits up to 40 of them, else by its size
+    (Python refuses to write an int of more than 4,300 digits at all)."""
+    return repr(value) if value.bit_length() <= 128 else f"an int of {value.bit_length():,} bits"
+
+
+def text_problem(value: str, name: str = "text") -> str | None:
+    """Why ``value`` may not be a worker name or key (``FORBIDDEN_TEXT``, ``MAX_TEXT_BYTES``), or None:
+    the error's words, naming the argument ``name``, the rule and the value (its first 40 characters).
+
+    Words only, for both the model's and the schedulers' errors; each of them
+    calls it where its own rules say. O(len(value)).
+    """
+    shown = f"{value[:40]!r}{'...' if len(value) > 40 else ''}"
+    if len(value) > MAX_TEXT_BYTES:  # too long whatever its characters: no need to read it all
+        return f"{name} is {len(value):,} characters, longer than the limit of {MAX_TEXT_BYTES:,} bytes of UTF-8: {shown}"
+    bad = FORBIDDEN_TEXT.search(value)
+    if bad:
+        return (f"{name} holds U+{ord(bad.group()):04X} at character {bad.start() + 1} (no control character but tab "
+                f"and newline, no lone surrogate, no direction override): {shown}")
+    if len(value) > MAX_TEXT_BYTES // 4:  # shorter ones fit whatever their characters
+        size = len(value.encode("utf-8"))
+        if size > MAX_TEXT_BYTES:
+            return f"{name} is {size:,} bytes of UTF-8, longer than the limit of {MAX_TEXT_BYTES:,}: {shown}"
+    return None
 
 
 class Status(StrEnum):
@@ -188,6 +249,16 @@ BACKWARDS = "time can't go backwards"
 def says_backwards(error: ValueError) -> bool:
     """Whether ``error``, raised by a timed call, refuses its ``now`` as behind the scheduler's clock."""
     return BACKWARDS in str(error)
+
+
+#: The contract's words for refusing ``add_worker`` of a name already added: a client that made the
+#: call again after its answer was lost knows by them that the first took effect (``says_worker_exists``).
+WORKER_EXISTS = "already exists"
+
+
+def says_worker_exists(error: ValueError) -> bool:
+    """Whether ``error``, raised by ``add_worker``, refuses the worker as already added."""
+    return WORKER_EXISTS in str(error)
 
 
 def offers_restart(scheduler: object) -> bool:

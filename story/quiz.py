@@ -23,6 +23,7 @@ class Quiz:
 
     scenario: Scenario
     answers: dict[int, int] = field(default_factory=dict)  # step -> choice picked (1-based), or SKIPPED
+    late: dict[int, int] = field(default_factory=dict)  # step -> choice picked after its answer was revealed
 
     def question(self, index: int) -> Question | None:
         """The question at step ``index`` (0 is before the first step: never one). O(1)."""
@@ -53,6 +54,22 @@ class Quiz:
         """Show the result at ``index`` without an answer; it does not count towards the score."""
         if self.open(index) is not None:
             self.answers[index] = SKIPPED
+
+    def pick_late(self, index: int, choice: int) -> bool:
+        """Record ``choice`` for the question at ``index`` whose answer was revealed before an
+        answer; True if it is right. It never counts towards the score (the answer was shown), but
+        the reader who comes back to it is told whether it was right, not met with silence.
+
+        Raises:
+            ValueError: no revealed question at ``index``, or ``choice`` is not one of its choices.
+        """
+        question = self.question(index)
+        if question is None or self.answers.get(index) != SKIPPED:
+            raise ValueError(f"index: no question revealed unanswered at step {index}")
+        if not 1 <= choice <= len(question.choices):
+            raise ValueError(f"choice: expected 1 to {len(question.choices)}, got {choice}")
+        self.late[index] = choice
+        return choice == question.answer
 
     @property
     def total(self) -> int:

@@ -24,7 +24,8 @@ from fencepost.spec.formats.scenario import (
     load_scenario,
 )
 from fencepost.spec.variants import DEFAULT, Variants
-from fencepost.story.quiz import Quiz
+from fencepost.spec.formats.trace import DIVERGES_NOTE
+from fencepost.story.quiz import SKIPPED, Quiz
 from fencepost.story.timeline import Timeline, build_timeline
 from fencepost.story.walkthroughs import (
     builtin_names,
@@ -62,13 +63,8 @@ from textual.worker import get_current_worker
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 DEFAULT_SPEED = 2  # index into SPEEDS
 
-#: Seconds a notice about a problem step stays up (going to the step dismisses it sooner).
-PROBLEM_NOTICE_SECONDS = 6
-
-#: Said when → shows a question's answer before it was answered.
-REVEALED_NOTICE = "answer revealed, not scored (press 1-9 before → to score)"
-#: Seconds the notices of → past a question and of m stay up.
-REVEALED_NOTICE_SECONDS = SIDE_NOTICE_SECONDS = 4
+#: Seconds the notice of m stays up (a step taken takes it down sooner: notices belong to their step).
+SIDE_NOTICE_SECONDS = 4
 
 #: What m says, by what it shows: the model's side (alike or not at this step), or the implementation's again.
 SIDE_NOTICES = {
@@ -78,7 +74,7 @@ SIDE_NOTICES = {
 }
 
 #: The notices shown one at a time (``FencepostApp.single_notice``).
-SINGLE_NOTICES = frozenset({REVEALED_NOTICE, *SIDE_NOTICES.values()})
+SINGLE_NOTICES = frozenset(SIDE_NOTICES.values())
 
 #: Up to this many steps the model is checked before the screen opens (a small
 #: scenario takes milliseconds); past it, in a thread once the screen is up.
@@ -128,6 +124,7 @@ FOOTER_PRIORITY = (
     ("toggle_lanes",),
     ("toggle_side",),
     ("next_notable", "previous_notable"),
+    ("toggle_log",),
     ("interact",),
     ("jump_prompt",),
 )
@@ -137,6 +134,14 @@ FOOTER_KEY_PADDING = 3
 
 #: Columns the command palette's key takes at the footer's right end, when it is shown.
 FOOTER_PALETTE_WIDTH = 12
+
+#: Below both, a screen is narrow and short (80x24): the event log has no room beside the step panel
+#: and ``e`` swaps it in (``app.tcss``: ``Screen.-narrow.-short``).
+LOG_MIN_WIDTH, LOG_MIN_HEIGHT = 110, 34
+
+#: Columns of the status line a title may not count on beyond step and clock (the marks of a problem
+#: step, the score): a title longer than the rest is shown whole in the opening note.
+STATUS_TITLE_SLACK = 4
 
 #: The narrowest screen whose footer shows the command palette's key (ctrl+p); the help page names it.
 PALETTE_MIN_WIDTH = 100
@@ -207,6 +212,7 @@ class FencepostApp(App[None]):
         Binding("m", "toggle_side", "Model"),
         Binding("o", "open_next", "Next walkthrough"),
         Binding("t", "toggle_lanes", "Lanes"),
+        Binding("e", "toggle_log", "Events"),
         Binding("left_square_bracket", "scroll_lanes(-1)", "Earlier", key_display="[", group=TIME_KEYS),
         Binding("right_square_bracket", "scroll_lanes(1)", "Later", key_display="]", group=TIME_KEYS),
         Binding("i", "interact", "Interact"),
@@ -219,8 +225,8 @@ class FencepostApp(App[None]):
         Binding("up", "scroll_note_line(-1)", "Scroll the step panel up a line", show=False),
     ]
     AUTO_FOCUS = None  # nothing takes the keys until the command line is opened
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-very-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (48, "-very-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (LOG_MIN_WIDTH, "-wide"), (170, "-very-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (LOG_MIN_HEIGHT, "-tall"), (48, "-very-tall")]
 
     # The footer is refreshed by refresh_keys, only when a key's state changes:
     # rebuilding it on every step would cost more than drawing the step.
@@ -265,15 +271,14 @@ class FencepostApp(App[None]):
         self._timer = None
         self._key_state: tuple = ()
         self._shown_at: tuple[Timeline, int] | None = None  # where the step panel was last scrolled home
-        self._problem_notices: list[tuple[int, Notification]] = []  # (the step it names, the notice)
-        self._single_notice: Notification | None = None  # the last notice of → past a question or of m
+        self._single_notice: Notification | None = None  # the last notice of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
         self._whys: dict[tuple[Timeline, int], str | None] = {}  # a diverging step's why: line, replayed once
 
     def watch_step(self, step: int) -> None:
         if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
             self.playing = False  # autoplay stops at a question: the reader predicts first
-        self.dismiss_problem_notices(step)
+        self.take_down_notices()
         self.show_step()
 
     def watch_playing(self, playing: bool) -> None:
@@ -338,13 +343,14 @@ class FencepostApp(App[None]):
             self.call_after_refresh(self.check_against_model)
         if self.notice:
             self.notify(self.notice, severity="warning", timeout=8, markup=False)
-        self.announce_problems()
         if self._start_interactive:
             self.action_interact()
 
     def on_resize(self) -> None:
         # ctrl+p stays on the help page; on a narrow footer the keys need the room
         self.query_one(Footer).show_command_palette = self.size.width >= PALETTE_MIN_WIDTH
+        # Where the log has no room, the step panel's border says which key shows it (the footer may be full).
+        self.query_one(SidePanel).border_title = "e: event log" if self.log_hidden() else ""
         self.show_step()
 
     @on(EventLog.Picked)
@@ -390,14 +396,26 @@ class FencepostApp(App[None]):
         if self._shown_at != (timeline, index):  # a new step is read from its top
             self._shown_at = (timeline, index)
             self.query_one(SidePanel).scroll_home(animate=False, immediate=True)
+            if differs and index in timeline.divergences:  # ...except the diverging step, read down to its why: line
+                self.call_after_refresh(self.bring_why_into_view)
+        note = frame.step.note if frame.step else self.opening_note()
+        if differs and note and note.startswith(DIVERGES_NOTE):
+            note = None  # check's note on its diverging step: the differences above say it already
         if asking:
             self.show_note(None)  # the narration tells the answer
-        elif index == timeline.last and frame.step is not None:
-            self.show_note((frame.step.note or "") + self.closing_note())
+        elif index == len(timeline.scenario.steps) and frame.step is not None:  # the walkthrough's own last step,
+            self.show_note((note or "") + self.closing_note())  # never a step typed after it
         else:
-            self.show_note(frame.step.note if frame.step else self.opening_note())
+            self.show_note(note)
         self.show_status()
         self.refresh_keys()
+
+    def bring_why_into_view(self) -> None:
+        """Scroll the step panel as little as brings the differences, whose last line is the ``why:``
+        line, into view: on an 80x24 terminal they start below the fold."""
+        differences = self.query_one(Differences)
+        if differences.has_class("-shown"):
+            self.query_one(SidePanel).scroll_to_widget(differences, animate=False, immediate=True)
 
     def why_line(self, index: int) -> str | None:
         """The ``why:`` line ``fencepost check`` would print for the calls up to step ``index`` (None: the lockstep
@@ -458,14 +476,16 @@ class FencepostApp(App[None]):
 
     def score_text(self) -> str:
         quiz = self.quiz
-        return f"Score {quiz.right}/{quiz.answered}, of {quiz.total} in all."
+        if not quiz.answered:
+            return "Nothing scored yet."
+        return f"{quiz.right} of {quiz.answered} right so far."
 
     def show_question(self, index: int) -> None:
         quiz, panel = self.quiz, self.query_one(QuestionPanel)
         question = quiz.question(index)
         panel.set_class(question is not None, "-shown")
         if question is not None:
-            panel.show(question, quiz.answers.get(index), self.score_text())
+            panel.show(question, quiz.answers.get(index), self.score_text(), quiz.late.get(index))
 
     def get_default_screen(self) -> Screen:
         return StepScreen(id="_default")
@@ -511,10 +531,19 @@ class FencepostApp(App[None]):
     def opening_note(self) -> str:
         scenario = self.timeline.scenario
         if scenario.description:
-            return scenario.description
+            return self.whole_title() + scenario.description
         if not scenario.steps:
             return NEW_SESSION_NOTE
         return "Press **→** (or `l`) to apply the first step, **space** to play, **?** for help."
+
+    def whole_title(self) -> str:
+        """The title in full, as the opening note's first line, when the status line has to cut it short
+        (most walkthrough titles at 80 columns): a title is read whole once, then shortened."""
+        timeline = self.timeline
+        frame = timeline.frames[0]
+        taken = len(f" step 0/{timeline.last}  t={frame.now}  ") + STATUS_TITLE_SLACK
+        title = status_title(timeline)
+        return f"**{title}**\n\n" if len(title) > self.size.width - taken else ""
 
     def show_note(self, note: str | None) -> None:
         note = note or ""
@@ -540,35 +569,14 @@ class FencepostApp(App[None]):
             model_progress=self.model_progress,
             clock=timeline.frames[self.step - 1].now if quiz.open(self.step) else None,
             score=(quiz.right, quiz.answered) if quiz.answers else None,  # once a question was met
+            ahead=next((p for p in self.problems() if p > self.step), None),
         )
 
-    def announce_problems(self, mismatches: bool = True) -> None:
-        """A notice for the first step that breaks its expect and the first that parts
-        from the model; each goes away once that step is on screen."""
-        timeline = self.timeline
-        if mismatches and timeline.mismatches:
-            first = timeline.mismatches[0]
-            self.problem_notice(first, f"step {first} breaks its expect ({len(timeline.mismatches)} in all): d goes there")
-        if timeline.divergences:
-            first = timeline.divergences[0]
-            self.problem_notice(first, f"the implementation parts from the model at step {first}: d goes there")
-
-    def problem_notice(self, step: int, message: str) -> None:
-        if step == self.step:
-            return  # already there: the status line marks it
-        notification = Notification(message, severity="error", timeout=PROBLEM_NOTICE_SECONDS)
-        self.post_message(Notify(notification))
-        self._problem_notices.append((step, notification))
-
-    def dismiss_problem_notices(self, step: int | None = None) -> None:
-        """Take down the notices that name ``step`` (all of them when None): the user got there."""
-        keep = []
-        for named, notification in self._problem_notices:
-            if step is None or named == step:
-                take_back_notice(self, notification)
-            else:
-                keep.append((named, notification))
-        self._problem_notices = keep
+    def take_down_notices(self) -> None:
+        """Take down every notice on screen: a notice is about the moment it was said, and one
+        left up into later steps covers their text (the problem steps are on the status line)."""
+        self.clear_notifications()
+        self._single_notice = None
 
     # ------------------------------------------------------------ the model, in the background
 
@@ -606,8 +614,6 @@ class FencepostApp(App[None]):
             timeline.run_model()  # a step typed while the thread was finishing
             self.model_progress = ""
             self.show_step()
-            if timeline.divergences:
-                self.announce_problems(mismatches=False)  # those were announced on opening
 
     # ------------------------------------------------------------ interactive mode
 
@@ -683,7 +689,7 @@ class FencepostApp(App[None]):
         """Show ``timeline`` from its step 0, as if just opened: not playing, the implementation's
         side, and out of interactive mode (a session typed into one scenario is not the next one's)."""
         self.workers.cancel_group(self, "model")
-        self.dismiss_problem_notices()
+        self.take_down_notices()
         self.timeline = timeline
         self.title = window_title(timeline)
         self.model_progress = ""
@@ -695,7 +701,6 @@ class FencepostApp(App[None]):
         self.leave_interactive()  # after the step: the status line it redraws is the new timeline's
         if not timeline.model_done:
             self.check_against_model()
-        self.announce_problems()
 
     def screenshot_name(self) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", self.timeline.scenario.title.lower()).strip("-")[:40] or "fencepost"
@@ -719,8 +724,10 @@ class FencepostApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that never apply here; grey out the ones that don't apply at this step."""
         timeline, step, last = self.timeline, self.step, self.timeline.last
-        if action.startswith("answer"):
-            question = self.quiz.open(step)
+        if action.startswith("answer"):  # an open question, or one → revealed and not yet picked since
+            quiz = self.quiz
+            question = quiz.open(step) or (quiz.question(step) if quiz.answers.get(step) == SKIPPED
+                                           and step not in quiz.late else None)
             choice = parameters[0] if parameters else 1  # refresh_keys asks without parameters
             return question is not None and choice <= len(question.choices)
         if action == "next":
@@ -747,6 +754,8 @@ class FencepostApp(App[None]):
             return ahead or None
         if action == "toggle_side":  # greyed while the model has not reached this step
             return self.side == "model" or timeline.check(step) is not None or None
+        if action == "toggle_log":  # only where the log has no room of its own (80x24): it takes the panel's
+            return self.log_hidden()
         if action == "scroll_lanes":  # only when the lanes show part of a longer run
             return self.has_class("-lanes") and self.query_one(LanesView).can_pan()
         if action == "interact":  # also the way back to the command line after Esc
@@ -765,16 +774,22 @@ class FencepostApp(App[None]):
 
     def action_next(self) -> None:
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
-            self.quiz.reveal(self.step)
+            self.quiz.reveal(self.step)  # the panel says it was revealed, not scored: no notice over it
             self.show_step()
-            self.single_notice(REVEALED_NOTICE, REVEALED_NOTICE_SECONDS)
         elif self.step < self.timeline.last:
             self.step += 1
 
     def action_answer(self, choice: int) -> None:
-        if self.quiz.open(self.step) is not None and choice <= len(self.quiz.open(self.step).choices):
-            self.quiz.answer(self.step, choice)
-            self.show_step()
+        quiz, question = self.quiz, self.quiz.question(self.step)
+        if question is None or choice > len(question.choices):
+            return
+        if quiz.open(self.step) is not None:
+            quiz.answer(self.step, choice)
+        elif quiz.answers.get(self.step) == SKIPPED and self.step not in quiz.late:  # → revealed it: a verdict, unscored
+            quiz.pick_late(self.step, choice)
+        else:
+            return  # answered: the first answer stands
+        self.show_step()
 
     def action_previous(self) -> None:
         if self.step > 0:
@@ -878,6 +893,14 @@ class FencepostApp(App[None]):
     def action_scroll_lanes(self, direction: int) -> None:
         """Move the lanes' time window by half its width, earlier (-1) or later (1)."""
         self.query_one(LanesView).scroll_time(direction)
+
+    def log_hidden(self) -> bool:
+        """True on a terminal too short and narrow for the event log beside the step panel (``app.tcss``)."""
+        return self.size.width < LOG_MIN_WIDTH and self.size.height < LOG_MIN_HEIGHT
+
+    def action_toggle_log(self) -> None:
+        """On a short, narrow terminal, swap the step panel for the event log and back (elsewhere both show)."""
+        self.toggle_class("-log")
 
     def action_toggle_lanes(self) -> None:
         """Swap the board for the lanes view (one lane per worker slot over time) and back."""

@@ -243,6 +243,7 @@ class Lanes:
         first, scale = window.first, window.ticks
         last = first + window.span(cells)
         marks: list[tuple[int, str]] = []
+        labels: list[tuple[int, int, Bar]] = []  # each bar drawn: its cells, labelled once the marks are known
         at = max(0, bisect.bisect_right(lane.starts, first) - 1)
         limit = bisect.bisect_right(lane.started_frames, index)  # bars started by frame ``index``
         while at < limit:
@@ -267,11 +268,9 @@ class Lanes:
             start_cell = max(0, window.column(bar.start))
             end_cell = min(cells, max(start_cell + 1, window.column_after(end)))
             style = "bar-running" if kind == "running" else "bar"
-            label = f"#{bar.task_id}·{bar.token}"
             for column in range(start_cell, end_cell):
-                offset = column - start_cell
-                text[column] = label[offset] if offset < len(label) and end_cell - start_cell >= len(label) else " "
                 classes[column] = style
+            labels.append((start_cell, end_cell, bar))
             if kind == "expired":
                 marks.append((end_cell - 1, kind))  # the lease's last tick: a late call at expires_at keeps its own cell
             elif kind != "running":
@@ -283,12 +282,30 @@ class Lanes:
                 break
             if first <= time < last:
                 marks.append((window.column(time), kind))
+        taken = {column for column, _ in marks}
+        for start_cell, end_cell, bar in labels:
+            _label(text, start_cell, end_cell, bar, taken)
         for column, kind in marks:  # after every bar, so the next lease on the lane never hides a mark
             if 0 <= column < cells:
                 text[column], classes[column] = MARKS[kind], kind
         if 0 <= cursor < cells:
             classes[cursor] = f"{classes[cursor]}-at-cursor" if classes[cursor] else "cursor"
         return (None, ((lane.name.ljust(name_width), "lane-name"), *_runs(text, classes)))
+
+
+def _label(text: list[str], start_cell: int, end_cell: int, bar: Bar, taken: set[int]) -> None:
+    """Write ``#task·token`` (or ``#task`` where that does not fit) into the bar's free cells.
+
+    A label starts after any mark in the bar's first cell (the previous lease's ``✓`` at the
+    time this one starts) and never runs into a mark, so ``✓#10·2`` can never read as
+    "task 10 done"; a bar too narrow for even ``#task`` stays unlabelled rather than cut.
+    """
+    start = start_cell + 1 if start_cell in taken else start_cell
+    room = next((column for column in range(start, end_cell) if column in taken), end_cell) - start
+    for label in (f"#{bar.task_id}·{bar.token}", f"#{bar.task_id}"):
+        if len(label) <= room:
+            text[start:start + len(label)] = label
+            return
 
 
 def _round_step(at_least: int) -> int:

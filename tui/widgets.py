@@ -727,9 +727,12 @@ class StatusBar(ComponentStyles, Static):
         model_progress: str,
         clock: int | None = None,
         score: tuple[int, int] | None = None,
+        ahead: int | None = None,
     ) -> None:
         """``clock``: the time to show instead of the frame's (an open question hides the step's);
-        ``score``: (right, answered) when the scenario asks questions."""
+        ``score``: (right, answered) when the scenario asks questions; ``ahead``: the next step
+        that breaks its expect or parts from the model, said here rather than in a notice that
+        would cover the step panel."""
         s = self._style
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" step {frame.index}/{last} ", s("position"))
@@ -746,6 +749,8 @@ class StatusBar(ComponentStyles, Static):
             text.append(" ✗ expect ", s("mismatch"))
         if check is not None and (check.divergence or check.differing):
             text.append(" ≠ model ", s("divergence"))
+        if ahead is not None:
+            text.append(f" problem at step {ahead}: d ", s("mismatch"))
         if model_progress:
             text.append(f" {model_progress} ", s("quiet"))
         text.append(" ")
@@ -879,24 +884,29 @@ class QuestionPanel(ComponentStyles, FittedStatic):
         "question-panel--hint",
     }
 
-    def show(self, question: Question, picked: int | None, score: str) -> None:
-        """``picked``: None while open, else the choice picked (1-based) or ``SKIPPED``."""
+    def show(self, question: Question, picked: int | None, score: str, late: int | None = None) -> None:
+        """``picked``: None while open, else the choice picked (1-based) or ``SKIPPED``; ``late``:
+        the choice picked after → revealed the answer, if any (told right or not, never scored)."""
         s = self._style
         choices = Table.grid(padding=(0, 1))  # a long choice wraps under its own text, not under its number
         choices.add_column(no_wrap=True)
         choices.add_column()
+        yours = late if picked == SKIPPED else picked
         for number, choice in enumerate(question.choices, start=1):
             if picked is None:
                 choices.add_row(Text(f" {number}", s("choice")), Text(choice, s("choice")))
             elif number == question.answer:  # once answered, only the right choice and the reader's stay
-                mine = "  ← yours" if number == picked else ""
+                mine = "  ← yours" if number == yours else ""
                 choices.add_row(Text(f"✓ {number}", s("right")), Text(choice + mine, s("right")))
-            elif number == picked:
+            elif number == yours:
                 choices.add_row(Text(f"✗ {number}", s("wrong")), Text(choice + "  ← yours", s("wrong")))
         if picked is None:
             after = Text(f"Press 1-{len(question.choices)} to answer; → shows the result unscored.", s("hint"))
         else:
-            if picked == SKIPPED:
+            if picked == SKIPPED and late is not None:
+                verdict = (f"You picked {late} after → showed the answer: "
+                           f"{'right' if late == question.answer else 'not quite'}, not scored.")
+            elif picked == SKIPPED:
                 verdict = f"Skipped: the answer is {question.answer}. Revealed with → before an answer: not scored."
             elif picked == question.answer:
                 verdict = "Right."

@@ -60,16 +60,17 @@ TRICKS: tuple[Trick, ...] = (
     )),
     Trick("exact-type-checks", "submit, dispatch, complete test exact types inline, validators only on a miss", (
         ("        if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= self._now\n"
-         "                or type(retry_delay) is not int or retry_delay < 1\n"
-         "                or (max_attempts is not None and (type(max_attempts) is not int or max_attempts < 1))):\n",
+         "                or type(retry_delay) is not int or not 1 <= retry_delay <= _INT_MAX or not _INT_MIN <= priority <= _INT_MAX\n"
+         "                or (max_attempts is not None and (type(max_attempts) is not int or not 1 <= max_attempts <= _INT_MAX))):\n",
          "        v.check_submit(priority, due_at, max_attempts, retry_delay)\n"
          "        if due_at > self._now:\n"),
         ("        capacity = self._capacity.get(worker) if type(worker) is str else None\n"
-         "        if capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1:\n"
+         "        if (capacity is None or type(now) is not int or now < self._now or type(duration) is not int or duration < 1\n"
+         "                or now + duration > _INT_MAX):\n"
          "            capacity = self._check_dispatch(worker, now, duration)\n",
          "        capacity = self._check_dispatch(worker, now, duration)\n"),
         ("        if (type(task_id) is not int or task_id not in self._tasks or type(token) is not int\n"
-         "                or type(now) is not int or now < self._now):\n"
+         "                or not _INT_MIN <= token <= _INT_MAX or type(now) is not int or not self._now <= now <= _INT_MAX):\n"
          "            self._check_lease_call(task_id, token, now)\n",
          "        self._check_lease_call(task_id, token, now)\n"),
     )),

@@ -58,6 +58,7 @@ from fencepost.spec.checkers.check import (
     report_failure,
     variants_summary,
 )
+from fencepost.spec.checkers.capabilities import evidence
 from fencepost.spec.checkers.deadline import CallTimeout
 from fencepost.spec.checkers.realtime import REAL_EXAMPLES, REAL_STEPS, ticked, Timing
 from fencepost.spec.variants import DEFAULT, Variants
@@ -110,6 +111,8 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, v
     if args.coverage:
         print(result.coverage.report())
     print(result.capabilities.summary())
+    if (offered := evidence(result.capabilities)) is not None:
+        print(offered)
     if variants != DEFAULT:
         print(variants_summary(variants))
     if timing is not None:

@@ -13,6 +13,7 @@ leases never overlap, every task accounted for, linearizable.
 Examples:
   fencepost faults
   fencepost faults mypackage:scheduler_over --faults terminate,crash --times 5 --history-out h.jsonl
+  fencepost faults --clients 5 --times 8 --rounds 1500 --seed 34 --history-out chaos.jsonl
 
 FACTORY is MODULE:NAME, a callable taking a dsn and returning a scheduler over
 that server (default: fencepost's own PostgresScheduler).
@@ -60,6 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--times", type=positive_int, default=3, metavar="N", help="each fault this many times (default 3)")
     parser.add_argument("--clients", type=positive_int, default=3, metavar="N", help="client processes (default 3)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the workload and the fault order (default 0)")
+    parser.add_argument("--rounds", type=positive_int, default=None, metavar="N",
+                        help="rounds of 3 calls each client makes at least, faults or not (default: until the faults are over)")
     parser.add_argument("--history-out", metavar="FILE", default=None, help="write the recorded history (for fencepost linearize)")
 
 
@@ -73,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.history_out:
         check_output_path(args.history_out, "--history-out")
     try:
-        report = run_faults(factory, faults=args.faults, times=args.times, clients=args.clients, seed=args.seed)
+        report = run_faults(factory, faults=args.faults, times=args.times, clients=args.clients, seed=args.seed,
+                            min_rounds=args.rounds or 0)
     except ClusterUnavailable as exc:
         raise UsageError(str(exc)) from None
     except RuntimeError as exc:

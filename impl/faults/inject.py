@@ -12,7 +12,10 @@ history format: a call that returned is ``ok`` (its result, or
 that is not the protocol's ``ValueError``, since a scheduler under test may
 signal a lost answer its own way -- is ``info``: it may or may not have taken
 effect, and the client carries on (a lost lease is left to expire). Clients
-work in rounds separated by a barrier, so the history has quiescent points.
+work in rounds separated by a barrier, so the history has quiescent points,
+and stop together once the faults are over and ``CALM_ROUNDS`` more rounds
+are done, and not before ``min_rounds`` rounds: a run's size does not hang on
+how fast the machine happened to be while the faults were injected.
 
 Afterwards, from the history and a fresh scheduler's view of every task
 (``Report.checks``, each a name, whether it held, and a line of detail):
@@ -190,7 +193,7 @@ class _Client:
 
 
 def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: int, barrier, stop, decision, ready,
-                 out) -> None:
+                 out, min_rounds: int = 0) -> None:
     try:
         client = _Client(factory(dsn), f"c{index}", random.Random(f"{seed}:{index}"))
         client.register()
@@ -198,13 +201,16 @@ def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: i
         if index == 0:
             ready.set()  # every client has its scheduler: the faults may start
         rounds = 0
+        calm = 0  # rounds begun after the last fault was over (client 0 counts)
         while True:
+            faults_over = bool(stop.value)  # read before the round: the whole round ran after the faults
             for _ in range(OPS_PER_ROUND):
                 client.step()
             rounds += 1
             barrier.wait(BOUND)
             if index == 0:
-                decision.value = stop.value
+                calm += faults_over
+                decision.value = int(calm >= CALM_ROUNDS and rounds >= min_rounds)
             barrier.wait(BOUND)
             if decision.value:
                 break
@@ -220,13 +226,14 @@ def _client_main(factory: Callable[[str], object], dsn: str, index: int, seed: i
 
 def run_faults(factory: Callable[[str], object], *, faults: tuple[str, ...] = FAULTS, times: int = 3,
                clients: int = 3, seed: int = 0, cluster: Cluster | None = None,
-               max_states: int = MAX_STATES) -> Report:
+               max_states: int = MAX_STATES, min_rounds: int = 0) -> Report:
     """Run the workload under faults and check it (see the module docstring).
 
     ``factory(dsn)`` must return a scheduler over the server at ``dsn``;
     every client's scheduler must be the same scheduler (same storage), empty
     at the start. ``cluster``: one already made (it is left running), else one
-    is made and destroyed here.
+    is made and destroyed here. ``min_rounds``: rounds (``OPS_PER_ROUND``
+    steps each) every client makes at least, faults or not.
 
     Raises:
         ValueError: an unknown fault, or ``times``/``clients`` below 1.
@@ -243,7 +250,7 @@ def run_faults(factory: Callable[[str], object], *, faults: tuple[str, ...] = FA
     started = time.monotonic()
     try:
         before = dict(cluster.injected)
-        results = _drive(factory, cluster, faults, times, clients, seed)
+        results = _drive(factory, cluster, faults, times, clients, seed, min_rounds)
         injected = {f: cluster.injected[f] - before[f] for f in faults}
         events = [e for r in results for e in r["events"]]
         events.sort(key=lambda e: (e["time"], e["type"] != "invoke"))
@@ -256,14 +263,14 @@ def run_faults(factory: Callable[[str], object], *, faults: tuple[str, ...] = FA
     return report
 
 
-def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: int) -> list[dict]:
+def _drive(factory, cluster: Cluster, faults, times: int, clients: int, seed: int, min_rounds: int) -> list[dict]:
     ctx = multiprocessing.get_context("fork")  # any factory, importable or not, reaches the clients
     out = ctx.Queue()
     barrier = ctx.Barrier(clients)
     stop = ctx.Value("i", 0)
     decision = ctx.Value("i", 0)
     ready = ctx.Event()
-    procs = [ctx.Process(target=_client_main, args=(factory, cluster.dsn, i, seed, barrier, stop, decision, ready, out))
+    procs = [ctx.Process(target=_client_main, args=(factory, cluster.dsn, i, seed, barrier, stop, decision, ready, out, min_rounds))
              for i in range(clients)]
     for p in procs:
         p.start()

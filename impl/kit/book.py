@@ -43,6 +43,7 @@ from typing import TypeVar
 
 from fencepost.impl.kit.checks import (
     check_dispatch,
+    check_lease_end,
     check_min,
     check_new_worker,
     check_report,
@@ -139,6 +140,7 @@ class Book:
         check_report(task_id, token, now, issued=len(self._jobs), current=self._now, opaque=opaque)
         if duration is not None:
             check_min("duration", duration, 1)
+            check_lease_end(now, duration)
         return self._jobs[task_id - 1]
 
     def handed_out(self, token: Hashable, task_id: int) -> None:

@@ -7,21 +7,52 @@ exactly as it was. Every shipped scheduler and adapter calls these (through
 (The spec's model has its own copy of these rules on purpose: the contract
 must not share code with what it checks.)
 
-Each check is O(1) unless it says otherwise.
+Each check is O(1) unless it says otherwise. The values every argument may
+take are the contract's (``spec.protocol``: ``INT_MIN``/``INT_MAX`` for every
+int, ``text_problem`` for worker names and keys): a scheduler that stores
+ints or texts needs no range check of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping
 
-from fencepost.spec.protocol import BACKWARDS
+from fencepost.spec.protocol import BACKWARDS, INT_MAX, INT_MIN, WORKER_EXISTS, int_shown, text_problem
 
 
 def check_int(name: str, value: object) -> int:
-    """Return ``value`` if it is an ``int``; ``bool`` is refused."""
+    """Return ``value`` if it is an ``int`` from ``INT_MIN`` to ``INT_MAX`` (a signed 64-bit int); ``bool`` is refused."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int, not {type(value).__name__}: {value!r}")
+    if not INT_MIN <= value <= INT_MAX:
+        raise ValueError(f"{name} must be a signed 64-bit int, from {INT_MIN} to {INT_MAX}: {int_shown(value)}")
     return value
+
+
+def check_text(name: str, value: str) -> str:
+    """Return the str ``value`` if it may be a worker name or key: no ``FORBIDDEN_TEXT`` character,
+    at most ``MAX_TEXT_BYTES`` bytes of UTF-8 (``spec.protocol.text_problem``). O(len(value))."""
+    if problem := text_problem(value, name):
+        raise ValueError(problem)
+    return value
+
+
+def check_lease_end(now: int, duration: int) -> int:
+    """The end ``now + duration`` of a lease (``dispatch``, ``renew``), if it is not after ``INT_MAX``."""
+    if now + duration > INT_MAX:
+        raise ValueError(f"duration {duration} would end the lease at now + duration = {now + duration}, "
+                         f"after the latest time {INT_MAX}")
+    return now + duration
+
+
+def check_retry_time(now: int, retry_delay: int, attempts: int) -> int:
+    """The retry time ``now + retry_delay * 2 ** (attempts - 1)`` of an accepted ``fail``, if it is not after
+    ``INT_MAX``. A scheduler calls it before any change, for the fail that would be accepted and retry."""
+    due = now + retry_delay * 2 ** (attempts - 1)
+    if due > INT_MAX:
+        raise ValueError(f"now {now}: the retry time now + retry_delay * 2 ** (attempts - 1) = {int_shown(due)} "
+                         f"(retry_delay {retry_delay}, attempt {attempts}) is after the latest time {INT_MAX}")
+    return due
 
 
 def check_min(name: str, value: object, minimum: int) -> int:
@@ -76,10 +107,11 @@ def check_dispatch(worker: object, now: object, duration: object, *, current: in
                    fits: Callable[[str, int], int] | None = None) -> int | None:
     """``dispatch``'s (and ``dispatch_many``'s) argument checks, in the contract's order.
 
-    The order: ``worker`` a ``str``; known, when ``workers`` (name -> capacity)
-    is given; ``now`` a valid time (``check_time(current, now)``; with
+    The order: ``worker`` a ``str`` (and a valid text, ``check_text``, unless
+    known); known, when ``workers`` (name -> capacity) is given; ``now`` a valid time (``check_time(current, now)``; with
     ``fits``, also ``fits("now", now)``); ``duration`` an int >= 1 (with
-    ``fits``, also ``fits("duration", duration)``). ``workers=None`` is for a
+    ``fits``, also ``fits("duration", duration)``); the lease's end ``now +
+    duration`` not after ``INT_MAX`` (``check_lease_end``). ``workers=None`` is for a
     scheduler that keeps its workers elsewhere (a server) and refuses an
     unknown one itself; ``fits`` is a storage's range check, which raises
     ``ValueError`` for a value the storage cannot hold.
@@ -91,6 +123,8 @@ def check_dispatch(worker: object, now: object, duration: object, *, current: in
         ValueError: on the first bad argument, with the contract's words.
     """
     check_worker_name(worker)
+    if workers is None or worker not in workers:
+        check_text("worker", worker)  # known workers were checked when added
     if workers is not None and worker not in workers:
         raise unknown_worker(worker)
     check_time(current, now)
@@ -99,6 +133,7 @@ def check_dispatch(worker: object, now: object, duration: object, *, current: in
     check_min("duration", duration, 1)
     if fits is not None:
         fits("duration", duration)
+    check_lease_end(now, duration)
     return None if workers is None else workers[worker]
 
 
@@ -132,12 +167,13 @@ def not_offered(name: str, value: object, queue: str, why: str = "") -> ValueErr
 
 
 def check_new_worker(worker: object, capacity: object, existing: Container[str]) -> None:
-    """``add_worker``'s rules: a non-empty str name not in ``existing``, capacity >= 1."""
+    """``add_worker``'s rules: a non-empty str name (``check_text``) not in ``existing``, capacity >= 1."""
     if not isinstance(worker, str) or not worker:
         raise ValueError(f"worker must be a non-empty str: {worker!r}")
+    check_text("worker", worker)
     check_min("capacity", capacity, 1)
     if worker in existing:
-        raise ValueError(f"worker {worker!r} already exists")
+        raise ValueError(f"worker {worker!r} {WORKER_EXISTS}")
 
 
 def check_submit(priority: object, due_at: object, max_attempts: object, retry_delay: object) -> None:
@@ -151,10 +187,10 @@ def check_submit(priority: object, due_at: object, max_attempts: object, retry_d
 
 
 def check_key(key: object) -> str | None:
-    """An idempotency key: None or a non-empty ``str``."""
+    """An idempotency key: None or a non-empty ``str`` (``check_text``)."""
     if key is not None and (not isinstance(key, str) or not key):
         raise ValueError(f"key must be None or a non-empty str, not {type(key).__name__}: {key!r}")
-    return key
+    return key if key is None else check_text("key", key)
 
 
 #: The ``submit`` arguments a key is bound to, in the order ``keyed_task`` compares them.

@@ -36,6 +36,7 @@ DESCRIPTIONS: dict[str, str] = {
     "dispatch_many_over_capacity": "dispatch_many checks the worker's room once per batch, so a batch overfills the worker",
     "dispatch_many_twice": "dispatch_many wraps around its candidate snapshot and hands a task out twice in one batch",
     "complete_many_trusts_batch": "complete_many accepts a stale token once an earlier report in the batch was accepted",
+    "narrow_ints": "ints are kept as doubles, so an int argument of 2**53 or more is refused where the contract allows 2**63 - 1",
 }
 
 #: Mutants whose bug is in a batch operation: only a check that drives batches (capability

@@ -43,7 +43,7 @@ import psycopg
 from psycopg import sql
 
 from fencepost.impl.postgres.scheduler import check_schema, ensure_schema, open_connection, redacted
-from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout
+from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, OutlastsOutages, Reconnect, Session, check_call_timeout
 
 #: The payload table and the lookup index, created if missing (``{0}`` is the quoted schema).
 #: The index on the scheduler's ``keys(task_id)`` makes "which key made task N" O(log T);
@@ -100,7 +100,7 @@ def _payload(function: str, data: dict, attempts: int | None) -> Payload:
     return Payload(function, list(data.get("args", [])), dict(data.get("kwargs", {})), attempts or 0)
 
 
-class PostgresPayloads:
+class PostgresPayloads(OutlastsOutages):
     """The payload side table of one schema, for runners sharing that schema.
 
     Args:

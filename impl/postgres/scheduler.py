@@ -42,8 +42,9 @@ Limits: times, priorities, durations and the other int arguments are stored
 as 64-bit integers; a value outside that range is refused with ``ValueError``.
 Faults of the server (``impl/postgres/session.py``, docs/faults.md): a lost
 connection is replaced, with jittered backoff and a bounded number of tries
-(``reconnect``); a call that gets no answer within ``call_timeout`` seconds
-has its connection cut. A call whose answer was lost after it was sent is run
+(``reconnect``), or, given a ``Patience`` (``outlast``; a ``Runner`` gives one),
+for as long as the outage lasts; a call that gets no answer within
+``call_timeout`` seconds has its connection cut. A call whose answer was lost after it was sent is run
 again when that is safe under the contract (reads, ``advance``, ``submit``
 with a key) and otherwise raises ``OutcomeUnknown`` (``spec.protocol``): its
 outcome is unknown, and the caller decides (docs/faults.md says how).
@@ -68,9 +69,17 @@ from psycopg import sql
 
 from fencepost.impl import kit as v
 from fencepost.impl.postgres.forks import INHERITED, inherited
-from fencepost.impl.postgres.session import DEFAULT_CALL_TIMEOUT, Effect, Reconnect, Session, check_call_timeout, looks_dead
-from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, schema_ddl
-from fencepost.spec.protocol import Lease, Outcome, Status, TaskView
+from fencepost.impl.postgres.session import (
+    DEFAULT_CALL_TIMEOUT,
+    Effect,
+    OutlastsOutages,
+    Reconnect,
+    Session,
+    check_call_timeout,
+    looks_dead,
+)
+from fencepost.impl.postgres.sql import INVALID_ARGUMENT_STATE, SCHEMA_VERSION, UPGRADES, schema_ddl
+from fencepost.spec.protocol import INT_MAX, INT_MIN, Lease, Outcome, Status, TaskView
 
 #: The environment variable naming the server that ``temporary()`` and the tests use.
 DSN_VARIABLE = "FENCEPOST_PG_DSN"
@@ -83,7 +92,7 @@ SCHEMA_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 RESERVED_SCHEMA = re.compile(r"pg_.*|information_schema")
 
 #: The range a value must lie in to be stored (PostgreSQL ``bigint``).
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = INT_MIN, INT_MAX  # the contract's range: kit.check_int refuses any other int before a call gets here
 
 #: SQLSTATE of PostgreSQL's "bigint out of range" (e.g. ``now + duration`` overflowing).
 _OUT_OF_RANGE_STATE = "22003"
@@ -207,7 +216,8 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
     """Create ``schema``'s tables and functions unless they exist (safe to race: one advisory lock).
 
     Raises:
-        RuntimeError: the schema holds fencepost tables of another version, or
+        RuntimeError: the schema holds fencepost tables of another version (but one of ``sql.UPGRADES``,
+            which are upgraded in place), or
             tables (views, sequences) fencepost did not create: named, and nothing is changed.
     """
     quoted = sql.Identifier(schema).as_string(conn)
@@ -221,6 +231,9 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
         if row[0] and row[1]:
             version = conn.execute(sql.SQL("SELECT version FROM {}.meta").format(sql.Identifier(schema))).fetchone()
             if version and version[0] == SCHEMA_VERSION:
+                return
+            if version and version[0] in UPGRADES:
+                conn.execute(UPGRADES[version[0]].format(s=quoted).encode())
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]
@@ -250,7 +263,7 @@ def lock_key(schema: str) -> int:
     return int.from_bytes(hashlib.sha256(f"fencepost-locks:{schema}".encode()).digest()[:4], "big", signed=True)
 
 
-class PostgresScheduler:
+class PostgresScheduler(OutlastsOutages):
     """The fencepost protocol over one PostgreSQL schema, safe to share between processes.
 
     Args:
@@ -375,8 +388,6 @@ class PostgresScheduler:
         if task_id < 1:
             # ids start at 1: unknown without asking the server
             raise ValueError(f"task_id {task_id!r} is unknown: ids start at 1")
-        if task_id > INT64_MAX:
-            task_id = 0  # no such id: reported as unknown below
         row = self._run("task", (task_id,), _one, Effect.READ, {"task_id": task_id})
         issued, found = row[0], row[1]
         if found is None:
@@ -456,7 +467,8 @@ class PostgresScheduler:
     def renew(self, task_id: int, token: int, now: int, duration: int) -> Outcome:
         """Set the current lease's end to ``now + duration``; refused after a cancel request."""
         args = (self._task_id(task_id), self._token(token), self._time(now))
-        _fits("duration", v.check_min("duration", duration, 1))
+        v.check_min("duration", duration, 1)
+        v.check_lease_end(now, duration)
         return self._outcome("renew", (*args, duration), dict(task_id=task_id, token=token, now=now, duration=duration))
 
     def prune(self, before: int, now: int) -> int:
@@ -605,8 +617,9 @@ class PostgresScheduler:
         except psycopg.Error as exc:
             if exc.sqlstate == INVALID_ARGUMENT_STATE:
                 raise ValueError(exc.diag.message_primary) from None
-            if exc.sqlstate == _OUT_OF_RANGE_STATE:
-                raise ValueError(f"{op}: a value would leave the signed 64-bit range the scheduler stores: {args!r}") from None
+            if exc.sqlstate == _OUT_OF_RANGE_STATE:  # every argument is in range: only a retry time can leave it
+                raise ValueError(f"{op}: the retry time now + retry_delay * 2 ** (attempts - 1) would be after the "
+                                 f"latest time {INT_MAX}: {args!r}") from None
             raise
 
 
@@ -668,7 +681,7 @@ _QUERIES = {
 # ---------------------------------------------------------------- the shared clock
 
 
-class DatabaseClock:
+class DatabaseClock(OutlastsOutages):
     """One clock for every client of a schema, read from the database server.
 
     ``now`` is the number of ``tick_ns`` ticks since the schema was created,

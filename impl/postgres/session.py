@@ -23,6 +23,16 @@ granted):
   ``Reconnect.attempts`` times; then the call gives up with one line naming the
   dsn (password hidden): ``psycopg.OperationalError`` for a call that changed
   nothing for certain, ``OutcomeUnknown`` for one that may have.
+* With a ``Patience`` (``Session.patience``; a ``Runner`` gives one to the
+  scheduler, payload store and clock it works through), reconnecting has no
+  count: the same capped backoff goes on until the server is back, until
+  ``Patience.limit`` seconds have passed (then the one-line error above, saying
+  how long it waited), or until ``Patience.stopping`` is set (``StoppedWaiting``).
+  Meanwhile ``Session.outage`` says what it waits for, and the log (logger
+  ``fencepost.impl.postgres.session``) says "waiting for the database" once
+  the first try failed, again every ``OUTAGE_LOG_EVERY`` seconds, and "the
+  database is back" when a try succeeds: an outage of any length is ridden
+  through by a process that has somewhere to wait.
 * A call that has not answered after ``call_timeout`` seconds has its
   connection cut from a watchdog thread (the socket shut down, which wakes the
   waiting client at once); it is then a lost answer as above. The server's
@@ -34,6 +44,7 @@ The object is not dead after giving up: the next call tries to reconnect again.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import select
@@ -46,6 +57,7 @@ from enum import Enum
 
 import psycopg
 
+from fencepost.impl.kit.outages import Patience, WaitStopped
 from fencepost.spec.protocol import OutcomeUnknown
 
 
@@ -88,13 +100,41 @@ class Reconnect:
             raise ValueError(f"reconnect connect_timeout must be an int >= 2 (seconds, libpq's minimum): {self.connect_timeout!r}")
 
     def delay(self, attempt: int, rng: random.Random) -> float:
-        """Seconds to wait before reconnect try ``attempt`` (0-based): equal jitter."""
-        cap = min(self.max_delay, self.first_delay * 2**attempt)
+        """Seconds to wait before reconnect try ``attempt`` (0-based, any size): equal jitter."""
+        cap = min(self.max_delay, self.first_delay * 2.0 ** min(attempt, _DOUBLINGS))
         return rng.uniform(cap / 2, cap)
 
 
 #: A policy that never reconnects.
 NO_RECONNECT = Reconnect(attempts=0)
+
+#: Doublings of the first delay past which ``Reconnect.delay`` stops growing it: the cap has been
+#: reached long before, and an unbounded try count must not overflow a float.
+_DOUBLINGS = 64
+
+#: Real seconds between the log's "still waiting for the database" lines during one outage.
+OUTAGE_LOG_EVERY = 30.0
+
+_log = logging.getLogger(__name__)
+
+
+class StoppedWaiting(psycopg.OperationalError, WaitStopped):
+    """A call waiting for its database through an outage was told to stop (``Patience.stopping``)."""
+
+
+@dataclass
+class Outage:
+    """What a session waiting for its database waits for: ``where``, since when, tries so far, the last error."""
+
+    where: str
+    since: float  # time.monotonic() when the connection was found lost
+    tries: int = 0
+    last: str = ""
+
+    def describe(self) -> str:
+        """One line: ``waiting for the database: <where> unreachable for 12.3 s (14 tries so far; last: ...)``."""
+        return (f"waiting for the database: {self.where} unreachable for {time.monotonic() - self.since:.1f} s "
+                f"({self.tries} {'try' if self.tries == 1 else 'tries'} so far; last: {self.last})")
 
 #: Seconds a call may wait for its answer by default before its connection is cut (None: no bound).
 DEFAULT_CALL_TIMEOUT = 30.0
@@ -232,6 +272,8 @@ class Session:
         self.call_timeout = call_timeout
         self._rng = random.Random()
         self.reconnects = 0  # connections replaced so far (for tests and reports)
+        self.patience: Patience | None = None  # set: reconnecting has no count (see the module docstring)
+        self.outage: Outage | None = None  # while replace() has failed at least once and still tries
         self.conn = conn if conn is not None else self._new()
 
     def _new(self) -> psycopg.Connection:
@@ -246,31 +288,67 @@ class Session:
         return conn
 
     def replace(self, why: str) -> None:
-        """Close the connection and make a new one, with backoff; one-line OperationalError on giving up."""
+        """Close the connection and make a new one, with backoff; one-line OperationalError on giving up.
+
+        Without ``patience``, at most ``reconnect.attempts`` tries; with it, as
+        many as its ``limit`` allows (``StoppedWaiting`` when it is told to stop).
+        """
         old, self.conn = self.conn, None
         if old is not None:
             try:
                 old.close()
             except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
                 pass
-        started = time.monotonic()
-        last = ""
-        for attempt in range(self.reconnect.attempts):
-            time.sleep(self.reconnect.delay(attempt, self._rng))
-            try:
-                self.conn = self._new()
-            except (psycopg.Error, OSError) as exc:
-                last = _first_line(exc)  # open_connection's own line already names the dsn, password hidden
-                continue
-            self.reconnects += 1
-            return
         if self.reconnect.attempts == 0:
             raise psycopg.OperationalError(f"lost the connection to {self.where} ({why}) and reconnecting is off")
+        patience = self.patience
+        started = time.monotonic()
+        outage = Outage(self.where, started)
+        logged = 0.0  # when the log last said we wait (0: not yet)
+        try:
+            while patience is not None or outage.tries < self.reconnect.attempts:
+                delay = self.reconnect.delay(outage.tries, self._rng)
+                if patience is None:
+                    time.sleep(delay)
+                else:
+                    if patience.limit is not None:
+                        left = patience.limit - (time.monotonic() - started)
+                        if left <= 0:
+                            break
+                        delay = min(delay, left)
+                    if patience.stopping.wait(delay):
+                        raise StoppedWaiting(f"stopped waiting for {self.where} after {time.monotonic() - started:.1f} s: "
+                                             f"told to stop (the connection was lost: {why})")
+                try:
+                    self.conn = self._new()
+                except (psycopg.Error, OSError) as exc:
+                    outage.tries += 1
+                    outage.last = _first_line(exc)  # open_connection's own line already names the dsn, password hidden
+                    if patience is not None:
+                        self.outage = outage
+                        if time.monotonic() - logged >= OUTAGE_LOG_EVERY:
+                            logged = time.monotonic()
+                            _log.warning("%s (still trying, every %g s at most%s)", outage.describe(),
+                                         self.reconnect.max_delay,
+                                         "" if patience.limit is None else f", for {patience.limit} s in all")
+                    continue
+                self.reconnects += 1
+                if logged:
+                    _log.warning("the database is back: %s reconnected after %d tries in %.1f s",
+                                 self.where, outage.tries + 1, time.monotonic() - started)
+                return
+        finally:
+            self.outage = None
+        last = outage.last
         if self.where not in last:
             last = f"cannot connect to {self.where}: {last}"
+        waited = time.monotonic() - started
+        if patience is not None:
+            raise psycopg.OperationalError(f"{last}: gave up waiting for the database after {outage.tries} tries in "
+                                           f"{waited:.1f} s, its outage limit being {patience.limit} s (the connection was lost: {why})")
         raise psycopg.OperationalError(
             f"{last}: gave up reconnecting after {self.reconnect.attempts} tries "
-            f"in {time.monotonic() - started:.1f} s (the connection was lost: {why})"
+            f"in {waited:.1f} s (the connection was lost: {why})"
         )
 
     def run(self, query: str | bytes, args: tuple | None, fetch: Callable[[psycopg.Cursor], object],
@@ -293,7 +371,9 @@ class Session:
         if self.closed:
             raise psycopg.OperationalError("the connection is closed")
         sent = False  # a statement that may have changed something was sent and its answer lost
-        losses = 0  # answers lost so far; a statement is asked again at most reconnect.attempts times
+        # answers lost so far; a statement is asked again at most reconnect.attempts times, or, with
+        # patience, for as long as reconnecting goes on (each loss waits for a new connection first)
+        losses = 0
         while True:
             if self.conn is None or looks_dead(self.conn):
                 try:
@@ -321,7 +401,7 @@ class Session:
                     raise OutcomeUnknown(op, call_args, why) from None
                 sent = sent or effect is Effect.REPEATABLE
                 losses += 1
-                if losses > self.reconnect.attempts:
+                if losses > self.reconnect.attempts and (self.patience is None or self.reconnect.attempts == 0):
                     said = ("reconnecting is off" if self.reconnect.attempts == 0
                             else f"gave up after {losses} lost answers in a row")
                     if sent:
@@ -344,6 +424,29 @@ class Session:
         self.closed = True
         if self.conn is not None:
             _close_quietly(self.conn)
+
+
+class OutlastsOutages:
+    """``outlast`` and ``outage`` for an object that makes its calls through one ``Session`` (its ``_session``).
+
+    A ``Runner`` calls them on its scheduler, payload store and clock when they offer them.
+    """
+
+    _session: Session
+
+    def outlast(self, patience: Patience | None) -> None:
+        """Wait for the database through an outage as ``patience`` says; None: count reconnect tries again."""
+        if patience is not None and not isinstance(patience, Patience):
+            raise ValueError(f"patience must be None or a fencepost.impl.kit.outages.Patience: {patience!r}")
+        self._session.patience = patience
+
+    def outage(self) -> str | None:
+        """One line saying what a call is waiting for while the database is unreachable, else None.
+
+        Takes no lock: it answers while a call waits (``Outage.describe``).
+        """
+        outage = self._session.outage
+        return None if outage is None else outage.describe()
 
 
 def _lost(conn: psycopg.Connection, exc: Exception) -> bool:

@@ -43,7 +43,21 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 4  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence
+SCHEMA_VERSION = 5  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
+# 5: worker names and keys unique through hash indexes, so any the contract allows is stored
+
+#: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
+#: version -> the statements. Version 4's names and keys were btree primary keys, whose entries hold
+#: at most 2,704 bytes; version 5 makes them unique through hash indexes.
+UPGRADES = {
+    4: """
+ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
+ALTER TABLE {s}.keys DROP CONSTRAINT keys_pkey, ADD EXCLUDE USING hash (key WITH =);
+DROP INDEX {s}.tasks_by_worker;
+CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
+UPDATE {s}.meta SET version = 5;
+""",
+}
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
 CLOCK_LOCK = 1
@@ -67,9 +81,12 @@ CREATE TABLE IF NOT EXISTS {s}.issued (
 INSERT INTO {s}.issued DEFAULT VALUES ON CONFLICT DO NOTHING;
 -- the sequence the deliberately broken writers of impl/postgres/broken.py take tokens from
 CREATE SEQUENCE IF NOT EXISTS {s}.tokens AS bigint MINVALUE 1;
+-- Worker names and keys are unique through hash indexes (EXCLUDE USING hash ... WITH =), not
+-- btrees: a btree entry holds at most 2,704 bytes, a name or key may have MAX_TEXT_BYTES (8,192).
 CREATE TABLE IF NOT EXISTS {s}.workers (
-    name        text PRIMARY KEY,
-    capacity    bigint NOT NULL CHECK (capacity >= 1)
+    name        text NOT NULL,
+    capacity    bigint NOT NULL CHECK (capacity >= 1),
+    EXCLUDE USING hash (name WITH =)
 );
 CREATE TABLE IF NOT EXISTS {s}.tasks (
     id              bigint PRIMARY KEY,
@@ -96,16 +113,17 @@ CREATE INDEX IF NOT EXISTS tasks_ready ON {s}.tasks (priority DESC, due_at, id)
     WHERE status IN ('pending', 'retry_wait');
 -- the expiry sweep and each worker's load
 CREATE INDEX IF NOT EXISTS tasks_running ON {s}.tasks (expires_at) WHERE status = 'running';
-CREATE INDEX IF NOT EXISTS tasks_by_worker ON {s}.tasks (worker) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
 -- what prune forgets: final tasks by the time they ended
 CREATE INDEX IF NOT EXISTS tasks_ended ON {s}.tasks (ended_at) WHERE status IN ('succeeded', 'failed', 'cancelled');
 CREATE TABLE IF NOT EXISTS {s}.keys (
-    key             text PRIMARY KEY,          -- remembered until prune forgets its task
+    key             text NOT NULL,             -- remembered until prune forgets its task
     task_id         bigint NOT NULL,
     priority        bigint NOT NULL,           -- the other arguments exactly as given:
     due_at          bigint,                    --   NULL when due_at was not given
     max_attempts    bigint,
-    retry_delay     bigint NOT NULL
+    retry_delay     bigint NOT NULL,
+    EXCLUDE USING hash (key WITH =)
 );
 -- prune deletes a forgotten task's key by its task
 CREATE INDEX IF NOT EXISTS keys_by_task ON {s}.keys (task_id);
@@ -310,7 +328,7 @@ BEGIN
     END IF;
 END $$;
 
--- Untimed; needs no lock of its own: the name's primary key decides a race between two adds.
+-- Untimed; needs no lock of its own: the names' unique index decides a race between two adds.
 CREATE OR REPLACE FUNCTION {s}.fp_add_worker(p_worker text, p_capacity bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN

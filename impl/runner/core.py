@@ -17,7 +17,7 @@ on the runner, and other threads may do so while user work is blocked. A
 runner on the scheduler it made itself (that scheduler's only client) queues
 its submits without the lock, and whoever takes it next makes them first
 (``submits.py``, ``_drain``). A slot takes the lock back after user work by trying it and yielding the GIL
-between tries (``_relock``): a thread blocked on a lock costs every release
+between tries (``wakeups.relock``): a thread blocked on a lock costs every release
 of it a system call.
 
 What a lease guarantees, and what it does not:
@@ -108,10 +108,11 @@ from fencepost.impl.runner.retention import Retention
 from fencepost.impl.runner.shared import mode_for
 from fencepost.impl.runner.submits import SubmitQueue
 from fencepost.impl.runner.trace import Trace
-from fencepost.impl.runner.wakeups import Signal
+from fencepost.impl.runner.waiting import Outlasting, RunnerStatus
+from fencepost.impl.runner.wakeups import Signal, relock
 from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, TaskView, offers_batches, says_backwards
 
-__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "SchedulerClock", "TaskContext"]
+__all__ = ["Cancelled", "ManualClock", "MonotonicClock", "Runner", "RunnerStatus", "SchedulerClock", "TaskContext"]
 
 #: The isolations a runner offers: user work in a pool thread, or in a child process per attempt.
 ISOLATIONS = tuple(MODES)
@@ -121,10 +122,6 @@ STOP_TIMEOUT = 60.0
 
 #: Ticks a final task's record is kept by default: ten minutes of ``MonotonicClock``'s milliseconds.
 DEFAULT_RETENTION = 600_000
-
-#: Tries a slot makes to take the lock back after user work, yielding the GIL between them, before
-#: it blocks on the lock (``Runner._relock``).
-RELOCK_TRIES = 20
 
 #: Real seconds a pooled runner's report waits, at most, for the reports of the attempts its claim
 #: leased together with it, so that they go in one call (``Runner(batch_wait=...)``).
@@ -187,6 +184,9 @@ class Runner:
             ``DEFAULT_BATCH_WAIT``); never more than half of what is left of its
             lease. 0: reports never wait (they still go together when they
             queue while the lock is held).
+        outage_limit: real seconds the runner waits, from ``start`` on, for an
+            unreachable database before it stops with the error (None, the
+            default: as long as it runs); see ``impl.runner.waiting``.
 
     Raises:
         ValueError: a bad argument, named with its value and the rule; for a
@@ -209,6 +209,7 @@ class Runner:
         trace: bool = False,
         batch: int | None = None,
         batch_wait: float = DEFAULT_BATCH_WAIT,
+        outage_limit: float | None = None,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
@@ -241,6 +242,8 @@ class Runner:
 
             scheduler = Scheduler()
         mode.bind(clock, scheduler)
+        # What the runner waits through an outage with (the scheduler's, the payloads', the clock's waits)
+        self._outlasting = Outlasting(outage_limit, scheduler, payloads, clock)
         self._clock = clock
         self._lease = lease
         self._scheduler = scheduler
@@ -257,6 +260,7 @@ class Runner:
         self._work = Signal(self._lock)
         self._expiry = Expiry(self._lock)  # the soonest lease end, and the expiry thread's wake-up
         prefix = '' if name is None else name + '-'
+        self._prefix = prefix  # of its slots' names, and of its threads' (fencepost-runner-NAME-w1, ...-expiry)
         self._slots = tuple(f"{prefix}{SLOT_PREFIX}{n}" for n in range(1, workers + 1))
         # How many leases one claim takes and reports one call makes (at most one per slot). Above 1, on a
         # scheduler with the batch operations, the slots share one worker and claim and report for each
@@ -302,8 +306,9 @@ class Runner:
             if self._started:
                 raise RuntimeError("the runner is already started (a runner starts once)")
             self._started = True
+        self._outlasting.begin()
         self._clock.subscribe(self._on_clock)
-        names = [f"fencepost-runner-{slot}" for slot in self._slots] + ["fencepost-runner-expiry"]
+        names = [f"fencepost-runner-{slot}" for slot in self._slots] + [f"fencepost-runner-{self._prefix}expiry"]
         pool = self._pool
         loop = self._slot_loop if pool is None else lambda slot: pool.slot_loop(self, slot)
         targets = [lambda s=slot: loop(s) for slot in self._slots] + [lambda: self._expiry.loop(self)]
@@ -324,6 +329,8 @@ class Runner:
         try:
             target()
         except BaseException as exc:  # noqa: BLE001 - re-raised to the caller by _check_broken
+            if self._outlasting.ended_by_stop(exc):
+                return  # stop() ended its wait for the database: the thread ends as stop() asked
             with self._lock:
                 if self._broken is None:
                     self._broken = (name, exc)
@@ -346,10 +353,15 @@ class Runner:
         database for the other runners). Calling it again, or before
         ``start``, is harmless.
 
+        A call waiting for the database through an outage stops waiting at
+        once (its report is not made: the task's lease expires in the
+        scheduler, as a lost worker's does).
+
         Raises:
             TimeoutError: some user function was still running after ``timeout`` real seconds.
             RuntimeError: a pool thread had raised and stopped the runner (once stopped, says why).
         """
+        self._outlasting.interrupt()  # first: a thread waiting for the database holds the lock
         with self._lock:
             self._stopping = True
             self._drain()  # the tasks stay pending in the scheduler, as a locked submit leaves them
@@ -361,8 +373,15 @@ class Runner:
             thread.join(timeout)
             if thread.is_alive():
                 raise TimeoutError(f"stop: {thread.name} still runs user work after {timeout} s")
+        self._outlasting.end()
         with self._lock:
             self._check_broken()
+
+    def status(self) -> RunnerStatus:
+        """What the runner is doing, without taking its lock: ``impl.runner.waiting.RunnerStatus``."""
+        life = "broken" if self._broken is not None else "not started" if not self._started else \
+            ("stopping" if any(t.is_alive() for t in self._threads) else "stopped") if self._stopping else "running"
+        return self._outlasting.status(life, len(self._running))
 
     # ------------------------------------------------------------ the public calls
 
@@ -710,7 +729,21 @@ class Runner:
         hints = idle.hints
         if hints and hints[0] <= now:
             idle.past_due(now)
-        return self._begin(slot, lease)
+        # ``_begin``, without its frame: this is every single-call lease's way (the default runner's)
+        task = self._tasks.get(lease.task_id)
+        new = task is None
+        if new:
+            task = self._tasks[lease.task_id] = TaskRecord(None)  # another client submitted it
+            self._retention.held(lease.task_id)
+        task.status = _RUNNING
+        task.attempts += 1
+        self._mode.claim(lease.task_id, task, new)
+        attempt = Attempt(lease.task_id, lease.token, task.attempts, slot, lease.expires_at, task)
+        self._running[slot] = attempt
+        expiry = self._expiry
+        if lease.expires_at < expiry.soonest or lease.expires_at < expiry.wakes_at:
+            expiry.leased(lease.expires_at)
+        return attempt
 
     def _begin(self, slot: str, lease: object) -> Attempt:
         """Under the lock: ``slot``'s attempt at the task ``lease`` leased, in the records and ``_running``."""
@@ -735,26 +768,7 @@ class Runner:
         try:
             return self._execute(attempt)
         finally:
-            self._relock()
-
-    def _relock(self) -> None:
-        """Take the lock back after user work: try, and while another thread holds it, yield the GIL.
-
-        A thread blocked on the lock makes every release of it wake that thread
-        (a system call), which then mostly finds the lock taken again: with
-        no-op work, slots queued for the lock that way cost several calls per
-        task. Held by a thread that runs Python, the lock is free again once
-        that thread has had the GIL for a moment, so a slot yields the GIL
-        (``time.sleep(0)``) and tries again, and blocks only after
-        ``RELOCK_TRIES`` tries (the holder waits on something else: a
-        scheduler over a network, say).
-        """
-        lock = self._lock
-        for _ in range(RELOCK_TRIES):
-            if lock.acquire(False):
-                return
-            time.sleep(0)  # releases the GIL: the holder runs, and may release the lock meanwhile
-        lock.acquire()
+            relock(self._lock)
 
     def _execute(self, attempt: Attempt) -> tuple[str, object]:
         """Run one attempt (no lock held): ``("ok", value)``, ``("error", exc)`` or ``("killed", why)``."""
@@ -776,7 +790,21 @@ class Runner:
                 if kind == "killed" and not attempt.cancel_requested:
                     return  # terminated because its lease expired: the scheduler already took the task back
                 op = "complete" if kind == "ok" else "fail"
-                answer, now = unknown.report(self, op, attempt)
+                try:  # the first try of _report's, without its frame (nor, with no trace, _timed_call's dict)
+                    if self._trace is None:
+                        now = self._clock.now
+                        report = self._scheduler.complete if kind == "ok" else self._scheduler.fail
+                        try:
+                            answer = report(task_id=attempt.task_id, token=attempt.token, now=now)
+                        except ValueError as exc:
+                            answer, now = self._timed_retry(
+                                op, {"task_id": attempt.task_id, "token": attempt.token, "now": now}, exc)
+                        else:
+                            self._timed_done(now)
+                    else:
+                        answer, now = self._timed_call(op, {"task_id": attempt.task_id, "token": attempt.token, "now": None})
+                except OutcomeUnknown:
+                    answer, now = unknown.report(self, op, attempt, lost=True)
             if answer.accepted:
                 task = attempt.record
                 if kind == "ok":

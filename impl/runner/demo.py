@@ -145,7 +145,7 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
             raise RuntimeError(f"the demo's tasks were not all final after {MAX_STEPS} clock steps")
     runner.save_trace(
         out,
-        title=f"Demo: {workers} workers, {runner.submitted()} tasks, seed {seed}",
+        title=_title(workers, tasks, runner.submitted() - tasks, seed),
         description=(
             "# A runner's real run\n\n"
             f"`fencepost demo --workers {workers} --tasks {tasks} --seed {seed}`: real threads, a manual clock "
@@ -157,3 +157,10 @@ def run_demo(workers: int, tasks: int, seed: int, out: Path) -> Runner:
         ),
     )
     return runner
+
+
+def _title(workers: int, tasks: int, children: int, seed: int) -> str:
+    """The trace's title: ``--tasks``'s count as the user typed it, and the tasks a task submitted
+    beside it, so 16 typed is never 17 shown without a word."""
+    child = "" if not children else f" + {children} submitted by a task"
+    return f"Demo: {workers} workers, {tasks} tasks{child}, seed {seed}"

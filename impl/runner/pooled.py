@@ -25,6 +25,7 @@ import time
 from fencepost.impl.runner import unknown
 from fencepost.impl.runner.attempts import ASK_AGAIN, Attempt, Cohort, InCohort
 from fencepost.impl.runner.reports import ReportQueue, grouped
+from fencepost.impl.runner.wakeups import relock
 from fencepost.spec.protocol import OutcomeUnknown, offers_batches, offers_restart
 
 
@@ -84,7 +85,7 @@ class Pool:
                 try:
                     queued = self.reports.queue(attempt, runner._execute(attempt))  # the next lock holder may make it
                 finally:
-                    runner._relock()
+                    relock(lock)
                 if not queued.taken:  # not taken by another slot's flush meanwhile: this one makes it
                     self.flush(runner)
 

@@ -22,7 +22,7 @@ in ``shared.py`` are); none keeps state of its own.
 from __future__ import annotations
 
 from fencepost.impl.runner.attempts import ASK_AGAIN, Attempt
-from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status
+from fencepost.spec.protocol import Outcome, OutcomeUnknown, Status, says_worker_exists
 
 #: Times a call whose answer was lost is made again after reading says it did not take effect.
 UNKNOWN_RETRIES = 10
@@ -52,7 +52,7 @@ def add_worker(runner: object, worker: str, capacity: int, named: bool) -> None:
                 raise
             continue  # made again: a duplicate then means the lost one took effect
         except ValueError as exc:
-            if (not named and not lost) or "already exists" not in str(exc):
+            if (not named and not lost) or not says_worker_exists(exc):
                 raise
         return
 

@@ -1,8 +1,33 @@
-"""The runner's condition variables: who waits for what, each woken only when it may concern them."""
+"""The runner's lock, taken back after user work, and its condition variables: who waits for what,
+each woken only when it may concern them."""
 
 from __future__ import annotations
 
 import threading
+import time
+
+#: Tries a slot makes to take the lock back after user work, yielding the GIL between them, before
+#: it blocks on the lock (``relock``).
+RELOCK_TRIES = 20
+
+
+def relock(lock: threading.Lock) -> None:
+    """Take ``lock`` back after user work: try, and while another thread holds it, yield the GIL.
+
+    A thread blocked on the lock makes every release of it wake that thread
+    (a system call), which then mostly finds the lock taken again: with
+    no-op work, slots queued for the lock that way cost several calls per
+    task. Held by a thread that runs Python, the lock is free again once
+    that thread has had the GIL for a moment, so a slot yields the GIL
+    (``time.sleep(0)``) and tries again, and blocks only after
+    ``RELOCK_TRIES`` tries (the holder waits on something else: a
+    scheduler over a network, say).
+    """
+    for _ in range(RELOCK_TRIES):
+        if lock.acquire(False):
+            return
+        time.sleep(0)  # releases the GIL: the holder runs, and may release the lock meanwhile
+    lock.acquire()
 
 
 class Signal(threading.Condition):

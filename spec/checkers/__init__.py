@@ -8,7 +8,8 @@ Driving a scheduler beside the model:
   refuses; ``renaming`` tokens up to renaming (``tokens=opaque``); ``capabilities``
   which optional parts a scheduler offers; ``coverage`` the outcomes and boundaries a
   check must reach; ``deadline`` the deadline on every call (a hang is a finding).
-* ``check``: runs the machine (``fencepost check``); ``minimize`` shrinks what it finds,
+* ``check``: runs the machine (``fencepost check``), then ``boundaries``, fixed probes of the
+  ends of every value's range (the largest valid, the smallest invalid); ``minimize`` shrinks what it finds,
   ``canonical`` makes the shrunk counterexample as short and batch-free as the bug allows,
   and ``why`` says which rule it breaks, with the values that break it.
 * ``realtime``: the same on the wall clock, for queues whose clock cannot be set.

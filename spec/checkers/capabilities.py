@@ -65,6 +65,24 @@ class Capabilities:
         return text
 
 
+#: What a scheduler shows to be checked for each capability: the line after the summary says it,
+#: so a user who copied ``submit(..., key=None)`` learns why keys are checked and how not to be.
+EVIDENCE = {
+    KEYS: "submit takes a key keyword",
+    RESTART: "it has reopen()",
+    PRUNE: "it has prune()",
+    BATCH: "it has submit_many, dispatch_many, complete_many and fail_many",
+}
+
+
+def evidence(capabilities: Capabilities) -> str | None:
+    """One line saying why each found capability is checked and how to leave it out; None if none was found."""
+    if not capabilities.found:
+        return None
+    reasons = "; ".join(f"{name}: {EVIDENCE[name]}" for name in capabilities.found)
+    return f"checked because offered ({reasons}); a scheduler leaves one out by not offering it (docs/contract.md: optional capabilities)"
+
+
 #: What ``detect`` assumes of a scheduler it cannot inspect: nothing optional.
 NONE = Capabilities()
 #: Everything optional, as the shipped in-memory schedulers plus a reopen() would offer.

@@ -6,6 +6,10 @@ factory, runs it under Hypothesis, and prints either a conformance summary
 got -- (exit 1). Bad arguments and factories that cannot be imported are one
 line and exit 2.
 
+After the machine, fixed boundary probes (``spec.checkers.boundaries``) try
+the ends of every value's range: the largest valid and the smallest invalid
+int, lease end, retry time, worker name and key.
+
 Without ``--seed`` the run is derandomized, so the same command gives the same
 verdict every time; ``--seed S`` explores a different, reproducible part of
 the space.
@@ -36,6 +40,7 @@ from fencepost.spec import profiles
 from fencepost.spec.arguments import (
     UsageError,
 )
+from fencepost.spec.checkers.boundaries import check_boundaries
 from fencepost.spec.checkers.capabilities import Capabilities, detect
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.deadline import DEFAULT_CALL_TIMEOUT, CallTimeout, Watch, run_watched, watched_factory
@@ -148,11 +153,25 @@ def check_factory(
         runs += batch_runs
         if not passed or not coverage.missing():
             break
+    if passed and variants == DEFAULT and timing is None:
+        passed, trace, failure = _check_boundaries(factory, capabilities, call_timeout)
     return CheckResult(
         passed=passed, trace=trace, failure=failure, coverage=coverage,
         examples=runs, seconds=time.perf_counter() - started, seed=seed, batches=batch + 1,
         capabilities=capabilities, variants=variants, timing=timing,
     )
+
+
+def _check_boundaries(factory: Callable[[], object], capabilities: Capabilities,
+                      call_timeout: float | None) -> tuple[bool, list[TraceStep], str | None]:
+    """The boundary probes (``spec.checkers.boundaries``): (passed, the failing probe's trace, its problem)."""
+    if getattr(factory, "keeps_deadlines", False):
+        call_timeout = None  # the adapter times its own calls
+    trace = check_boundaries(factory, capabilities, call_timeout)
+    if trace is None:
+        return True, [], None
+    problems = [step.problem for step in trace if step.problem]
+    return False, trace, problems[-1] if problems else "the factory failed on a boundary probe"
 
 
 def _detect(factory: Callable[[], object], call_timeout: float | None) -> Capabilities:

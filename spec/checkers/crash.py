@@ -12,7 +12,11 @@ shipped one, ``impl.durable:DurableScheduler``). For each kill:
 2. The parent picks, from the seed, the call during which to kill and how
    long after that call starts (up to ``KILL_DELAY_FACTOR`` times a typical
    call, as measured so far), and sends SIGKILL then -- inside the call, or
-   just after it returned.
+   just after it returned. A delay past a typical call is a kill *after the
+   return*: the child, told which call that is, holds still once it has
+   returned, so the kill lands between that call and the next for certain
+   (a lost acknowledged call is caught on any machine, at any load); a
+   shorter one lands wherever the call is by then.
 3. It reopens the storage the child was using with ``OPENER(path)`` and
    checks that what it finds is the model's state after exactly the calls
    that returned, or after those plus the one in flight: the clock and every
@@ -36,6 +40,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -86,12 +91,46 @@ CHILD_EXAMPLES = 100_000
 REPORTED_OPERATIONS = (*OPERATIONS, *OPTIONAL_OPERATIONS)
 
 
+class _Hold:
+    """The child's count of state-changing calls, and after which one it holds still to be killed (None: none)."""
+
+    def __init__(self, after: int | None) -> None:
+        self.after = after
+        self.started = 0  # counted as the parent counts them (``Run.take``), over every storage path
+        self.run: Run | None = None
+
+    def open(self, path: str) -> None:
+        self.run = Run(path)
+
+    def take(self, message: tuple) -> None:
+        """Count ``message`` as the parent does; after the return of the call to hold after, hold still."""
+        if message[0] == "call":
+            self.started += self.run.take(message)
+        else:
+            changed = self.run.calls[-1] if self.run.calls else None
+            self.run.take(message)
+            if changed is not None and self.started == self.after and self.run.flight_state is None:
+                self.after = None
+                _forever()
+
+
+def _forever() -> None:
+    """Hold this thread until the process is killed (the parent kills it: it waits for nothing else)."""
+    threading.Event().wait()
+
+
 class _Reporting:
     """A scheduler that tells the parent about every protocol call as it starts and as it returns."""
 
-    def __init__(self, inner: object, pipe: object) -> None:
+    def __init__(self, inner: object, pipe: object, hold: _Hold | None = None) -> None:
         self._inner = inner
         self._pipe = pipe
+        self._hold = hold
+
+    def _send(self, message: tuple) -> None:
+        self._pipe.send(message)
+        if self._hold is not None:
+            self._hold.take(message)
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self._inner, name)
@@ -99,9 +138,9 @@ class _Reporting:
             return self._reported(name, attr)
         if name == "reopen":
             def reopen() -> _Reporting:
-                self._pipe.send(("call", "restart", {}))
-                reopened = _Reporting(attr(), self._pipe)
-                self._pipe.send(("ack", None))
+                self._send(("call", "restart", {}))
+                reopened = _Reporting(attr(), self._pipe, self._hold)
+                self._send(("ack", None))
                 return reopened
             return reopen
         return attr
@@ -109,28 +148,34 @@ class _Reporting:
     def _reported(self, op: str, method: Callable) -> Callable:
         @functools.wraps(method)  # keeps the signature, so capabilities can be read from it
         def call(**args: object) -> object:
-            self._pipe.send(("call", op, args))
+            self._send(("call", op, args))
             try:
                 result = method(**args)
             except ValueError as exc:
-                self._pipe.send(("ack", ("error", str(exc))))
+                self._send(("ack", ("error", str(exc))))
                 raise
-            self._pipe.send(("ack", normalize(result)))
+            self._send(("ack", normalize(result)))
             return result
         return call
 
 
 def _child(opener: Callable[[str], object], folder: str, seed: int, steps: int, pipe: object,
-           capabilities: Capabilities) -> None:
-    """Run the conformance machine over schedulers at fresh paths until killed (keys and restarts as offered)."""
+           capabilities: Capabilities, hold_after: int | None = None) -> None:
+    """Run the conformance machine over schedulers at fresh paths until killed (keys and restarts as offered).
+
+    ``hold_after``: the state-changing call (counted as the parent counts) after whose return the
+    child holds still until it is killed; None: it never holds.
+    """
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Hypothesis's own reports are not ours to show
     runs = iter(range(1, CHILD_EXAMPLES + 2))
+    hold = _Hold(hold_after)
 
     def factory() -> object:
         number = next(runs)
         path = os.path.join(folder, f"run-{number}")
         pipe.send(("open", path))
-        return _Reporting(opener(path), pipe)
+        hold.open(path)
+        return _Reporting(opener(path), pipe, hold)
 
     machine = conformance_machine(factory, name="CrashChild", capabilities=capabilities)
     run_settings = settings(
@@ -293,30 +338,43 @@ def recovered_as(scheduler: object, candidates: list[model.State]) -> tuple[int 
     The views pick the candidates; the probe (run once on the scheduler, then
     on each remaining candidate) decides between them and checks the rest.
     """
+    index, why, _ = _recovered_as(scheduler, candidates)
+    return index, why
+
+
+def _recovered_as(scheduler: object, candidates: list[model.State]) -> tuple[int | None, str | None, list[tuple[str, dict]]]:
+    """``recovered_as``, and the probe calls that showed the first candidate wrong (up to the one that did).
+
+    Those calls, made after a ``restart``, show a replay what the views could
+    not (a lost ``add_worker``, say); empty when the views already show it.
+    """
     problems = {i: views_problem(scheduler, state) for i, state in enumerate(candidates)}
     alive = [i for i, problem in problems.items() if problem is None]
     if not alive:
-        return None, problems[0]
+        return None, problems[0], []
     states = [candidates[i] for i in alive]
     calls = probe_calls(states)
     most = max(len(s.tasks) for s in states) + len(calls)
     try:
         seen = [_observe(scheduler, op, args, most) for op, args in calls]
     except Exception as exc:  # noqa: BLE001 - a recovered scheduler may fail any way: reported as the kill's verdict
-        return None, f"the probe after the restart raised {type(exc).__name__}: {exc}"
+        return None, f"the probe after the restart raised {type(exc).__name__}: {exc}", []
     why = ""
+    shown_by: list[tuple[str, dict]] = []
     for i in alive:
         state = candidates[i]
-        for (op, args), got in zip(calls, seen):
+        for n, ((op, args), got) in enumerate(zip(calls, seen)):
             state, want = _expected(state, op, args)
             if want != got:
                 why = why or (f"probing the recovered state, {format_call(op, args)} gave "
                               f"{_say(got[0], op)} where the model gives {_say(want[0], op)}"
                               + ("" if want[0] != got[0] else " (the task views or the clock differ afterwards)"))
+                if i == 0:
+                    shown_by = calls[:n + 1]
                 break
         else:
-            return i, None
-    return None, why
+            return i, None, []
+    return None, why, shown_by
 
 
 # ---------------------------------------------------------------- one kill
@@ -332,6 +390,9 @@ class KillResult:
     in_flight_applied: bool  # recovered them plus the call in flight
     problem: str | None = None  # why the recovery does not hold
     call_seconds: list[float] = field(default_factory=list)  # observed durations of calls that returned
+    # the probe calls after the restart that showed the acknowledged state lost, up to the one that
+    # did (empty when the views show it): a replay of the failure makes them, so it diverges too
+    shown_by: list[tuple[str, dict]] = field(default_factory=list)
 
 
 class ChildFailure(Exception):
@@ -339,8 +400,11 @@ class ChildFailure(Exception):
 
 
 def kill_once(opener: Callable[[str], object], seed: int, kill_at: int, delay_s: float, steps: int,
-              directory: str | None = None, restarts: bool = True) -> KillResult:
+              directory: str | None = None, restarts: bool = True, after: bool = False) -> KillResult:
     """Run a child, SIGKILL it ``delay_s`` after call number ``kill_at`` starts, and check the recovery.
+
+    ``after``: kill it once that call has returned, before the next starts, for certain
+    (the child holds still there); ``delay_s`` is then not used.
 
     Calls are counted only when they change the model's state: Hypothesis
     begins with its simplest runs (one call, or the same call changing
@@ -348,24 +412,26 @@ def kill_once(opener: Callable[[str], object], seed: int, kill_at: int, delay_s:
     """
     folder = tempfile.mkdtemp(prefix="fencepost-crash-", dir=directory)
     try:
-        return _kill_in(folder, opener, seed, kill_at, delay_s, steps, restarts)
+        return _kill_in(folder, opener, seed, kill_at, delay_s, steps, restarts, after)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def _kill_in(folder: str, opener: Callable[[str], object], seed: int, kill_at: int, delay_s: float, steps: int,
-             restarts: bool) -> KillResult:
+             restarts: bool, after: bool) -> KillResult:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     offered = detect(lambda: opener(os.path.join(folder, "capabilities")))
     capabilities = replace(offered, restart=offered.restart and restarts)
-    child = context.Process(target=_child, args=(opener, folder, seed, steps, sender, capabilities), daemon=True)
+    child = context.Process(target=_child, args=(opener, folder, seed, steps, sender, capabilities, kill_at if after else None),
+                            daemon=True)
     child.start()
     sender.close()
     run: Run | None = None
     started = 0
     durations: list[float] = []
     began = 0.0
+    holding = False  # an ``after`` kill's call has started: the kill comes at its return
     try:
         while True:
             if not receiver.poll(CHILD_SILENCE_S):
@@ -385,10 +451,15 @@ def _kill_in(folder: str, opener: Callable[[str], object], seed: int, kill_at: i
             changes = run.take(message)
             if message[0] == "ack":
                 durations.append(time.perf_counter() - began)
+                if holding:
+                    break  # the child holds still after this return: the kill lands before its next call
             elif message[0] == "call":
                 began = time.perf_counter()
                 started += changes
                 if started == kill_at and changes:
+                    if after:
+                        holding = True
+                        continue
                     # The kill instant: delay_s after the call began, or at once when it returns first.
                     receiver.poll(delay_s)
                     break
@@ -429,12 +500,12 @@ def check_recovery(opener: Callable[[str], object], run: Run | None, durations: 
     except Exception as exc:  # noqa: BLE001 - a user's opener may fail any way on reopening: reported as the kill's verdict
         return KillResult(run, count, False, False, f"reopening the storage raised {type(exc).__name__}: {exc}", durations)
     try:
-        index, problem = recovered_as(scheduler, candidates)
+        index, problem, shown_by = _recovered_as(scheduler, candidates)
     finally:
         close = getattr(scheduler, "close", None)
         if callable(close):
             close()
-    return KillResult(run, count, index == 0, index == 1, problem, durations)
+    return KillResult(run, count, index == 0, index == 1, problem, durations, shown_by)
 
 
 # ---------------------------------------------------------------- many kills
@@ -484,7 +555,8 @@ def crash_test(opener: Callable[[str], object], *, kills: int = DEFAULT_KILLS, s
         child_seed, kill_at, fraction = rng.randrange(2**32), rng.randint(1, ops), rng.random()
         typical = statistics.median(observed[-200:]) if observed else FIRST_CALL_S
         delay = fraction * KILL_DELAY_FACTOR * typical
-        result = kill_once(opener, child_seed, kill_at, delay, steps or profiles.CI_STEPS, directory, restarts)
+        after = fraction * KILL_DELAY_FACTOR >= 1  # past a typical call: after its return, for certain
+        result = kill_once(opener, child_seed, kill_at, delay, steps or profiles.CI_STEPS, directory, restarts, after)
         observed += result.call_seconds
         report.kills += 1
         report.acknowledged += result.acknowledged
@@ -498,21 +570,35 @@ def crash_test(opener: Callable[[str], object], *, kills: int = DEFAULT_KILLS, s
 
 
 def failure_trace(result: KillResult) -> list[TraceStep]:
-    """The failing kill as a trace: the calls that returned, then ``restart``, marked with the problem."""
+    """The failing kill as a trace: the calls that returned, then ``restart``, marked with the problem.
+
+    When only the probe showed the loss (the views after the restart are the
+    model's), the probe calls that showed it follow the restart, the last one
+    marked, so that a replay diverges where the kill's check did.
+    """
     trace = []
     state = model.initial()
     for call in result.run.acknowledged:
         if call.op == "restart":
             trace.append(TraceStep("restart", {}, None, None))
             continue
-        try:
-            state, value = model.apply(state, call.op, dict(call.args))
-            expected = normalize(value)
-        except ValueError as exc:
-            expected = ("error", str(exc))
+        state, expected = _model_step(state, call.op, call.args)
         trace.append(TraceStep(call.op, dict(call.args), expected, call.result))
-    trace.append(TraceStep("restart", {}, None, None, problem=f"after the restart: {result.problem}"))
+    problem = f"after the restart: {result.problem}"
+    trace.append(TraceStep("restart", {}, None, None, problem=None if result.shown_by else problem))
+    for n, (op, args) in enumerate(result.shown_by, 1):
+        state, expected = _model_step(state, op, args)
+        trace.append(TraceStep(op, dict(args), expected, None, problem=problem if n == len(result.shown_by) else None))
     return trace
+
+
+def _model_step(state: model.State, op: str, args: dict) -> tuple[model.State, object]:
+    """The model's state after one call and its normalized answer (``("error", message)`` for a refusal)."""
+    try:
+        state, value = model.apply(state, op, dict(args))
+        return state, normalize(value)
+    except ValueError as exc:
+        return state, ("error", str(exc))
 
 
 def shrink(opener: Callable[[str], object], trace: list[TraceStep]) -> list[TraceStep]:

@@ -93,6 +93,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from fencepost.spec import invariants, model
+from fencepost.spec.checkers.boundaries import check_boundaries
 from fencepost.spec.checkers.capabilities import BATCH, Capabilities, detect
 from fencepost.spec.checkers.deadline import CallTimeout, Watch, run_watched, watched_factory
 from fencepost.spec.checkers.coverage import Coverage, classify
@@ -849,7 +850,8 @@ def explore(
         impl = ImplementationCheck(factory, watch, variants)
         scope, skipped = _offered(scope, impl)
         try:
-            return run_watched(lambda: _explore(scope, impl, jobs, progress, variants, skipped, budget), watch)
+            found = run_watched(lambda: _explore(scope, impl, jobs, progress, variants, skipped, budget), watch)
+            return _probe_boundaries(found, ImplementationCheck(factory, None, variants), call_timeout)
         except CallTimeout:
             path, op, args = watch.context
             trace = run_calls(factory, [*path, (op, args)], call_timeout, variants) or []
@@ -859,7 +861,19 @@ def explore(
             return result
     impl = ImplementationCheck(factory, None, variants) if factory is not None else None
     scope, skipped = _offered(scope, impl)
-    return _explore(scope, impl, jobs, progress, variants, skipped, budget)
+    return _probe_boundaries(_explore(scope, impl, jobs, progress, variants, skipped, budget), impl, call_timeout)
+
+
+def _probe_boundaries(result: Result, impl: ImplementationCheck | None, call_timeout: float | None) -> Result:
+    """``result``, or, when the search found nothing, the first boundary probe the implementation fails
+    (``spec.checkers.boundaries``: the ends of every value's range, which no scope's small values reach)."""
+    if impl is None or result.violation is not None or result.over_budget or impl.variants != DEFAULT:
+        return result
+    trace = check_boundaries(impl.unwatched, impl.capabilities, call_timeout)
+    if trace is not None:
+        problems = [step.problem for step in trace if step.problem]
+        result.violation = Violation(trace, problems[-1] if problems else "the factory failed on a boundary probe")
+    return result
 
 
 def _offered(scope: Scope, impl: ImplementationCheck | None) -> tuple[Scope, tuple[str, ...]]:

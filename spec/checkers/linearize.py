@@ -195,6 +195,17 @@ def _orders(
     With ``timing`` (a history on a real clock, ``linearize_realtime``) the
     calls are ordered by their widened real intervals, and a timed call is
     tried at each reading ``timing.options`` gives.
+
+    Two reductions keep unknown calls from multiplying the search, each
+    keeping every order that matters. An unknown call is placed only where it
+    changes the state: placed where it changes nothing (refused, or accepted
+    without effect), it leaves the same state as leaving it pending, and a
+    pending call may still be placed later, so nothing is lost, while each
+    such placement would have doubled the (placed calls, state) pairs. And an
+    unknown call whose ``now`` is behind the state's clock is dropped from the
+    pending calls at a window's end: time never goes back, so the model
+    refuses it wherever it is placed from there on; carried on, every later
+    window would try it again.
     """
     # Entries in real-time order: an invocation, then its completion; unknown completions last.
     entries: list[tuple[float, int, int]] = []  # (position, kind, local call index)
@@ -242,7 +253,7 @@ def _orders(
     while True:
         if entry == end or kind[entry] == _UNKNOWN_RETURN:
             # Every call with a known completion is placed: an order exists.
-            pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1)
+            pending = frozenset(calls[i].index for i in unknown if not placed >> i & 1 and not _expired(calls[i], state, timing))
             end_key = state
             if (end_key, pending) not in ends:
                 ends.add((end_key, pending))
@@ -260,6 +271,8 @@ def _orders(
                 after, answer = tried
             else:
                 after, answer = _step(calls[local], state)
+            if after is not None and local in unknown and after == state:
+                after = None  # an unknown call that would change nothing here is left pending instead (_orders)
             if after is not None:
                 key = (placed | 1 << local, after)
                 if key not in seen:
@@ -288,6 +301,13 @@ def _orders(
         unlift(entry)
         if options is None:
             entry = nxt[entry]
+
+
+def _expired(call: Call, state: _State, timing: RealTime | None) -> bool:
+    """Whether the model refuses the unknown ``call`` in ``state`` and every state after it: its ``now``
+    is behind the clock (logical time only: on a real clock the reading, not the argument, is the time)."""
+    now = call.args.get("now")
+    return timing is None and isinstance(now, int) and not isinstance(now, bool) and now < state.now
 
 
 # ---------------------------------------------------------------- windows

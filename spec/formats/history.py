@@ -41,6 +41,15 @@ Choices the format left open, taken here:
   ``reports`` as ``[task_id, token]`` arrays) and one completion whose
   ``result`` is the list of its entries' results.
 * A call still open at the end of the file is treated like ``info``.
+* A ``Recorder`` writes an argument the contract refuses by its value alone
+  and a line cannot hold (a worker name or key with a character
+  ``FORBIDDEN_TEXT`` names, or of more than ``MAX_TEXT_BYTES`` bytes; an
+  int of more than ``MAX_HISTORY_INT_DIGITS`` digits; a bool or a float
+  where an int goes) as a stand-in the contract refuses too
+  (``STAND_IN_TEXT``, ``INT_MAX + 1``, ``INT_MIN - 1``; see ``recordable``), so every call a client makes can be recorded and the
+  history read back: the call was invalid either way. A result holding such a
+  text (a scheduler that accepted one) is recorded as the error
+  ``NOT_A_PROTOCOL_VALUE``, which no model answer matches.
 * Blank lines are skipped.
 
 The reader treats its input as hostile: every problem -- a malformed line, an
@@ -78,7 +87,16 @@ from fencepost.spec.formats.limits import (
 )
 from fencepost.spec.formats.scenario import ALL_SIGNATURES
 from fencepost.spec.formats.values import ValueFormError, from_json, to_json
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, OutcomeUnknown
+from fencepost.spec.protocol import (
+    BATCH_OPERATIONS,
+    INT_MAX,
+    INT_MIN,
+    MAX_TEXT_BYTES,
+    OPERATIONS,
+    PRUNE_OPERATIONS,
+    OutcomeUnknown,
+    text_problem,
+)
 from fencepost.spec.variants import Variants
 
 #: The event types, in the order a call goes through them.
@@ -626,7 +644,7 @@ class Recorder:
 
     def _record(self, op: str, args: tuple, kwargs: dict) -> object:
         named = dict(zip(self._params[op], args, strict=False)) | kwargs
-        self._log.invoke(self._process, op, named)
+        self._log.invoke(self._process, op, recordable(op, named, self._log.opaque))
         try:
             value = getattr(self._scheduler, op)(**named)
         except OutcomeUnknown:
@@ -640,13 +658,55 @@ class Recorder:
             raise
         try:
             encoded = to_json(op, value, self._log.opaque)
-        except ValueFormError:
+            check_tree([encoded], "a result")  # a text no file may hold: only a scheduler that accepted one gives it
+        except (ValueFormError, LimitError):
             # Not a protocol value (an accepted of 1, a float token): recorded as an error
             # no model answer matches, so the checker reports the call; the caller gets it as is.
             self._log.complete(self._process, error=NOT_A_PROTOCOL_VALUE)
             return value
         self._log.complete(self._process, result=encoded)
         return value
+
+
+#: What a ``Recorder`` writes for a worker name or key the contract refuses and a history cannot hold:
+#: a text one byte longer than the contract allows, which every reader takes and the contract refuses too.
+STAND_IN_TEXT = "x" * (MAX_TEXT_BYTES + 1)
+
+
+def recordable(op: str, args: dict, opaque: bool = False) -> dict:
+    """``op``'s arguments as a history can hold them, each one the contract refuses by its value alone
+    replaced by a stand-in it refuses too: a text ``text_problem`` names (or any non-str for a str
+    argument) by ``STAND_IN_TEXT``; a non-int for an int argument (a bool, a float) or an int too long
+    for a history by one just outside the contract's range; a non-list for a list by ``[0]`` (an entry
+    of the wrong shape). Inside a batch's list, texts and ints are replaced so too. Valid values, and
+    names ``op`` does not take (the reader names those), are kept as given. O(size of args)."""
+    params = {param.name: param for param in ALL_SIGNATURES.get(op, ())}
+    kept = {}
+    for name, value in args.items():
+        param = params.get(name)
+        if param is None or (value is None and param.default is None):
+            kept[name] = value
+        elif param.type is str:
+            kept[name] = _recordable_value(value) if isinstance(value, str) else STAND_IN_TEXT
+        elif param.type is list:
+            kept[name] = _recordable_value(value) if isinstance(value, (list, tuple)) else [0]
+        elif opaque and name == "token" and isinstance(value, str) and value:
+            kept[name] = value
+        else:
+            kept[name] = _recordable_value(value) if type(value) is int else INT_MAX + 1
+    return kept
+
+
+def _recordable_value(value: object) -> object:
+    if isinstance(value, str):
+        return STAND_IN_TEXT if value and text_problem(value) else value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_HISTORY_INT_DIGITS:
+        return INT_MAX + 1 if value > 0 else INT_MIN - 1
+    if isinstance(value, dict):
+        return {name: _recordable_value(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_recordable_value(item) for item in value]
+    return value
 
 
 # ---------------------------------------------------------------- merging

@@ -53,6 +53,8 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
+from fencepost.spec.protocol import FORBIDDEN_TEXT, INT_MAX, MAX_TEXT_BYTES
+
 # ---------------------------------------------------------------- the limits
 
 #: Largest file read, in bytes (64 MiB). The text is held in memory while it
@@ -120,12 +122,15 @@ MAX_ANSWER_LINE_BYTES = 1024 * 1024
 #: two deep; the bound keeps a hostile line from exhausting the parser's stack.
 MAX_ANSWER_NESTING = 16
 
-#: Largest magnitude an int read from an answer or a history may have: a
-#: signed 64-bit integer, which is what most languages' JSON readers hold exactly.
-WIRE_INT_LIMIT = 2**63 - 1
+#: Largest magnitude an int read from an answer or a history may have: the
+#: contract's ``INT_MAX`` (its range is ``INT_MIN..INT_MAX``, a signed 64-bit
+#: integer, which is what most languages' JSON readers hold exactly).
+WIRE_INT_LIMIT = INT_MAX
 
-#: Longest string (a worker name, a reason) read from an answer or a history.
+#: Longest string (a worker name, a reason) read from an answer or a history:
+#: room for the longest worker name the contract allows (``MAX_TEXT_BYTES``).
 MAX_WIRE_STRING = 10_000
+assert MAX_WIRE_STRING >= MAX_TEXT_BYTES, "a worker name the contract allows must fit an answer"
 
 # ---------------------------------------------------------------- histories (spec/formats/history.py)
 #
@@ -148,12 +153,13 @@ MAX_HISTORY_INT_DIGITS = 20
 #: The longest ``process`` name or ``error`` class name in a history, in characters.
 MAX_HISTORY_NAME_CHARS = 200
 
-#: Characters no string may hold: C0 controls other than tab and newline
-#: (NUL, escape -- terminal control sequences start with it --, carriage
-#: return, which overwrites a printed line), DEL, C1 controls, lone surrogates
-#: (which cannot be printed or encoded) and the bidirectional overrides and
-#: isolates that make text display in an order other than it reads.
-FORBIDDEN_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+#: Characters no string may hold: the contract's ``FORBIDDEN_TEXT`` (C0
+#: controls other than tab and newline -- NUL, escape, which starts terminal
+#: control sequences, carriage return, which overwrites a printed line --, DEL,
+#: C1 controls, lone surrogates, which cannot be printed or encoded, and the
+#: bidirectional overrides and isolates), one set, so that every worker name
+#: and key a scheduler accepts can be written to a file and read back.
+FORBIDDEN_CHARACTERS = FORBIDDEN_TEXT
 
 _INT_LIMIT = 10**MAX_INT_DIGITS  # the first integer with too many digits
 

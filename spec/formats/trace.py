@@ -40,6 +40,10 @@ class TraceStep:
     problem: str | None = None  # why this step diverged, if it did
 
 
+#: How a counterexample's diverging step's note begins: the rest is the problem check printed under it.
+DIVERGES_NOTE = "**The implementation diverges here.**"
+
+
 def format_call(op: str, args: dict) -> str:
     return f"{op}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
@@ -108,7 +112,7 @@ def trace_to_scenario(trace: list[TraceStep], title: str, description: str | Non
         note = None
         expect_state = None
         if record.problem:
-            note = f"**The implementation diverges here.** {record.problem[:1].upper()}{record.problem[1:]}"
+            note = f"{DIVERGES_NOTE} {record.problem[:1].upper()}{record.problem[1:]}"
             expect_state = state_of(state)
         steps.append(Step(record.op, dict(record.args), note=note, expect=expect_of(record), expect_state=expect_state))
     return Scenario(title=title, steps=tuple(steps), description=description, meta=dict(meta or {}))

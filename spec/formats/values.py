@@ -27,14 +27,14 @@ Errors are not values: each format says how it carries them.
 ``to_json`` reads a value through attribute names only, so any scheduler's
 objects encode; ``from_json`` builds ``spec.protocol`` values and is strict, since
 its input is a file or another program: every field present and no other,
-ints within ``WIRE_INT_LIMIT``, strings within ``MAX_WIRE_STRING``. Both are
+ints from ``INT_MIN`` to ``INT_MAX`` (the contract's), strings within ``MAX_WIRE_STRING``. Both are
 O(1).
 """
 
 from __future__ import annotations
 
-from fencepost.spec.formats.limits import MAX_WIRE_STRING, WIRE_INT_LIMIT
-from fencepost.spec.protocol import BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, Lease, Outcome, Status, TaskView
+from fencepost.spec.formats.limits import MAX_WIRE_STRING
+from fencepost.spec.protocol import INT_MAX, INT_MIN, BATCH_OPERATIONS, OPERATIONS, PRUNE_OPERATIONS, Lease, Outcome, Status, TaskView
 
 #: The five Lease fields, in the order the protocol declares them.
 LEASE_FIELDS = ("task_id", "worker", "token", "started_at", "expires_at")
@@ -212,8 +212,8 @@ def _view_from_json(obj: object, opaque: bool = False) -> TaskView:
 
 
 def _check_size(op: str, name: str, value: object) -> None:
-    """Refuse an int past ``WIRE_INT_LIMIT`` or a string past ``MAX_WIRE_STRING``."""
-    if _is_int(value) and abs(value) > WIRE_INT_LIMIT:
+    """Refuse an int outside the contract's ``INT_MIN..INT_MAX`` or a string past ``MAX_WIRE_STRING``."""
+    if _is_int(value) and not INT_MIN <= value <= INT_MAX:
         raise ValueFormError(f"{op} result field {name!r} must fit a signed 64-bit integer, got one of about {int(value.bit_length() * 0.30103) + 1} digits")
     if isinstance(value, str) and len(value) > MAX_WIRE_STRING:
         raise ValueFormError(f"{op} result field {name!r} is longer than {MAX_WIRE_STRING} characters ({len(value)})")

@@ -8,6 +8,10 @@
 // like fencepost.impl.simple.SimpleScheduler), written from the README's contract table.
 // No npm packages: Node's standard library only. Exported, so a broken variant can
 // override one rule (see broken_closed_interval.js).
+//
+// Every int is a BigInt: the contract's ints are signed 64-bit (docs/contract.md, "Values"), and
+// JSON.parse reads numbers as doubles, exact only below 2**53, so requests are read with
+// parseInts and answers written with stringify below.
 "use strict";
 
 const readline = require("readline");
@@ -22,13 +26,63 @@ function refuse(message) {
   throw new ProtocolValueError(message);
 }
 
-function show(value) {
-  return JSON.stringify(value);
+// The contract's values (spec/protocol.py): ints from INT_MIN to INT_MAX, texts of at most
+// MAX_TEXT_BYTES bytes of UTF-8 with none of FORBIDDEN_TEXT's characters (lone surrogates included).
+const INT_MIN = -(2n ** 63n);
+const INT_MAX = 2n ** 63n - 1n;
+const MAX_TEXT_BYTES = 8192;
+const FORBIDDEN_TEXT = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+// JSON text with every BigInt written as its digits (JSON.stringify refuses BigInts): each becomes
+// a string marked by a NUL first, which stringify escapes and no accepted text holds, then unquoted.
+function stringify(value) {
+  return JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `\u0000${v}` : v)).replace(/"\\u0000(-?\d+)"/g, "$1");
 }
 
-// An int argument: a JSON number with no fraction (true, "7" and [7] are not ints).
+// A request line with every integer literal read as a BigInt: a JSON number with no fraction or
+// exponent, outside strings, is quoted with the same NUL mark first and revived.
+function parseInts(line) {
+  let marked = "";
+  let inString = false;
+  for (let i = 0; i < line.length; i += 1) {
+    const c = line[i];
+    if (inString) {
+      marked += c;
+      if (c === "\\") { marked += line[i + 1]; i += 1; } else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+      marked += c;
+    } else if (c === "-" || (c >= "0" && c <= "9")) {
+      const number = /^-?\d+(\.\d+)?([eE][-+]?\d+)?/.exec(line.slice(i))[0];
+      marked += /[.eE]/.test(number) ? number : `"\\u0000${number}"`;
+      i += number.length - 1;
+    } else marked += c;
+  }
+  return JSON.parse(marked, (_, v) => (typeof v === "string" && /^\u0000-?\d+$/.test(v) ? BigInt(v.slice(1)) : v));
+}
+
+function show(value) {
+  return stringify(value);
+}
+
+// An int argument: a JSON integer (a BigInt here; true, "7", 7.5 and [7] are not ints) in the contract's range.
 function checkInt(name, value) {
-  if (typeof value !== "number" || !Number.isInteger(value)) refuse(`${name} must be an int: got ${show(value)}`);
+  if (typeof value !== "bigint") refuse(`${name} must be an int: got ${show(value)}`);
+  if (value < INT_MIN || value > INT_MAX) refuse(`${name} must be a signed 64-bit int: got ${value}`);
+  return value;
+}
+
+// A worker name or key: a non-empty string the contract allows.
+function checkText(name, value) {
+  if (typeof value !== "string" || value === "") refuse(`${name} must be a non-empty string: got ${show(value)}`);
+  if (FORBIDDEN_TEXT.test(value)) refuse(`${name} holds a character the contract refuses: ${show(value.slice(0, 40))}`);
+  if (Buffer.byteLength(value, "utf8") > MAX_TEXT_BYTES) refuse(`${name} is longer than ${MAX_TEXT_BYTES} bytes`);
+  return value;
+}
+
+// A time the call would reach (a lease end, a retry time): not after INT_MAX.
+function checkEnd(what, value) {
+  if (value > INT_MAX) refuse(`${what} ${value} is after the latest time ${INT_MAX}`);
   return value;
 }
 
@@ -40,10 +94,10 @@ function checkMin(name, value, minimum) {
 
 class Scheduler {
   constructor() {
-    this.now = 0;
+    this.now = 0n;
     this.tasks = []; // index id - 1
     this.capacity = new Map(); // worker -> slots
-    this.lastToken = 0;
+    this.lastToken = 0n;
     this.keys = new Map(); // idempotency key -> {id, args}
   }
 
@@ -54,14 +108,14 @@ class Scheduler {
 
   checkTime(now) {
     checkInt("now", now);
-    if (now < 0) refuse(`now must be >= 0: got ${now}`);
+    if (now < 0n) refuse(`now must be >= 0: got ${now}`);
     if (now < this.now) refuse(`time can't go backwards: now=${now} < current time ${this.now}`);
   }
 
   get(taskId) {
     checkInt("task_id", taskId);
-    if (taskId < 1 || taskId > this.tasks.length) refuse(`task_id ${taskId} is unknown`);
-    return this.tasks[taskId - 1];
+    if (taskId < 1n || taskId > BigInt(this.tasks.length)) refuse(`task_id ${taskId} is unknown`);
+    return this.tasks[Number(taskId) - 1];
   }
 
   release(task, status) {
@@ -88,28 +142,28 @@ class Scheduler {
   }
 
   add_worker({ worker, capacity }) {
-    if (typeof worker !== "string" || worker === "") refuse(`worker must be a non-empty string: got ${show(worker)}`);
-    checkMin("capacity", capacity, 1);
+    checkText("worker", worker);
+    checkMin("capacity", capacity, 1n);
     if (this.capacity.has(worker)) refuse(`worker ${show(worker)} already exists`);
     this.capacity.set(worker, capacity);
     return null;
   }
 
-  submit({ priority = 0, due_at = null, max_attempts = null, retry_delay = 1, key = null }) {
+  submit({ priority = 0n, due_at = null, max_attempts = null, retry_delay = 1n, key = null }) {
     checkInt("priority", priority);
-    if (due_at !== null) checkMin("due_at", due_at, 0);
-    if (max_attempts !== null) checkMin("max_attempts", max_attempts, 1);
-    checkMin("retry_delay", retry_delay, 1);
-    if (key !== null && (typeof key !== "string" || key === "")) refuse(`key must be a non-empty string or null: got ${show(key)}`);
+    if (due_at !== null) checkMin("due_at", due_at, 0n);
+    if (max_attempts !== null) checkMin("max_attempts", max_attempts, 1n);
+    checkMin("retry_delay", retry_delay, 1n);
+    if (key !== null) checkText("key", key);
     const given = show([priority, due_at, max_attempts, retry_delay]);
     if (key !== null && this.keys.has(key)) {
       const first = this.keys.get(key);
       if (first.given !== given) refuse(`key ${show(key)} was submitted with other arguments: ${first.given}, now ${given}`);
       return first.id;
     }
-    const id = this.tasks.length + 1;
+    const id = BigInt(this.tasks.length + 1);
     this.tasks.push({
-      id, status: "pending", priority, due_at: due_at === null ? this.now : due_at, attempts: 0,
+      id, status: "pending", priority, due_at: due_at === null ? this.now : due_at, attempts: 0n,
       worker: null, token: null, expires_at: null, cancel_requested: false,
       max_attempts, retry_delay, expired_token: null,
     });
@@ -119,31 +173,43 @@ class Scheduler {
 
   dispatch({ worker, now, duration }) {
     if (typeof worker !== "string") refuse(`worker must be a string: got ${show(worker)}`);
+    if (!this.capacity.has(worker)) checkText("worker", worker);
     if (!this.capacity.has(worker)) refuse(`worker ${show(worker)} is unknown`);
     this.checkTime(now);
-    checkMin("duration", duration, 1);
+    checkMin("duration", duration, 1n);
+    checkEnd("the lease's end", now + duration);
     this.expire(now);
     const load = this.tasks.filter((t) => t.status === "running" && t.worker === worker).length;
-    if (load >= this.capacity.get(worker)) return null;
+    if (BigInt(load) >= this.capacity.get(worker)) return null;
     let best = null;
     for (const t of this.tasks) {
       if (!DISPATCHABLE.has(t.status) || t.due_at > now) continue;
       if (best === null || t.priority > best.priority || (t.priority === best.priority && t.due_at < best.due_at)) best = t;
     }
     if (best === null) return null;
-    this.lastToken += 1;
+    this.lastToken += 1n;
     Object.assign(best, { status: "running", worker, token: this.lastToken, expires_at: now + duration, expired_token: null });
-    best.attempts += 1;
+    best.attempts += 1n;
     return { task_id: best.id, worker, token: best.token, started_at: now, expires_at: now + duration };
   }
 
-  leaseCall({ task_id, token, now, duration = 1 }) {
+  leaseCall({ task_id, token, now, duration = null }, failing = false) {
     const task = this.get(task_id);
     checkInt("token", token);
     this.checkTime(now);
-    checkMin("duration", duration, 1);
+    if (duration !== null) {
+      checkMin("duration", duration, 1n);
+      checkEnd("the lease's end", now + duration);
+    }
+    // an accepted fail that retries must not send the task past the latest time: refused before any change
+    if (failing && task.status === "running" && task.token === token && !this.leaseEnded(task, now)
+        && !task.cancel_requested && !this.budgetSpent(task)) checkEnd("the retry time", now + this.backoff(task));
     this.expire(now);
     return task;
+  }
+
+  backoff(task) {
+    return task.retry_delay * 2n ** (task.attempts - 1n);
   }
 
   rejection(task, token) {
@@ -162,13 +228,13 @@ class Scheduler {
   }
 
   fail(args) {
-    const task = this.leaseCall(args);
+    const task = this.leaseCall(args, true);
     const refused = this.rejection(task, args.token);
     if (refused) return refused;
     if (task.cancel_requested) this.release(task, "cancelled");
     else if (this.budgetSpent(task)) this.release(task, "failed");
     else {
-      const backoff = task.retry_delay * 2 ** (task.attempts - 1);
+      const backoff = this.backoff(task);
       this.release(task, "retry_wait");
       task.due_at = args.now + backoff;
     }
@@ -215,7 +281,7 @@ const METHODS = ["add_worker", "submit", "dispatch", "complete", "fail", "cancel
 function answer(state, request) {
   const { id, op, args } = request;
   try {
-    if (op === "hello") return { id, result: { protocol: 1, capabilities: ["key"] } };
+    if (op === "hello") return { id, result: { protocol: 1n, capabilities: ["key"] } };
     if (op === "reset") {
       state.scheduler = state.make();
       return { id, result: null };
@@ -234,7 +300,7 @@ function serve(make) {
   const state = { make, scheduler: make() };
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => {
-    process.stdout.write(JSON.stringify(answer(state, JSON.parse(line))) + "\n");
+    process.stdout.write(stringify(answer(state, parseInts(line))) + "\n");
   });
 }
 

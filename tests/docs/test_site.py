@@ -6,6 +6,7 @@ the navigation, or a figure include that names no file (see ``mkdocs.yml``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -41,3 +42,16 @@ def test_every_page_is_in_the_navigation():
              if "figures" not in p.parts]
     missing = [p for p in pages if f": {p}" not in nav]
     assert not missing, f"pages not in mkdocs.yml's nav: {missing}"
+
+
+def test_the_site_publishes_pages_not_the_builds_own_code():
+    """``docs/hooks/reports.py`` sat in the docs directory and was published at ``/hooks/reports.py``."""
+    pytest.importorskip("mkdocs", reason="mkdocs is in the test extra: pip install -e '.[test]'")
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import InclusionLevel, get_files
+
+    with contextlib.chdir(REPO):
+        files = get_files(load_config("mkdocs.yml"))
+    published = [f.src_uri for f in files if f.inclusion is InclusionLevel.INCLUDED]
+    assert not [uri for uri in published if uri.endswith(".py")], published
+    assert all(uri.endswith(".md") or uri.startswith("reports/") for uri in published), published

@@ -35,7 +35,7 @@ def test_with_out_and_no_terminal_it_only_writes(tmp_path: Path, capsys: pytest.
     path = tmp_path / "demo.json"
     assert main(["demo", "--tasks", "5", "--seed", "1", "--out", str(path)]) == 0
     assert f"to {path}" in capsys.readouterr().out
-    assert load_scenario(path).title == "Demo: 4 workers, 6 tasks, seed 1"
+    assert load_scenario(path).title == "Demo: 4 workers, 5 tasks + 1 submitted by a task, seed 1"  # as --tasks said
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,16 @@ again when that is safe and otherwise raises ``OutcomeUnknown``; a call past
 line, changing nothing. Against a throw-away cluster the tests start
 themselves (``impl/faults/cluster.py``; skipped, saying why, without the server
 binaries): a server that stays away makes a call give up in one line naming
-the dsn, and the next call after it is back succeeds; and the fault suite
+the dsn, and the next call after it is back succeeds; the fault suite
 (``impl/faults/inject.py``) -- every fault, several times, under a multi-process
-workload -- keeps every property it checks.
+workload -- keeps every property it checks; and runners outlast a 30 s
+outage of their server (issue 34), saying meanwhile that they wait for it.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
 import time
 
@@ -24,8 +27,11 @@ import pytest
 import pg_server
 from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.faults.cluster import Cluster, unavailable
-from fencepost.impl.postgres.scheduler import PostgresScheduler, drop_schema, lock_key, temporary_schema_name
-from fencepost.impl.postgres.session import Reconnect
+from fencepost.impl.postgres.payloads import PostgresPayloads
+from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler, drop_schema, lock_key, temporary_schema_name
+from fencepost.impl.runner.core import Runner
+from fencepost.impl.kit.outages import Patience
+from fencepost.impl.postgres.session import Effect, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners
 
@@ -35,6 +41,16 @@ BOUND = 30.0
 TIMES = 2
 #: Runner processes, and the tasks each submits at the start (more come while faults are injected).
 RUNNERS, RUNNER_TASKS = 3, 30
+#: Real seconds the server is down while runners wait for it (issue 34: a runner outlasts a 30 s outage).
+OUTAGE_SECONDS = 30.0
+#: Slots of each runner in the outage test, and the tasks the lone runner and the shared runners get.
+OUTAGE_WORKERS, ALONE_TASKS, SHARED_TASKS = 2, 6, 8
+#: The shared runners' lease, in the database clock's milliseconds: shorter than the outage, so the
+#: tasks the lost runner held are free again by the time the server is back.
+SHARED_LEASE = 10_000
+#: Rounds each fault-suite client makes at least (3 steps each, about a fifth of them submits), so
+#: the sizes the test asserts hold however fast the machine ran while the faults were injected.
+MIN_ROUNDS = 80
 
 
 @pytest.fixture
@@ -203,7 +219,171 @@ def test_bad_reconnect_and_call_timeout_settings_are_refused(dsn) -> None:
         PostgresScheduler(dsn, call_timeout=0)
 
 
+def _refusing_session(dsn: str, refusals: int) -> tuple[Session, list[str | None]]:
+    """A session whose next ``refusals`` connection tries are refused; ``seen`` holds its ``outage`` line at each try."""
+    seen: list[str | None] = []
+    left = [refusals]
+    session: Session
+
+    def connect() -> psycopg.Connection:
+        seen.append(None if session.outage is None else session.outage.describe())
+        if left[0] > 0:
+            left[0] -= 1
+            raise psycopg.OperationalError("connection refused (a test's stand-in for a server that is down)")
+        return psycopg.connect(dsn, autocommit=True)
+
+    session = Session("the test's server", connect, reconnect=Reconnect(attempts=2, first_delay=0.001, max_delay=0.002),
+                      call_timeout=None, conn=psycopg.connect(dsn, autocommit=True))
+    return session, seen
+
+
+def test_a_patient_session_reconnects_past_its_try_count_saying_it_waits_for_the_database(dsn, caplog) -> None:
+    session, seen = _refusing_session(dsn, refusals=40)  # 20 times the try count
+    session.patience = Patience()
+    with caplog.at_level("WARNING", logger="fencepost.impl.postgres.session"):
+        assert session.run("SELECT 1", None, lambda c: c.fetchone()[0], Effect.READ, "probe", {}) == 1  # alive: no wait
+        session.replace("a test lost it")
+    assert session.reconnects == 1 and session.outage is None
+    assert seen[0] is None  # nothing failed yet
+    assert seen[1].startswith("waiting for the database: the test's server unreachable for ")
+    assert "(1 try so far; last: connection refused" in seen[1] and "(40 tries so far;" in seen[-1]
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith("waiting for the database: the test's server unreachable") and "still trying" in said[0]
+    assert said[-1].startswith("the database is back: the test's server reconnected after 41 tries in ")
+    session.close()
+
+
+def test_a_patient_session_gives_up_past_its_limit_and_stops_when_told(dsn) -> None:
+    session, _ = _refusing_session(dsn, refusals=10**9)
+    session.patience = Patience(limit=0.05)
+    with pytest.raises(psycopg.OperationalError, match=r"^cannot connect to the test's server: connection refused .*"
+                       r"gave up waiting for the database after \d+ tries in [\d.]+ s, its outage limit being 0.05 s"):
+        session.replace("a test lost it")
+    session.patience = stopped = Patience()
+    stopped.stopping.set()
+    with pytest.raises(StoppedWaiting, match=r"^stopped waiting for the test's server after [\d.]+ s: told to stop"):
+        session.run("SELECT 1", None, lambda c: c.fetchone()[0], Effect.READ, "probe", {})  # the connection is gone
+    assert session.outage is None
+    with pytest.raises(ValueError, match=r"^outage limit must be None or a number of seconds > 0: 0$"):
+        Patience(limit=0)
+
+
 # ---------------------------------------------------------------- a cluster of our own
+
+
+class _Gate:
+    """Holds first attempts of the outage test's tasks until opened, counting how many it holds."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.entered = 0
+        self.changed = threading.Condition()
+
+    def hold(self, ctx) -> str:
+        if ctx.attempt == 1:
+            with self.changed:
+                self.entered += 1
+                self.changed.notify_all()
+            assert self.opened.wait(OUTAGE_SECONDS * 4), "the outage test never opened the gate"
+        return f"task {ctx.task_id} attempt {ctx.attempt}"
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.entered >= count, BOUND), f"{self.entered} of {count} held"
+
+
+#: The outage test's gate; a module attribute, so the shared runners' registry can name ``_gated``.
+_GATE = _Gate()
+
+
+def _gated(ctx) -> str:
+    return _GATE.hold(ctx)
+
+
+class _Said(logging.Handler):
+    """Events set when the session's log says a runner's thread waits for the database, or that it is back."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.waiting: dict[str, threading.Event] = {}
+        self.back = threading.Event()
+        self.guard = threading.Lock()  # not ``lock``: that is the Handler's own, held around ``emit``
+
+    def waits(self, prefix: str) -> threading.Event:
+        with self.guard:
+            return self.waiting.setdefault(prefix, threading.Event())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("waiting for the database"):
+            thread = record.threadName  # fencepost-runner-w1, -expiry (alone); fencepost-runner-b-w1, -b-expiry
+            self.waits(thread.split("-")[2] if thread.startswith(("fencepost-runner-a-", "fencepost-runner-b-")) else "alone").set()
+        elif message.startswith("the database is back"):
+            self.back.set()
+
+
+def ride_an_outage(cluster: Cluster, seconds: float) -> dict:
+    """Runners through ``seconds`` without their server; every task must end succeeded. Returns what was seen.
+
+    A lone ``Runner`` over a ``PostgresScheduler`` (its own tasks), and two
+    shared runners on another schema: ``a``, lost during the outage (stopped
+    while its reports wait for the server, so the tasks it held stay running
+    in the database), and ``b``, which rides it through. The server is
+    stopped while every slot holds a task's first attempt at a gate; the gate
+    opens once the log says both survivors wait for the database, so their
+    reports wait too; the server starts again ``seconds`` after it stopped.
+    Every wait is bounded; the only sleep is the outage itself.
+    """
+    global _GATE
+    _GATE = gate = _Gate()
+    said = _Said()
+    logger = logging.getLogger("fencepost.impl.postgres.session")
+    logger.addHandler(said)
+    alone_scheduler = PostgresScheduler(cluster.dsn, schema="outage_alone")
+    shared_parts = [(PostgresScheduler(cluster.dsn, schema="outage_shared"), PostgresPayloads(cluster.dsn, schema="outage_shared"),
+                     DatabaseClock(cluster.dsn, schema="outage_shared")) for _ in range(2)]
+    alone = Runner(workers=OUTAGE_WORKERS, scheduler=alone_scheduler)
+    lost, survivor = (Runner(name=name, workers=OUTAGE_WORKERS, scheduler=scheduler, payloads=payloads, clock=clock,
+                             lease=SHARED_LEASE, functions={"gated": _gated})
+                      for name, (scheduler, payloads, clock) in zip("ab", shared_parts))
+    seen: dict = {}
+    try:
+        for runner in (alone, lost, survivor):
+            runner.start()
+        mine = [alone.submit(functools.partial(gate.hold)) for _ in range(ALONE_TASKS)]
+        shared = [lost.submit(_gated) for _ in range(SHARED_TASKS)]
+        gate.wait_for(3 * OUTAGE_WORKERS)  # every slot of every runner holds a first attempt
+        held_by_lost = [t for t in shared if lost.task(t).worker is not None and lost.task(t).worker.startswith("a-")]
+        cluster.stop("immediate")
+        stopped = time.monotonic()
+        try:
+            assert said.waits("b").wait(BOUND), "the shared runner never said it waits"
+            gate.opened.set()  # the held functions return: every report now waits for the server
+            assert said.waits("alone").wait(BOUND), "the lone runner never said it waits"
+            seen["alone"], seen["survivor"] = alone.status(), survivor.status()
+            lost.stop(BOUND)  # lost in the outage: its reports are never made, its leases expire in the database
+            seen["lost"] = lost.status()
+            time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))  # the outage itself
+        finally:
+            cluster.start()
+        seen["down"] = time.monotonic() - stopped
+        seen["alone_views"] = [alone.wait(t, BOUND + seconds) for t in mine]
+        seen["shared_views"] = [survivor.wait(t, BOUND + seconds) for t in shared]
+        seen["resumed"] = time.monotonic() - stopped - seen["down"]
+        seen["back"] = said.back.is_set()
+        seen["after"] = (alone.status(), survivor.status())
+        seen["held_by_lost"] = held_by_lost
+        seen["results"] = {t: survivor.result(t) for t in held_by_lost}
+    finally:
+        gate.opened.set()
+        logger.removeHandler(said)
+        for runner in (alone, lost, survivor):
+            runner.stop(BOUND)
+        for thing in (alone_scheduler, *(part for parts in shared_parts for part in parts)):
+            thing.close()
+    return seen
+
+
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +415,7 @@ def test_a_server_that_stays_away_gives_up_in_one_line_and_the_next_call_after_i
 
 
 def test_the_fault_suite_keeps_every_property(cluster) -> None:
-    report = run_faults(postgres_factory, times=TIMES, clients=3, cluster=cluster, seed=23)
+    report = run_faults(postgres_factory, times=TIMES, clients=3, cluster=cluster, seed=23, min_rounds=MIN_ROUNDS)
     assert report.injected == dict.fromkeys(FAULTS, TIMES)
     assert report.ok, "\n".join(table(report))
     assert report.calls > 500 and report.tasks > 50
@@ -256,6 +436,25 @@ def test_shared_runners_ride_through_every_fault(cluster) -> None:
     assert report.ok, "\n".join(table(report))
     assert all(v.status in FINAL_STATUSES for v in views), [v for v in views if v.status not in FINAL_STATUSES][:3]
     assert len(views) >= sum(r["submitted"] for r in results) > RUNNERS * RUNNER_TASKS
+
+
+def test_runners_finish_every_task_through_a_30_s_outage_of_their_server(cluster) -> None:
+    """Issue 34: a Runner over PostgreSQL waits for its server, says so, and finishes every task; a
+    shared runner also finishes the tasks a runner lost in the outage left running in the database."""
+    seen = ride_an_outage(cluster, OUTAGE_SECONDS)
+    for status in (seen["alone"], seen["survivor"]):
+        assert status.state == "waiting for the database", status
+        assert status.waiting and all(line.startswith("waiting for the database: PostgreSQL at dsn=") for line in status.waiting)
+        assert f":{cluster.port}/" in status.waiting[0] and "unreachable for " in status.waiting[0]
+    assert seen["lost"].state == "stopped"  # stopped quietly: its waits ended, no error
+    assert seen["down"] >= OUTAGE_SECONDS
+    assert [v.status for v in seen["alone_views"]] == [Status.SUCCEEDED] * ALONE_TASKS
+    assert [v.status for v in seen["shared_views"]] == [Status.SUCCEEDED] * SHARED_TASKS
+    assert seen["back"], "the log never said the database is back"
+    assert all(status.state == "running" and status.waiting == () for status in seen["after"]), seen["after"]
+    assert len(seen["held_by_lost"]) == OUTAGE_WORKERS  # the lost runner held tasks ...
+    for task_id, result in seen["results"].items():  # ... which the survivor ran again, after their leases
+        assert result.startswith(f"task {task_id} attempt ") and not result.endswith("attempt 1"), result
 
 
 def test_the_database_clock_is_read_again_after_its_backend_is_ended(dsn, schema) -> None:

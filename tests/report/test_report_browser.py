@@ -159,3 +159,16 @@ def test_a_big_failing_history_is_drawn_compact_and_opens_scrolled_to_the_stretc
     assert seen[0] > 0 and seen[1], seen
     opened.shot(tmp_path / "broken.png")
     opened.assert_quiet()
+
+
+def test_at_1280_pixels_the_state_tables_show_every_column(browser, tmp_path):
+    """The implementation's and the model's tables side by side were cut at 1280 px (last column `prior`)."""
+    page = make_page(TESTS / "regressions" / "closed_interval.toml", tmp_path / "closed_interval.html",
+                     "--impl", "impl.mutants.closed_interval:Scheduler")
+    opened = Opened(browser, page, DESKTOP)
+    scrolls = opened.page.locator(".pair .scroll")
+    assert scrolls.count() == 2
+    for n in range(2):
+        width, shown = scrolls.nth(n).evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert width <= shown, f"state table {n} needs {width} px and shows {shown}"
+    opened.assert_quiet()

@@ -258,3 +258,92 @@ def test_a_counterexample_page_says_why_in_the_words_check_prints(tmp_path):
     line = why(run_calls(token_reuse.Scheduler, [(s.op, dict(s.args)) for s in steps])).line()
     verdict = page.read_text(encoding="utf-8").split('id="verdict"', 1)[1].split("</p>", 1)[0]
     assert line.startswith("why: ") and f'<span class="why">{html.escape(line, quote=True)}</span>' in verdict
+
+
+#: The README tour's closed-interval counterexample as the check used to print it, in batches:
+#: two slots, two tasks leased by one dispatch_many, one completed by a complete_many.
+BATCHED = """
+title = "Batch leases"
+[[steps]]
+op = "add_worker"
+worker = "w1"
+capacity = 2
+[[steps]]
+op = "submit_many"
+tasks = [{}, {}]
+[[steps]]
+op = "dispatch_many"
+worker = "w1"
+now = 0
+duration = 3
+limit = 4
+[[steps]]
+op = "complete_many"
+reports = [[1, 1]]
+now = 1
+[[steps]]
+op = "complete_many"
+reports = []
+now = 3
+"""
+
+
+def test_batch_leases_are_drawn_and_a_batch_report_ends_its_lease(tmp_path):
+    source = tmp_path / "batched.toml"
+    source.write_text(BATCHED, encoding="utf-8")
+    page = make_page(source, tmp_path / "page.html")
+    text = page.read_text(encoding="utf-8")
+    assert data_of(page)["leases"] == 2
+    assert "2 leases on 2 lanes" in text
+    bars = [attrs for attrs in parse(page).named("g") if "lease" in attrs.get("class", "").split()]
+    assert len(bars) == 2
+    assert "completed at t=1" in text  # task 1's lease ended by the batch's report, not drawn to its expiry
+    assert "expired at t=3" in text  # task 2's ran out
+
+
+def test_lanes_are_named_as_the_tui_names_them(tmp_path):
+    source = tmp_path / "batched.toml"
+    source.write_text(BATCHED, encoding="utf-8")
+    make_page(source, tmp_path / "page.html")
+    text = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert ">w1.1<" in text and ">w1.2<" in text and ">w1<" not in text
+
+
+def test_a_list_whose_items_wrap_is_a_list():
+    """The onboarding description's list wraps its items onto indented lines: it was one paragraph of '* ...'."""
+    assert prose("Intro:\n* **Logical time**: an integer,\n  never going backwards.\n* A lease.") == (
+        "<p>Intro:</p><ul><li><strong>Logical time</strong>: an integer, never going backwards.</li><li>A lease.</li></ul>"
+    )
+
+
+def test_the_onboarding_page_shows_its_description_list_as_a_list(tmp_path):
+    text = make_page("onboarding", tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<li><strong>Logical time</strong>" in text and "* <strong>Logical time" not in text
+
+
+def test_a_counterexample_page_says_how_it_diverges_once_in_each_place_not_in_every_one(tmp_path):
+    """The verdict and the side-by-side section say it; the step's row points there (it said it 4-5 times)."""
+    page = make_page(TESTS / "regressions" / "closed_interval.toml", tmp_path / "page.html",
+                     "--impl", "impl.mutants.closed_interval:Scheduler")
+    body = page.read_text(encoding="utf-8").split(f'<script type="application/json" id="{DATA_ID}">')[0]
+    assert body.count(html.escape("status 'running' (model: 'pending')")) == 2  # the verdict; side by side
+    assert body.count(html.escape("expected 'pending', got 'running'")) == 1  # the file's own description
+    assert "diverges here" not in body  # check's note in the file repeats the lines the page already has
+    assert 'side by side above' in body
+
+
+def test_a_history_page_gives_each_call_the_same_lines_and_answer_in_the_stretch_as_under_every_call(tmp_path):
+    """sqs_fifo_claim_duplicate_receive: a call answered after the stretch read 'lines N–open / not yet known'
+    in the stretch and 'lines N–M … lease …' under Every call; and the placed column was empty on every row."""
+    source = TESTS / "peers" / "histories" / "sqs_fifo_claim_duplicate_receive.jsonl"
+    page = make_page(source, tmp_path / "page.html")
+    body = page.read_text(encoding="utf-8")
+    stretch = body[body.index('id="stretch"'):body.index("</section>", body.index('id="stretch"'))]
+    calls = body[body.index('class="call-list"'):]
+    assert "open" not in stretch and "not yet known" not in stretch
+    assert "after the stretch: unknown inside it" in stretch
+    rows = re.findall(r'<tr[^>]*data-c="(\d+)"[^>]*><td>[^<]*</td><td>(lines [^<]*)</td>', stretch)
+    assert rows
+    for row in rows:
+        assert f'<tr id="c{row[0]}"' in calls and f"<td>{row[1]}<td>" in calls.split(f'<tr id="c{row[0]}"')[1].split("<tr")[0]
+    assert "placed" not in calls  # not linearizable: no order, so no column of dashes or blanks

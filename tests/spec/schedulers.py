@@ -57,6 +57,9 @@ class ModelScheduler:
     def advance(self, now):
         return self._do("advance", now=now)
 
+    def prune(self, before, now):
+        return self._do("prune", before=before, now=now)
+
     def submit_many(self, tasks):
         return self._do("submit_many", tasks=tasks)
 

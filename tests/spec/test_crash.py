@@ -52,10 +52,23 @@ def test_a_mutant_that_acknowledges_before_committing_is_caught_by_a_kill() -> N
     failure = report.failure
     assert failure.problem
     trace = crash.failure_trace(failure)
-    assert trace[-1].op == "restart" and trace[-1].problem
-    assert [step.op for step in trace[:-1] if step.op != "restart"] == [
+    last_restart = max(n for n, step in enumerate(trace) if step.op == "restart")
+    assert trace[-1].problem and [step.op for step in trace[last_restart + 1:]] == [op for op, _ in failure.shown_by]
+    assert [step.op for step in trace[:last_restart] if step.op != "restart"] == [
         call.op for call in failure.run.acknowledged if call.op != "restart"
     ]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_kill_after_a_return_catches_the_mutant_for_certain_and_the_real_scheduler_never(seed: int) -> None:
+    """The child holds still once the aimed call has returned, so the kill lands before the next call's
+    BEGIN commits it: the mutant loses that acknowledged call at any load, the real scheduler nothing."""
+    caught = crash.kill_once(AckBeforeCommit, seed=seed, kill_at=3, delay_s=0.0, steps=profiles.CI_STEPS,
+                             directory=FAST_DIR, restarts=False, after=True)
+    assert caught.problem and not caught.exact and caught.run.in_flight is None
+    held = crash.kill_once(DurableScheduler, seed=seed, kill_at=3, delay_s=0.0, steps=profiles.CI_STEPS,
+                           directory=FAST_DIR, restarts=False, after=True)
+    assert held.problem is None and held.exact and held.run.in_flight is None
 
 
 def test_with_restarts_the_childs_own_lockstep_sees_the_mutant_too() -> None:
@@ -103,6 +116,28 @@ def test_the_probe_sees_a_lost_worker_the_views_cannot_show() -> None:
     # With the call in flight as a second candidate, the probe tells which one happened.
     without = model.apply(model.initial(), "submit", {})[0]
     assert crash.recovered_as(kept_copy(), [without, state]) == (1, None)
+
+
+def test_a_loss_only_the_probe_sees_is_in_the_failure_trace_so_a_replay_diverges_too() -> None:
+    """A lost ``add_worker`` leaves the views as the model's: the restart alone replays clean, so the
+    probe calls that showed the loss follow it, the last one marked (a CI run once wrote a scenario
+    that replayed clean on the mutant it was found on)."""
+    run = crash.Run("path")
+    for message in [("call", "add_worker", {"worker": "w1", "capacity": 2}), ("ack", None), ("call", "submit", {}), ("ack", 1)]:
+        run.take(message)
+    forgot_the_worker = SimpleScheduler()
+    forgot_the_worker.submit()
+    index, problem, shown_by = crash._recovered_as(forgot_the_worker, [run.acked_state])
+    assert index is None and shown_by == [("add_worker", {"worker": "w1", "capacity": 1})]
+    trace = crash.failure_trace(crash.KillResult(run, 2, False, False, problem, shown_by=shown_by))
+    assert [step.op for step in trace] == ["add_worker", "submit", "restart", "add_worker"]
+    assert trace[2].problem is None and trace[3].problem == f"after the restart: {problem}"
+    assert trace[3].expected == ("error", "worker 'w1' already exists")
+    # Replayed: the mutant loses an add_worker made last before a restart, and only the probe step says so.
+    lost = [("add_worker", {"worker": "w1", "capacity": 2}), ("restart", {}), *shown_by]
+    diverged = run_calls(lambda: durable.temporary(AckBeforeCommit, FAST_DIR), lost)
+    assert diverged is not None and diverged[-1].op == "add_worker" and "already exists" in diverged[-1].problem
+    assert run_calls(lambda: durable.temporary(directory=FAST_DIR), lost) is None  # the real one replays clean
 
 
 class _Pipe:
@@ -176,7 +211,11 @@ def test_cli_bad_arguments_are_one_line_exit_2(argv: list[str], message: str, ca
 
 
 def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exit 1; the file fails at its final ``restart`` on the mutant and replays clean on the real scheduler."""
+    """Exit 1; the file fails at or after its last ``restart`` on the mutant and replays clean on the real scheduler.
+
+    Certain at any load: seed 12's fifth kill is aimed after a return (the child holds still there),
+    and a loss the views cannot show is written with the probe calls that showed it.
+    """
     if FAST_DIR:
         monkeypatch.setattr(tempfile, "tempdir", FAST_DIR)
     out = tmp_path / "crash.toml"
@@ -186,6 +225,7 @@ def test_cli_writes_the_failure_as_a_scenario_that_replays(tmp_path, capsys: pyt
     printed = capsys.readouterr().out
     assert "RECOVERY FAILED" in printed and "restart()" in printed and "<-- diverges" in printed
     scenario = load_scenario(out)
-    assert scenario.steps[-1].op == "restart" and scenario.steps[-1].expect_state
+    ops = [step.op for step in scenario.steps]
+    assert "restart" in ops and scenario.steps[-1].expect_state and scenario.steps[-1].note
     assert main(["replay", str(out), "--impl", "impl.mutants.durable_ack_before_commit:temporary"]) == 1
     assert main(["replay", str(out), "--impl", "impl.durable:temporary"]) == 0

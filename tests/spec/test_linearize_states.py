@@ -302,20 +302,35 @@ def same_decision(events: list[Event]) -> bool:
     """Check ``events`` with both checkers; assert they agree. Returns the verdict.
 
     For a linearizable history everything must be the same, down to the
-    states explored and the report. For one that is not, the old checker
+    report, but for the unknown calls the old checker placed where they
+    changed nothing (the new one leaves them untaken, issue 34) and the
+    states explored (unknown calls past their time are no longer carried,
+    so the search walks fewer, or in another order). For one that is not, the old checker
     tried the failing window's start states in hash order (which varies with
     the hash seed), so only the failing stretch and the model's answers (when
     all were shown) must be.
     """
     history = as_history(events)
     new, old = check_history(history), reference.check_history(history)
-    assert (new.linearizable, new.order, new.windows) == (old.linearizable, old.order, old.windows)
+    assert (new.linearizable, new.windows) == (old.linearizable, old.windows)
+    # The old checker placed an unknown call where it changed nothing; the new one leaves it untaken
+    # (issue 34), and may then find another order: the same calls with a known answer, in both.
+    left_out = [i for i in old.order if i not in new.order]
+    assert all(history.calls[i].kind == "info" for i in left_out), left_out
+    known = [i for i, c in enumerate(history.calls) if c.kind != "info"]
     if new.linearizable:
-        assert new.states == old.states
-        assert report(history, new, show_order=True) == reference.report(history, old, show_order=True)
+        assert sorted(set(new.order) & set(known)) == sorted(set(old.order) & set(known)) == known
+    if new.linearizable:
+        if new.order == old.order:
+            said = [line.replace(f"{new.states:,} states", "N states") for line in report(history, new, show_order=True)]
+            was = [line.replace(f"{old.states:,} states", "N states") for line in reference.report(history, old, show_order=True)]
+            assert said == was
     else:
         ours, theirs = new.failure, old.failure
-        assert (ours.start, ours.end, ours.call, ours.involved) == (theirs.start, theirs.end, theirs.call, theirs.involved)
+        assert (ours.start, ours.end, ours.call) == (theirs.start, theirs.end, theirs.call)
+        # unknown calls whose time had passed are no longer carried into the failing stretch
+        assert set(ours.involved) <= set(theirs.involved)
+        assert all(history.calls[i].kind == "info" for i in set(theirs.involved) - set(ours.involved))
         said = {describe(history.calls[ours.call].op, a.value) for a in ours.answers}
         assert len(said) == len(ours.answers)
         if len(said) < linearize.MAX_ANSWERS:

@@ -219,3 +219,15 @@ def test_explore_checks_a_reopenable_scheduler_across_restarts() -> None:
     assert violation is not None
     assert [step.op for step in violation.trace][-2:] == ["cancel", "restart"]
     assert "cancel_requested: expected True, got False" in violation.problem
+
+
+def test_check_says_why_each_capability_is_checked_and_how_to_leave_it_out(capsys) -> None:
+    """A user who copied the README's ``submit(..., key=None)`` is checked for keys: the check says so, and why."""
+    assert main(["check", "impl:Scheduler", "--max-examples", "5", "--steps", "5"]) in (0, 1)
+    lines = capsys.readouterr().out.splitlines()
+    summary = next(n for n, line in enumerate(lines) if line.startswith("optional capabilities checked:"))
+    said = lines[summary + 1]
+    assert said.startswith("checked because offered (idempotency keys: submit takes a key keyword; prune: it has prune(); ")
+    assert "a scheduler leaves one out by not offering it (docs/contract.md: optional capabilities)" in said
+    assert main(["check", "restartable:KeylessScheduler", "--max-examples", "5", "--steps", "5"]) in (0, 1)
+    assert "checked because offered" not in capsys.readouterr().out  # nothing offered: nothing to explain

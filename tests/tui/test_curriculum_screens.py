@@ -47,7 +47,7 @@ async def test_a_question_hides_the_result_until_answered_then_says_right_and_wh
         await pilot.press("2")
         await pilot.pause()  # the panel grows: let the layout settle before reading it
         panel = text_of(app.query_one(QuestionPanel))
-        assert "Right." in panel and "Task 1 is due and w1 is idle." in panel and "Score 1/1" in panel
+        assert "Right." in panel and "Task 1 is due and w1 is idle." in panel and "1 of 1 right so far." in panel
         assert "lease task 1 to w1, token 1, [3, 8)" in text_of(app.query_one(StepSummary))
         assert running_titles(app) == ["Pending 0", "Running 1", "Done 0"]
         assert "score 1/1" in text_of(app.query_one(StatusBar)) and "t=3" in text_of(app.query_one(StatusBar))
@@ -86,6 +86,13 @@ async def test_right_arrow_at_a_question_reveals_it_unscored_and_autoplay_stops_
         await pilot.pause()
         assert app.step == 3 and "Skipped: the answer is 2." in text_of(app.query_one(QuestionPanel))
         assert "score 0/0" in text_of(app.query_one(StatusBar))
+        # Back at it, a pick is told right or not, and never scored; then the key is done.
+        assert app.check_action("answer", (1,)) is True
+        await pilot.press("2")
+        await pilot.pause()
+        panel = text_of(app.query_one(QuestionPanel))
+        assert "You picked 2 after → showed the answer: right, not scored." in panel and "← yours" in panel
+        assert "score 0/0" in text_of(app.query_one(StatusBar)) and app.quiz.right == 0
         assert app.check_action("answer", (1,)) is False
 
 
@@ -136,7 +143,9 @@ async def panel_at(app: FencepostApp, pilot, index: int) -> SidePanel:
     if question is not None:
         app.quiz.answer(index, wrong(question))
     app.step = index
-    await settle(app, pilot)  # a region read after one pause may predate the layout the step asked for
+    # one pause may return before the layout the step asked for, and before taking down the last
+    # step's notices refreshes the screen once more: wait until nothing is left to do
+    await settle(app, pilot)
     return app.query_one(SidePanel)
 
 

@@ -28,9 +28,9 @@ def test_each_lease_is_a_bar_on_its_workers_lane_as_known_at_the_step() -> None:
     assert text_of(lanes, 10)[1:] == ["w1   #1·1", "w2.1  #2·2", "w2.2   #3·3"]
     assert classes_at(lanes, 10, 1, 5 + 7) == "bar-running"  # [1, 8): column of tick 7 is in the bar
     assert classes_at(lanes, 10, 1, 5 + 8) is None
-    # At the end: ✓ at 3 for task 1 (its bar [0, 3) too short for a label), × in task 2's
+    # At the end: ✓ at 3 for task 1 (its bar [0, 3) too short for #1·1: #1), × in task 2's
     # last tick (7), ! at 9 for its late completion, ✗ at 10 for task 3.
-    assert text_of(lanes, 14)[1:] == ["w1      ✓", "w2.1  #2·2  × !", "w2.2   #3·3    ✗"]
+    assert text_of(lanes, 14)[1:] == ["w1   #1 ✓", "w2.1  #2·2  × !", "w2.2   #3·3    ✗"]
     assert classes_at(lanes, 14, 0, 5 + 3) == "complete" and classes_at(lanes, 14, 1, 5 + 9) == "rejected"
 
 
@@ -91,3 +91,17 @@ def test_a_batchs_leases_and_reports_are_drawn_as_its_single_calls_would_be() ->
     assert text_of(many, 4)[1:] == text_of(one, 5)[1:] == ["w2.1   #1·1", "w2.2   #2·2"]
     assert text_of(many, len(batched))[1:] == text_of(one, len(singles))[1:]
     assert text_of(many, len(batched))[1:] == ["w2.1   #1·1✓", "w2.2   #2·2  ✗"]
+
+
+def test_a_lease_that_starts_as_the_last_one_ends_keeps_its_whole_label() -> None:
+    """priority-order's lane: each lease starts at the tick the last one completed. The ``✓`` of one
+    must not run into the next one's label (``✓10·2`` read as "task 10 done")."""
+    steps = [Step("add_worker", {"worker": "w1", "capacity": 1}), *(Step("submit", {}) for _ in range(9)),
+             Step("submit", {"priority": 5})]
+    for now, (task, token) in enumerate(((10, 1), (1, 2), (2, 3))):
+        steps += [Step("dispatch", {"worker": "w1", "now": now, "duration": 5}),
+                  Step("complete", {"task_id": task, "token": token, "now": now + 1})]
+    lanes = Lanes(build_timeline(Scenario("adjacent", steps), Scheduler, model=False))
+    assert text_of(lanes, len(steps), width=40)[1] == "w1 #10·1✓#1·2✓#2·3✓"
+    assert text_of(lanes, len(steps), width=80)[1] == "w1 #10·1      ✓#1·2      ✓#2·3      ✓"
+    assert text_of(lanes, len(steps), width=20)[1] == "w1   ✓ ✓ ✓"  # no room for a label: none, never a cut one

@@ -51,3 +51,18 @@ def test_an_answered_question_cannot_be_answered_again() -> None:
     with pytest.raises(ValueError, match="no open question at step 1"):
         quiz.answer(1, 2)
     assert quiz.answers == {1: 1}
+
+
+def test_a_pick_after_a_reveal_is_judged_and_never_scored() -> None:
+    quiz = Quiz(SCENARIO)
+    quiz.reveal(3)
+    assert quiz.pick_late(3, 3) is True and quiz.late == {3: 3}
+    assert (quiz.right, quiz.answered) == (0, 0)
+    with pytest.raises(ValueError, match="index: no question revealed unanswered at step 1"):
+        quiz.pick_late(1, 1)  # still open: answered, not picked late
+    quiz.answer(1, 1)
+    with pytest.raises(ValueError, match="index: no question revealed unanswered at step 1"):
+        quiz.pick_late(1, 2)  # answered: the answer stands
+    quiz.reveal(3)
+    with pytest.raises(ValueError, match="choice: expected 1 to 3, got 4"):
+        quiz.pick_late(3, 4)

@@ -265,14 +265,15 @@ async def test_a_long_narration_scrolls_by_keys_and_starts_at_the_top_of_every_s
         assert side.border_subtitle == ("more ↓ PgDn" if side.max_scroll_y else "")
 
 
-async def test_a_problem_notice_goes_away_once_its_step_is_on_screen():
+async def test_the_next_problem_is_on_the_status_line_not_in_a_notice_over_the_panel():
     app = app_for(Scenario("A completion with a stale token", STALE_TOKEN_STEPS))
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
-        assert notices(app) == ["step 6 breaks its expect (1 in all): d goes there"]
+        assert notices(app) == []
+        assert status_line(app).startswith(" step 0/6  t=0  problem at step 6: d ")
         await pilot.press("d")
         await pilot.pause()
-        assert app.step == 6 and notices(app) == []
+        assert app.step == 6 and "problem at step" not in status_line(app)
 
 
 async def test_the_status_line_keeps_step_clock_and_marks_and_shortens_a_long_title():

@@ -99,8 +99,10 @@ async def settle(app: FencepostApp, pilot) -> None:
     due, but what that update asks for (a second layout for a scrollbar that came, a resize)
     may still be queued when it returns: its idle test compares process time with wall time,
     so on a loaded machine it returns early. A test reading a region or counting a step's
-    work must wait for that too."""
+    work must wait for that too, and for the model's lockstep (a worker thread), whose result
+    may show more on the screen. Bounded: 50 rounds, no sleep."""
     for _ in range(50):
+        await app.workers.wait_for_complete()
         await pilot.pause()
         screen = app.screen
         nodes = [app, *screen.walk_children(with_self=True)]
