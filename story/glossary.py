@@ -66,7 +66,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("logical time", r"logical time|logical clock|integer time|clock", "Time is an int the caller passes "
          "as `now`, starting at 0 and never going backwards; nothing sleeps, so a test can hit a boundary exactly."),
     Term("timed call", r"timed calls?", "A call that says what time it is (`dispatch`, `complete`, `fail`, "
-         "`cancel`, `renew`, `advance`). A valid one first ends every lease with `expires_at <= now`, before "
+         "`cancel`, `renew`, `advance`, and the optional `prune`, `dispatch_many`, `complete_many` and "
+         "`fail_many`). A valid one first ends every lease with `expires_at <= now`, before "
          "anything else; an invalid one is an error and changes nothing. `add_worker` and `submit` are not timed."),
     Term("advance", r"advance|advances|advanced", "A timed call that only moves the clock, and so expires "
          "the leases that end by then."),
@@ -93,7 +94,8 @@ GLOSSARY: tuple[Term, ...] = (
          "comes from an assignment that is over."),
     Term("lease_expired", r"lease_expired", "Rejection reason: this token's lease was the task's last one and it "
          "expired; nobody holds the task now. Once the task is leased again, the same token gets "
-         "`stale_token` while it runs, and `already_final` once it has ended."),
+         "`stale_token` while it runs, `not_running` while it waits again (that lease failed or expired), "
+         "and `already_final` once it is final."),
     Term("already_final", r"already_final", "Rejection reason: the task is final: a duplicate of the "
          "accepted report and a late report from an older lease get it alike, and so does a `cancel`. The one "
          "exception is the token whose lease expired last, which gets `lease_expired` even when that expiry "
@@ -175,7 +177,8 @@ GLOSSARY: tuple[Term, ...] = (
          "whose worker died comes back at its lease's expiry."),
     Term("key", r"key", "An idempotency key given to `submit`: the same key with the same arguments returns the "
          "first task's id and creates nothing; with other arguments it is an error. Kept as long as its "
-         "task is, restarts included: only a prune of the final task forgets it."),
+         "task is, across restarts of a durable scheduler (an in-memory one loses every key): only a prune "
+         "of the final task forgets it."),
     Term("exactly-once", r"exactly-once|exactly once", "What no scheduler can promise for effects outside it: a "
          "retry may repeat work. A destination that checks a key and a token in the same transaction as the "
          "write (an effect ledger) makes that write happen once; an outside call (a card charge) is covered only "
@@ -193,7 +196,7 @@ GLOSSARY: tuple[Term, ...] = (
          "its single calls in order (`submit_many`, `dispatch_many`, `complete_many`, `fail_many`): all or "
          "nothing when an entry is invalid; a `dispatch_many` stops at the first dispatch that finds nothing."),
     Term("clock skew", r"clock skew|skew|skewed", "Two clocks that disagree. A client whose clock runs ahead "
-         "expires other workers' leases early; one behind is refused, since time may not go backwards. So "
+         "expires other workers' leases early; a call from one behind is an error, since time may not go backwards. So "
          "every client reads one shared clock (the scheduler's or the database's)."),
     Term("declared variant", r"declared variants?|variants?", "A documented choice where a real queue differs "
          "from the contract on purpose (`order=any`, `interval=closed`, `tokens=opaque`, ...). A scheduler "

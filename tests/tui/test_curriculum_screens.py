@@ -7,7 +7,7 @@ from fencepost.spec.formats.scenario import Question, Scenario, Step
 from fencepost.story.walkthroughs import curriculum
 from fencepost.tui.app import FencepostApp
 from fencepost.tui.widgets import EventLog, Narration, QuestionPanel, SidePanel, StatusBar, StepSummary, TaskColumn
-from tui_helpers import SIZE, app_for, text_of
+from tui_helpers import SIZE, app_for, settle, text_of
 
 #: The smaller size a new user tried.
 SMALL = (80, 24)
@@ -143,8 +143,9 @@ async def panel_at(app: FencepostApp, pilot, index: int) -> SidePanel:
     if question is not None:
         app.quiz.answer(index, wrong(question))
     app.step = index
-    await pilot.pause()
-    await pilot.pause()  # taking down the last step's notices refreshes the screen once more: let that layout settle too
+    # one pause may return before the layout the step asked for, and before taking down the last
+    # step's notices refreshes the screen once more: wait until nothing is left to do
+    await settle(app, pilot)
     return app.query_one(SidePanel)
 
 

@@ -20,29 +20,12 @@ from fencepost.impl import Scheduler
 from fencepost.tui.app import FencepostApp, open_timeline
 from fencepost.bench.tui import generate
 from fencepost.tui.widgets import EventLog, LineList, SidePanel, StepSummary, TaskColumn, WorkerStrip
+from tui_helpers import settle
 
 #: A scenario with every kind of event, small enough to open in a moment.
 SCENARIO = generate(tasks=120, rounds=30)
 
 SIZES = pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
-
-
-async def settle(app: FencepostApp, pilot) -> None:
-    """Pause until the screen has nothing left to do. ``pilot.pause`` runs the update that is
-    due, but what that update asks for (a second layout for a scrollbar that came, a resize)
-    may still be queued when it returns, and a test counting a step's work would count it
-    as the next step's."""
-    for _ in range(50):
-        await pilot.pause()
-        screen = app.screen
-        nodes = [app, *screen.walk_children(with_self=True)]
-        if not (
-            screen._layout_required or screen._repaint_required or screen._scroll_required or screen._dirty_widgets
-            or any(node._message_queue.qsize() for node in nodes)
-            or any(node._layout_required or node._repaint_required or node._scroll_required for node in nodes[1:])
-        ):
-            return
-    raise AssertionError("the screen never settled")
 
 
 async def screen_at(step: int, size: tuple[int, int], keys: list[str] = ()) -> tuple[int, str]:

@@ -92,3 +92,24 @@ def long_run(tasks: int) -> Scenario:
         steps += [Step("submit", {}), Step("dispatch", {"worker": "w1", "now": 2 * n, "duration": 2}),
                   Step("complete", {"task_id": n, "token": n, "now": 2 * n + 1})]
     return Scenario(f"A long run: {tasks} leases one after another", tuple(steps))
+
+
+async def settle(app: FencepostApp, pilot) -> None:
+    """Pause until the screen has nothing left to do. ``pilot.pause`` runs the update that is
+    due, but what that update asks for (a second layout for a scrollbar that came, a resize)
+    may still be queued when it returns: its idle test compares process time with wall time,
+    so on a loaded machine it returns early. A test reading a region or counting a step's
+    work must wait for that too, and for the model's lockstep (a worker thread), whose result
+    may show more on the screen. Bounded: 50 rounds, no sleep."""
+    for _ in range(50):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        nodes = [app, *screen.walk_children(with_self=True)]
+        if not (
+            screen._layout_required or screen._repaint_required or screen._scroll_required or screen._dirty_widgets
+            or any(node._message_queue.qsize() for node in nodes)
+            or any(node._layout_required or node._repaint_required or node._scroll_required for node in nodes[1:])
+        ):
+            return
+    raise AssertionError("the screen never settled")
