@@ -141,6 +141,11 @@ class _Task:
         self.ended_at = None  # when it became final; set exactly while final
 
 
+#: What a token-carrying call other than ``renew`` passes for ``duration``: it takes none, so none is
+#: checked. Not None, which ``renew`` must refuse as a duration like any other non-int.
+_NO_DURATION = object()
+
+
 class IndexedScheduler(FoldedBatches):
     """An in-memory lease scheduler with a ready heap, a due heap and an expiration heap.
 
@@ -622,12 +627,12 @@ class IndexedScheduler(FoldedBatches):
         """Check ``dispatch``'s arguments in the contract's order; return the capacity."""
         return v.check_dispatch(worker, now, duration, current=self._now, workers=self._capacity)
 
-    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = None) -> None:
+    def _check_lease_call(self, task_id: object, token: object, now: object, duration: object = _NO_DURATION) -> None:
         """Check a token-carrying call's arguments in the contract's order (``duration``: ``renew``'s)."""
         self._record(task_id)
         v.check_int("token", token)
         v.check_time(self._now, now)
-        if duration is not None:
+        if duration is not _NO_DURATION:
             v.check_min("duration", duration, 1)
             v.check_lease_end(now, duration)
 
@@ -641,7 +646,7 @@ class IndexedScheduler(FoldedBatches):
             v.check_retry_time(now, t.retry_delay, t.attempts)
         return True
 
-    def _lease_call(self, task_id: int, token: int, now: int, duration: int | None = None) -> _Task:
+    def _lease_call(self, task_id: int, token: int, now: int, duration: object = _NO_DURATION) -> _Task:
         """Check a token-carrying call's arguments, then move time (rule 3); return the task."""
         self._check_lease_call(task_id, token, now, duration)
         self._advance_to(now)

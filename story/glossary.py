@@ -51,7 +51,7 @@ GLOSSARY: tuple[Term, ...] = (
     Term("priority", r"priority|priorities", "Any int; higher is dispatched first."),
     Term("pending", r"pending", "Waiting for a dispatch: never started, or taken back after its lease expired."),
     Term("waiting", r"waiting", "Neither running nor final: `pending`, or `retry_wait` after a `fail`. A waiting "
-         "task is handed out once it is due and a worker with room asks."),
+         "task is handed out once it is due, a worker with room asks, and no task comes before it in dispatch order."),
     Term("dispatch", r"dispatch|dispatches|dispatched", "A worker asks for work at `now` for a `duration`: the "
          "scheduler leases it the first task in dispatch order, or answers `none` (the worker is full, or nothing "
          "is eligible) and then assigns nothing and uses no token."),
@@ -131,7 +131,9 @@ GLOSSARY: tuple[Term, ...] = (
          "`fencepost check` compares nothing else, so another scheduler may word reasons its own way."),
     Term("argument rules", r"argument rules?", "What every argument must be, checked before anything happens: an "
          "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` at least "
-         "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once). Breaking one is an error."),
+         "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once); every int within 64 bits; a "
+         "worker name and a key a non-empty `str` of at most 8,192 UTF-8 bytes with no control character but tab and "
+         "newline. Breaking one is an error."),
     Term("key conflict", r"key conflicts?", "A known idempotency key submitted with other arguments, compared as "
          "passed (a left-out `due_at` is not the time it stood for): an error naming the key, the task and what "
          "differs; nothing changes."),
@@ -206,7 +208,7 @@ GLOSSARY: tuple[Term, ...] = (
          "runs again; a cancelled waiting task never starts; nothing starts before its due time."),
     Term("process isolation", r"process isolation|force=True", "The runner's `isolation=\"process\"`: each "
          "attempt runs in a child process, terminated when its lease expires or on `cancel(task_id, "
-         "force=True)`, which is refused with threads (a thread cannot be killed). A terminated attempt may "
+         "force=True)`, which raises an error with threads (a thread cannot be killed). A terminated attempt may "
          "have done part of its effects."),
     Term("runner", r"runners?", "fencepost's executing pool (`fencepost.impl.runner.Runner`): each pool slot is a "
          "worker of capacity one whose thread dispatches a task, calls its function, and reports `complete` "

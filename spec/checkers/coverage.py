@@ -110,7 +110,8 @@ def required_boundaries(variants: Variants = DEFAULT) -> dict[str, str]:
     Under ``interval=closed`` the refused completion is at ``expires_at + 1``;
     an expiry to ``failed`` needs ``max_attempts`` (and ``exhaust=at-expiry``),
     one to ``cancelled`` needs ``cancel``; a full worker needs ``capacity=per-worker``;
-    a task past id 9 handed out before a lower one needs due times or retry waits under ``order=fifo``.
+    a task past id 9 handed out before a lower one needs due times under ``order=fifo`` (a retry wait
+    reaches it too, but too rarely to require).
     """
     if variants == DEFAULT:
         return REQUIRED_BOUNDARIES
@@ -121,8 +122,10 @@ def required_boundaries(variants: Variants = DEFAULT) -> dict[str, str]:
         gone.add("expiry_to_cancelled")
     if variants.capacity == "none":
         gone.add("capacity_exactly_full")
-    if variants.order == "fifo" and not variants.offers("due_at") and not variants.offers("fail"):
-        # first in, first out with no due time and no retry wait: a lower id eligible always goes first
+    if variants.order == "fifo" and not variants.offers("due_at"):
+        # First in, first out with no due time: a lower id eligible always goes first, so only a lower id
+        # held back in a retry wait while ten tasks exist reaches this, which a check of default size
+        # rarely draws (a FIFO queue that conforms must pass at default settings: issue 29). Still counted.
         gone.add("ids_past_9")
     if variants.late == "accept-unclaimed" and "completion_at_expiry" not in gone \
             and not _reachable("complete", Reason.LEASE_EXPIRED, variants):

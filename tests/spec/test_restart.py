@@ -44,7 +44,7 @@ KEYLESS_BUDGET = 40
     ("factory", "expected"),
     [
         (SimpleScheduler, Capabilities(keys=True, prune=True, batch=True)),
-        (ModelScheduler, Capabilities(keys=True, batch=True)),
+        (ModelScheduler, Capabilities(keys=True, prune=True, batch=True)),
         (ReopenableScheduler, ALL),
         (KeylessScheduler, NONE),
         (KwargsScheduler, Capabilities(keys=True)),  # **options: a probe submits with a key
