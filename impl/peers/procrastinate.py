@@ -105,8 +105,11 @@ CREATE OR REPLACE FUNCTION {schema}.now() RETURNS timestamptz
 """
 _QUEUES = itertools.count(1)
 _INSTALL_LOCK = threading.Lock()
-_INSTALLED: set[tuple[str, str]] = set()  # (dsn, schema) installed by this process
-os.register_at_fork(after_in_child=_INSTALLED.clear)  # a child installed nothing: its exit drops nothing
+# (dsn, schema) known installed. A forked child (check --jobs forks its shards) keeps the parent's: were it
+# to install again, its DROP SCHEMA would pull the types from under the parent's and its siblings' sessions.
+_INSTALLED: set[tuple[str, str]] = set()
+_OWNED: set[tuple[str, str]] = set()  # (dsn, schema) this very process installed: the ones its exit drops
+os.register_at_fork(after_in_child=_OWNED.clear)  # a child installed nothing: its exit drops nothing
 
 
 def dsn() -> str:
@@ -352,11 +355,12 @@ def install(schema: str = SCHEMA) -> None:
         finally:
             loop.close()
         _INSTALLED.add((dsn(), schema))
+        _OWNED.add((dsn(), schema))
 
 
 def installed_here() -> bool:
     """Whether this process installed procrastinate's schema anywhere."""
-    return bool(_INSTALLED)
+    return bool(_OWNED)
 
 
 @atexit.register
@@ -368,7 +372,8 @@ def uninstall() -> None:
         for session in list(_SESSIONS.values()):
             session.close()
         _SESSIONS.clear()
-        for server, schema in list(_INSTALLED):
+        for server, schema in list(_OWNED):
+            _OWNED.discard((server, schema))
             _INSTALLED.discard((server, schema))
             try:
                 with psycopg.connect(server, autocommit=True, connect_timeout=3) as connection:

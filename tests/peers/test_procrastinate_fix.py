@@ -120,7 +120,7 @@ def test_the_fixed_functions_refuse_the_zombies_finish_and_take_the_holders() ->
 def test_the_check_passes_on_the_fixed_functions_with_the_budget_that_finds_the_bug(capsys) -> None:
     require("procrastinate")
     status = main(["check", "test_procrastinate_fix:fixed", "--max-examples",
-                   BUDGETS["fencepost.impl.peers.procrastinate:queue"]])
+                   BUDGETS["fencepost.impl.peers.procrastinate:queue"], "--jobs", "1"])  # as test_peers_check
     out = capsys.readouterr().out
     assert status == 0, out
     assert "test_procrastinate_fix:fixed conforms" in out, out
