@@ -48,10 +48,10 @@ GLOSSARY: tuple[Term, ...] = (
     Term("slot", r"slots?", "One unit of a worker's capacity: a lease holds one from dispatch until it ends "
          "(complete, fail or expiry), and frees it at that moment."),
     Term("submit", r"submit|submits|submitted|submitting", "Adds a task, `pending`. Takes no time and expires nothing."),
-    Term("priority", r"priority|priorities", "Any int; higher is dispatched first."),
+    Term("priority", r"priority|priorities", "Any int within 64 bits; higher is dispatched first."),
     Term("pending", r"pending", "Waiting for a dispatch: never started, or taken back after its lease expired."),
     Term("waiting", r"waiting", "Neither running nor final: `pending`, or `retry_wait` after a `fail`. A waiting "
-         "task is handed out once it is due, a worker with room asks, and no task comes before it in dispatch order."),
+         "task is handed out once it is due, a worker with room asks, and no eligible task comes before it in dispatch order."),
     Term("dispatch", r"dispatch|dispatches|dispatched", "A worker asks for work at `now` for a `duration`: the "
          "scheduler leases it the first task in dispatch order, or answers `none` (the worker is full, or nothing "
          "is eligible) and then assigns nothing and uses no token."),
@@ -98,11 +98,11 @@ GLOSSARY: tuple[Term, ...] = (
          "and `already_final` once it is final."),
     Term("already_final", r"already_final", "Rejection reason: the task is final: a duplicate of the "
          "accepted report and a late report from an older lease get it alike, and so does a `cancel`. The one "
-         "exception is the token whose lease expired last, which gets `lease_expired` even when that expiry "
+         "exception is the token of the task's last lease when that lease expired: it gets `lease_expired` even when that expiry "
          "ended the task `failed` or `cancelled`. It means \"an outcome is recorded, stop\", not \"your work "
          "failed\" nor \"yours was the one that counted\"."),
     Term("not_running", r"not_running", "Rejection reason: the task is waiting (`pending` or `retry_wait`) and the "
-         "token is not the one whose lease expired last, e.g. a report for a task never dispatched, or a second "
+         "token is not that of the task's last lease (when that lease expired), e.g. a report for a task never dispatched, or a second "
          "`fail` with a token whose lease that first `fail` ended."),
     Term("fencing token", r"fencing tokens?", "A token that a destination (a database, a file store) checks on "
          "every write, refusing, for the same task or key, any lower than the highest it has seen for it. "
@@ -133,7 +133,7 @@ GLOSSARY: tuple[Term, ...] = (
          "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` at least "
          "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once); every int within 64 bits; a "
          "worker name and a key a non-empty `str` of at most 8,192 UTF-8 bytes with no control character but tab and "
-         "newline. Breaking one is an error."),
+         "newline, no lone surrogate and no direction override. Breaking one is an error."),
     Term("key conflict", r"key conflicts?", "A known idempotency key submitted with other arguments, compared as "
          "passed (a left-out `due_at` is not the time it stood for): an error naming the key, the task and what "
          "differs; nothing changes."),
