@@ -133,13 +133,13 @@ GLOSSARY: tuple[Term, ...] = (
          "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` at least "
          "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once); every int within 64 bits; a "
          "worker name and a key a non-empty `str` of at most 8,192 UTF-8 bytes with no control character but tab and "
-         "newline, no lone surrogate and no direction override. Breaking one is an error."),
+         "newline, no lone surrogate and no direction override or isolate. Breaking one is an error."),
     Term("key conflict", r"key conflicts?", "A known idempotency key submitted with other arguments, compared as "
          "passed (a left-out `due_at` is not the time it stood for): an error naming the key, the task and what "
          "differs; nothing changes."),
     Term("expired attempt", r"expired attempts?", "An attempt whose lease expired: it counts against "
          "`max_attempts` like a failed one, but has no backoff: the task is pending and eligible at once (or "
-         "`failed`, with the budget spent)."),
+         "`failed`, with the budget spent, or `cancelled` after a cancel request)."),
     Term("task view", r"task views?|views?", "What `task(id)` returns: a detached snapshot of nine fields. "
          "`worker`, `token` and `expires_at` are set only while running, `cancel_requested` only while a request "
          "stands: every way a lease ends clears them. Keys are not in it."),
@@ -155,7 +155,7 @@ GLOSSARY: tuple[Term, ...] = (
     Term("retry_wait", r"retry_wait|retry|retries|retried|retrying", "Waiting out a backoff after an accepted "
          "`fail`; it has run at least once. Eligible again at its new due time."),
     Term("backoff", r"backoffs?|retry_delay", "The wait before a retry: `retry_delay * 2 ** (attempts - 1)` after the "
-         "failure, so 1, 2, 4, ... with `retry_delay = 1`. It doubles without a cap."),
+         "failure, so 1, 2, 4, ... with `retry_delay = 1`. It doubles with no cap of its own; a `fail` whose retry time would pass the 64-bit range is an error."),
     Term("failed", r"failed", "Final: the last allowed attempt ended in `fail`, or its lease expired."),
     Term("cancel", r"cancel|cancels|cancelling|cancellation|cancellations", "Stops a task that has not finished. "
          "A waiting task (`pending`, `retry_wait`) is `cancelled` at once; a running one only gets a request "
