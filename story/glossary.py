@@ -59,7 +59,8 @@ GLOSSARY: tuple[Term, ...] = (
          "`[started_at, expires_at)`, under a fresh token."),
     Term("token", r"tokens?|lease tokens?", "The number that identifies one lease: a scheduler-wide counter, "
          "a new value for every lease, never reused. Reports must quote it."),
-    Term("duration", r"durations?", "How long a lease lasts: `expires_at = now + duration`, at least 1."),
+    Term("duration", r"durations?", "How long a lease lasts: `expires_at = now + duration`, at least 1, and "
+         "`now + duration` within 64 bits."),
     Term("half-open interval", r"half-open( intervals?)?", "`[a, b)` contains `a` and not `b`: a lease "
          "`[5, 10)` is alive at 5 and at 9, and over at exactly 10."),
     Term("running", r"running", "Leased to a worker: the task has a worker, a token and an `expires_at`."),
@@ -130,7 +131,7 @@ GLOSSARY: tuple[Term, ...] = (
          "`not_running`, `cancel_requested`): advice for the worker. Only `accepted` is the contract; "
          "`fencepost check` compares nothing else, so another scheduler may word reasons its own way."),
     Term("argument rules", r"argument rules?", "What every argument must be, checked before anything happens: an "
-         "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` at least "
+         "int argument an `int` and never a `bool`; `capacity`, `duration`, `retry_delay`, `max_attempts` (and a batch's `limit`) at least "
          "1; `now` and `due_at` at least 0 (a `due_at` already past is due at once); every int within 64 bits; a "
          "worker name and a key a non-empty `str` of at most 8,192 UTF-8 bytes with no control character but tab and "
          "newline, no lone surrogate and no direction override or isolate. Breaking one is an error."),
