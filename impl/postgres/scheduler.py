@@ -233,7 +233,11 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
             if version and version[0] == SCHEMA_VERSION:
                 return
             if version and version[0] in UPGRADES:
-                conn.execute(UPGRADES[version[0]].format(s=quoted).encode())
+                for step in range(version[0], SCHEMA_VERSION):
+                    if UPGRADES[step]:
+                        conn.execute(UPGRADES[step].format(s=quoted).encode())
+                conn.execute(schema_ddl(quoted, lock_key(schema)).encode())  # every function anew
+                conn.execute(sql.SQL("UPDATE {}.meta SET version = %s").format(sql.Identifier(schema)), (SCHEMA_VERSION,))
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]

@@ -43,20 +43,23 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 5  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
-# 5: worker names and keys unique through hash indexes, so any the contract allows is stored
+SCHEMA_VERSION = 6  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
+# 5: worker names and keys unique through hash indexes, so any the contract allows is stored;
+# 6: a batch naming a pruned (forgotten) task is refused whole, as a single call naming it is
 
 #: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
-#: version -> the statements. Version 4's names and keys were btree primary keys, whose entries hold
-#: at most 2,704 bytes; version 5 makes them unique through hash indexes.
+#: version -> the table statements that take it to the next version. Opening runs each step from
+#: the schema's version on, then creates every function again (``CREATE OR REPLACE``) and sets the
+#: version. Version 4's names and keys were btree primary keys, whose entries hold at most 2,704
+#: bytes; version 5 makes them unique through hash indexes. Version 6 changes functions only.
 UPGRADES = {
     4: """
 ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
 ALTER TABLE {s}.keys DROP CONSTRAINT keys_pkey, ADD EXCLUDE USING hash (key WITH =);
 DROP INDEX {s}.tasks_by_worker;
 CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
-UPDATE {s}.meta SET version = 5;
 """,
+    5: "",
 }
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
@@ -235,18 +238,23 @@ _FAIL_SET = """
                                 THEN p_now END"""
 
 #: The start of ``complete_many``/``fail_many`` after the clock: time has not moved past ``p_now``,
-#: every id was issued (else the whole batch is invalid), whether the ids are distinct, and the rows
+#: every id was issued and not pruned since (else the whole batch is invalid, named at its first bad report), whether the ids are distinct, and the rows
 #: the reports may change locked in id order (the single calls' row locks, taken in one order).
 _CHECK_REPORTS = """
     v_n := coalesce(cardinality(p_ids), 0);
     SELECT m.now, m.last_task,
-           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n) WHERE id < 1 OR id > m.last_task),
+           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n)
+             WHERE id < 1 OR id > m.last_task OR NOT EXISTS (SELECT 1 FROM {s}.tasks t WHERE t.id = u.id)),
            (SELECT count(DISTINCT id) FROM unnest(p_ids) AS u(id)) = v_n
         INTO v_clock, v_last, v_bad, v_distinct FROM {s}.meta m;
     IF p_now < v_clock THEN
         RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
     END IF;
     IF v_bad IS NOT NULL THEN
+        IF p_ids[v_bad + 1] BETWEEN 1 AND v_last THEN  -- issued, and its row is gone: prune deleted it
+            RAISE EXCEPTION 'reports[%]: task_id % was forgotten: it was final and pruned since (its id is never reused) (nothing in the batch was done)',
+                v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
+        END IF;
         IF v_last = 0 THEN
             RAISE EXCEPTION 'reports[%]: task_id % is unknown: no task has been submitted yet (nothing in the batch was done)',
                 v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';

@@ -25,6 +25,7 @@ import pytest
 import pg_server as pg
 from fencepost.impl.postgres import scheduler as postgres
 from fencepost.impl.postgres.scheduler import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
+from fencepost.impl.postgres.sql import SCHEMA_VERSION
 from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import MAX_TEXT_BYTES, Status
 from pg_reads import one_read_per_step
@@ -265,7 +266,28 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
             with pytest.raises(ValueError, match="already exists"):
                 s.add_worker("w1", 1)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (5,)
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_opening_a_schema_of_an_earlier_version_creates_its_functions_anew(dsn: str) -> None:
+    """Version 6 changed functions only (a batch naming a pruned task is refused whole): a version 5
+    schema's old procedures are replaced when it is opened, and its rows are kept."""
+    schema = temporary_schema_name("fp_test_upgrade")
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:  # stands for version 5's function
+            conn.execute(f"""
+                CREATE OR REPLACE PROCEDURE "{schema}".fp_prune(p_before bigint, p_now bigint, OUT o_count bigint)
+                LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the old procedure ran'; END $$;
+                UPDATE "{schema}".meta SET version = 5""")
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.prune(0, 0) == 0 and s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
