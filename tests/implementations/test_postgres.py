@@ -16,6 +16,7 @@ Skipped, with the reason, when no server is named by ``FENCEPOST_PG_DSN``.
 from __future__ import annotations
 
 import gc
+import secrets
 import subprocess
 import sys
 
@@ -230,6 +231,33 @@ def test_temporary_schemas_are_dropped_at_exit(dsn: str) -> None:
     schemas = out.stdout.split()
     assert len(schemas) == 2 and out.stderr == ""
     assert not any(schema_exists(dsn, schema) for schema in schemas)
+
+
+def test_the_schemas_a_check_shard_made_are_dropped_when_its_pool_ends(dsn: str) -> None:
+    """``check --jobs`` forks shard workers, which end with ``os._exit`` (no ``atexit``): each used to
+    leave every temporary schema it made on the server, about 20 per worker a check."""
+    prefix = "fp_shards" + secrets.token_hex(3)
+    code = (
+        "from fencepost.impl.postgres.scheduler import temporary_scheduler\n"
+        "from fencepost.spec.checkers.shards import ShardPool\n"
+        "kept = []\n"
+        "class Coverage:\n"
+        "    def merge(self, other): pass\n"
+        "def run(seed, size, coverage):\n"
+        f"    kept.append(temporary_scheduler(prefix={prefix!r}))  # one still in use when the pool ends\n"
+        f"    temporary_scheduler(prefix={prefix!r})  # and one given back to the worker's pool\n"
+        "    return True, [], None, size\n"
+        "with ShardPool(run, Coverage, 2) as pool:\n"
+        "    print(pool.run([(seed, 1) for seed in range(6)]).result)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "(True, [], None, 6)" and out.stderr == ""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        left = [name for (name,) in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (prefix,)).fetchall()]
+        for name in left:  # not this test's to keep, whatever it finds
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    assert left == []
 
 
 def test_a_named_schema_is_kept_and_shared(dsn: str) -> None:
