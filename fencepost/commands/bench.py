@@ -130,6 +130,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     var.add_argument("--examples", type=positive_int, default=100, help="runs per check (default 100)")
     var.add_argument("--rounds", type=positive_int, default=3, help="checks per side, alternating (default 3)")
     add_variant_arguments(var)
+    jobs = subjects.add_parser("jobs", help="what --jobs buys check and explore",
+                               description="Time fencepost check and fencepost explore with --jobs 1 and --jobs J, "
+                               "each a process of its own, alternating; their verdicts must agree.")
+    jobs.add_argument("--impl", default="impl:Scheduler", metavar="MODULE:FACTORY", help="the scheduler check runs on "
+                      "(default impl:Scheduler)")
+    jobs.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="the job count set against 1 "
+                      "(default: one per core)")
+    jobs.add_argument("--rounds", type=positive_int, default=3, help="runs per job count, alternating (default 3)")
+    jobs.add_argument("--only", choices=("check", "explore"), help="measure one command only")
     real = subjects.add_parser("real-clock", help="what a --clock real check costs against a logical one",
                                description="Check one scheduler with the same runs on logical time and on the real "
                                "clock, alternating: wall and CPU seconds, steps/s, the lateness seen.")
@@ -361,6 +370,11 @@ def _run_subject(args: argparse.Namespace) -> int:
         factory = load_factory(args.impl, "--impl")
         variants = variants_in_force(args.variants or list(bench_variants.MEASURED))
         return bench_variants.run(factory, variants, args.examples, args.rounds)
+    if args.subject == "jobs":
+        from fencepost.bench import jobs
+
+        load_factory(args.impl, "--impl")  # a bad path is one line here, not a traceback per run
+        return jobs.run(args.impl, args.jobs, args.rounds, args.only)
     if args.subject == "real-clock":
         from fencepost.bench import real_clock
         from fencepost.spec.realclock import DEFAULT_TICK_MS
