@@ -43,15 +43,16 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 6  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
+SCHEMA_VERSION = 7  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
 # 5: worker names and keys unique through hash indexes, so any the contract allows is stored;
-# 6: a batch naming a pruned (forgotten) task is refused whole, as a single call naming it is
+# 6: a batch naming a pruned (forgotten) task is refused whole, as a single call naming it is;
+# 7: with synchronous standbys every call waits until they have what it saw (_END, fp_settle)
 
 #: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
 #: version -> the table statements that take it to the next version. Opening runs each step from
 #: the schema's version on, then creates every function again (``CREATE OR REPLACE``) and sets the
 #: version. Version 4's names and keys were btree primary keys, whose entries hold at most 2,704
-#: bytes; version 5 makes them unique through hash indexes. Version 6 changes functions only.
+#: bytes; version 5 makes them unique through hash indexes. Versions 6 and 7 change functions only.
 UPGRADES = {
     4: """
 ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
@@ -60,6 +61,7 @@ DROP INDEX {s}.tasks_by_worker;
 CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
 """,
     5: "",
+    6: "",
 }
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
@@ -210,7 +212,11 @@ _FENCED_OUTCOME = """    accepted := FOUND;
 #: only once the log is on disk up to and past its first commit. A call that
 #: held only shared or row locks commits synchronously itself (``v_wrote``), or,
 #: having written nothing, writes the record if anything it may have seen is
-#: not yet on disk. With ``synchronous_commit = off`` for the session (the
+#: not yet on disk. With synchronous standbys (``synchronous_standby_names``) the record is
+#: written whether or not the local disk has everything: its commit waits until the standbys
+#: have the log up to it, so a failover to one of them never undoes an acknowledged call (a
+#: commit flushed locally -- by the WAL writer, or another client's commit -- may not be on a
+#: standby yet). With ``synchronous_commit = off`` for the session (the
 #: scheduler's ``synchronous_commit=False``) nothing waits for the disk.
 _END = """
     IF v_hold THEN
@@ -219,7 +225,8 @@ _END = """
         v_wrote := false;
     END IF;
     IF NOT v_wrote AND current_setting('synchronous_commit') <> 'off'
-       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+       AND (pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()
+            OR current_setting('synchronous_standby_names') <> '') THEN
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 """
@@ -326,12 +333,15 @@ $$;
 -- For reads (and raised calls): make the reading transaction wait, at its commit, until the log
 -- is on disk up to everything it may have seen. A call that dispatched, submitted or moved the
 -- clock is visible before its flush (see _END), so without this a read could report a change a
--- server crash then undoes. Writes one record only when something is not yet on disk.
+-- server crash then undoes. Writes one record only when something is not yet on disk, or, with
+-- synchronous standbys, always: a record on the local disk may not be on a standby yet, and a
+-- failover to that standby would undo what the read reported (tests/implementations/test_postgres_failover.py).
 CREATE OR REPLACE FUNCTION {s}.fp_settle() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('synchronous_commit') <> 'off'
-       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+       AND (pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()
+            OR current_setting('synchronous_standby_names') <> '') THEN
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 END $$;

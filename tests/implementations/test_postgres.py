@@ -321,6 +321,34 @@ def test_opening_a_schema_of_an_earlier_version_creates_its_functions_anew(dsn: 
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+def test_a_version_6_schema_waits_for_synchronous_standbys_once_opened(dsn: str) -> None:
+    """Version 6's reads did not wait for synchronous standbys (test_postgres_failover.py); opening replaces them."""
+    schema = temporary_schema_name("fp_test_upgrade")
+    source = f"SELECT prosrc FROM pg_proc WHERE proname = 'fp_settle' AND pronamespace = '\"{schema}\"'::regnamespace"
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:  # back to version 6's function, rows kept
+            conn.execute(f"""
+                CREATE OR REPLACE FUNCTION "{schema}".fp_settle() RETURNS void LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF current_setting('synchronous_commit') <> 'off'
+                       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+                        PERFORM pg_logical_emit_message(true, 'fencepost', '');
+                    END IF;
+                END $$;
+                UPDATE "{schema}".meta SET version = 6""")
+            assert "synchronous_standby_names" not in conn.execute(source).fetchone()[0]
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1 and s.task(1).status is Status.PENDING
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+            assert "synchronous_standby_names" in conn.execute(source).fetchone()[0]
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
 def test_the_database_clock_never_lags_the_scheduler(sched: PostgresScheduler) -> None:
     clock = DatabaseClock(sched.dsn, schema=sched.schema, tick_ns=10**15)  # a tick is ~11.6 days
     try:
