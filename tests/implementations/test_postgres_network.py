@@ -70,6 +70,16 @@ def proxy(dsn):
         yield made
 
 
+@pytest.fixture
+def impatient(dsn, schema, proxy):
+    """(log, scheduler, its recorded client, a task): a short call timeout, one reconnect try, worker w with 1 slot."""
+    log = HistoryLog()
+    s, client = _recorded(dsn, schema, proxy, log, call_timeout=CALL_TIMEOUT, reconnect=ONE_TRY)
+    with s:
+        client.add_worker("w", 1)
+        yield log, s, client, client.submit()
+
+
 def _finished(fn):
     """``fn()``'s result or exception, failing the test if it has none within ``BOUND``: a hang is a failure."""
     thread, result = in_thread(fn)
@@ -230,40 +240,32 @@ def test_calls_under_latency_answer_as_the_contract_says(dsn, schema, proxy) -> 
     assert _linearizable(log) is True
 
 
-def test_an_answer_held_past_call_timeout_raises_outcome_unknown_and_is_never_taken_for_another(dsn, schema, proxy) -> None:
-    log = HistoryLog()
-    s, client = _recorded(dsn, schema, proxy, log, call_timeout=CALL_TIMEOUT, reconnect=ONE_TRY)
-    with s:
-        client.add_worker("w", 1)
-        task = client.submit()
-        lease = client.dispatch("w", 1, 5)
-        proxy.hold("down")  # the server answers; the answer waits in the network
-        _cut_by_the_watchdog(lambda: client.complete(task, lease.token, 2))
-        proxy.release("down")  # the late answer goes to a connection the client has cut
-        assert s._session.reconnects == 0  # cut, not yet replaced: the next call does that
-        view = client.task(task)  # its own answer, on a new connection
-        assert (view.id, view.status) == (task, Status.SUCCEEDED)  # the request went through; only its answer was late
-        assert s._session.reconnects == 1
+def test_an_answer_held_past_call_timeout_raises_outcome_unknown_and_is_never_taken_for_another(impatient, proxy) -> None:
+    log, s, client, task = impatient
+    lease = client.dispatch("w", 1, 5)
+    proxy.hold("down")  # the server answers; the answer waits in the network
+    _cut_by_the_watchdog(lambda: client.complete(task, lease.token, 2))
+    proxy.release("down")  # the late answer goes to a connection the client has cut
+    assert s._session.reconnects == 0  # cut, not yet replaced: the next call does that
+    view = client.task(task)  # its own answer, on a new connection
+    assert (view.id, view.status) == (task, Status.SUCCEEDED)  # the request went through; only its answer was late
+    assert s._session.reconnects == 1
     assert _linearizable(log) is True
 
 
 # ---------------------------------------------------------------- half-open
 
 
-def test_a_half_open_link_gives_bounded_one_line_errors_and_delivers_the_held_request_when_it_heals(dsn, schema, proxy) -> None:
-    log = HistoryLog()
-    s, client = _recorded(dsn, schema, proxy, log, call_timeout=CALL_TIMEOUT, reconnect=ONE_TRY)
-    with s:
-        client.add_worker("w", 1)
-        task = client.submit()
-        proxy.partition()  # from here nothing is forwarded and nothing is closed
-        _cut_by_the_watchdog(lambda: client.dispatch("w", 1, 5))
-        error = _finished(lambda: s.task(task))  # a read (unrecorded): not in doubt, but no connection can be made
-        assert isinstance(error, psycopg.OperationalError) and not isinstance(error, OutcomeUnknown), error
-        assert "\n" not in str(error) and "gave up reconnecting after 1 tries" in str(error)
-        assert f"port={proxy.port}" in str(error)
-        proxy.heal()  # the dispatch the network held reaches the server now, after the client gave up on it
-        _wait_until_running(dsn, schema, task)
-        view = client.task(task)
-        assert (view.status, view.worker, view.token) == (Status.RUNNING, "w", 1)
-    assert _linearizable(log) is True  # the unknown dispatch took effect after the client's read said pending
+def test_a_half_open_link_gives_bounded_one_line_errors_and_delivers_the_held_request_when_it_heals(dsn, schema, impatient, proxy) -> None:
+    log, s, client, task = impatient
+    proxy.partition()  # from here nothing is forwarded and nothing is closed
+    _cut_by_the_watchdog(lambda: client.dispatch("w", 1, 5))
+    error = _finished(lambda: s.task(task))  # a read (unrecorded): not in doubt, but no connection can be made
+    assert isinstance(error, psycopg.OperationalError) and not isinstance(error, OutcomeUnknown), error
+    assert "\n" not in str(error) and "gave up reconnecting after 1 tries" in str(error)
+    assert f"port={proxy.port}" in str(error)
+    proxy.heal()  # the dispatch the network held reaches the server now, after the client gave up on it
+    _wait_until_running(dsn, schema, task)
+    view = client.task(task)
+    assert (view.status, view.worker, view.token) == (Status.RUNNING, "w", 1)
+    assert _linearizable(log) is True  # the unknown dispatch may take effect any time after it was made: late too
