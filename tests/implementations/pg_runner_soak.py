@@ -7,8 +7,9 @@ never showed it again. This soak looks for it. Each run: one ``Runner``
 over a ``PostgresScheduler`` on a private cluster, every protocol call
 recorded (``pg_runner_stress.Recording``); ``TASKS`` tasks of real work (50 ms
 to 1.5 s each, so many outlast a heartbeat), and ``KILLS`` times, once the work
-has got that far, one client backend killed with SIGKILL (one in a call, if
-any is), which makes the
+has got that far, one client backend killed with SIGKILL -- every other kill
+for certain in a call (the backend of a timed call waiting on the clock lock
+the soak holds), the rest one in a call if any is --, which makes the
 postmaster end every session and recover (``restart_after_crash``). Every
 attempt's user work notes its token as it starts. Then, per run:
 
@@ -41,7 +42,8 @@ import psycopg
 
 from fencepost.impl.faults.cluster import Cluster
 from fencepost.impl.faults.inject import judge, leases_by_task, pair, table
-from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler
+from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler, lock_key
+from fencepost.impl.postgres.sql import CLOCK_LOCK
 from fencepost.impl.postgres.session import Reconnect
 from fencepost.impl.runner.core import Runner
 from pg_runner_stress import Recording
@@ -84,6 +86,23 @@ def kill_a_backend(cluster: Cluster, rng: random.Random) -> int:
     return pid
 
 
+def kill_in_a_call(cluster: Cluster, schema: str) -> int:
+    """SIGKILL the backend of a timed call, for certain mid-call: the test holds the schema's clock lock
+    until one waits on it (bounded); its pid. The crash ends the holder's session too."""
+    with psycopg.connect(cluster.dsn, autocommit=True, connect_timeout=10) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (lock_key(schema), CLOCK_LOCK))
+        deadline = time.monotonic() + BOUND
+        while True:
+            row = holder.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                 " AND backend_type = 'client backend' LIMIT 1").fetchone()
+            if row:
+                break
+            assert time.monotonic() < deadline, f"no call waited on the clock lock within {BOUND} s"
+            time.sleep(0.005)  # polling the server's own view, bounded above
+        os.kill(row[0], signal.SIGKILL)
+    return row[0]
+
+
 def double_starts(events: list[dict], started: list[tuple[int, int, int]]) -> list[str]:
     """What is wrong with the started attempts, by the history: one line each (empty: nothing)."""
     leases = {lease["token"]: lease for per_task in leases_by_task(pair(events)).values() for lease in per_task}
@@ -116,7 +135,7 @@ def soak_run(cluster: Cluster, schema: str, seed: int, tasks: int = TASKS, kills
         ids = [runner.submit(functools.partial(starts.work, seconds=rng.uniform(*WORK_SECONDS))) for _ in range(tasks)]
         for k in range(kills):
             starts.reached((k + 1) * tasks // (kills + 1))  # spread over the run, by its progress
-            killed.append(kill_a_backend(cluster, rng))
+            killed.append(kill_in_a_call(cluster, schema) if k % 2 == 0 else kill_a_backend(cluster, rng))
         views = [runner.wait(task, BOUND) for task in ids]
     finally:
         runner.stop(BOUND)
