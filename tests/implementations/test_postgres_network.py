@@ -47,7 +47,7 @@ from pg_proxy import Proxy
 #: Real seconds any wait in these tests may take before it fails instead of hanging.
 BOUND = 30.0
 #: The call timeout of the tests that wait for it (the watchdog cuts one second past it).
-CALL_TIMEOUT = 0.3
+CALL_TIMEOUT = 1.0
 #: One quick reconnect try, so a fault that outlasts it is given up on in a few seconds.
 ONE_TRY = Reconnect(attempts=1, first_delay=0.01, connect_timeout=2)
 
