@@ -103,9 +103,12 @@ def _server_user() -> pwd.struct_passwd | None:
         ) from None
 
 
-def unavailable() -> str | None:
-    """Why no cluster can be made here (one line), or None if one can."""
-    for name in ("initdb", "pg_ctl"):
+def unavailable(programs: tuple[str, ...] = ("initdb", "pg_ctl")) -> str | None:
+    """Why no cluster can be made here (one line), or None if one can.
+
+    ``programs``: the server binaries needed (add ``pg_basebackup`` for ``Cluster.replica``).
+    """
+    for name in programs:
         if _binary(name) is None:
             where = f"in {BIN_VARIABLE}={os.environ[BIN_VARIABLE]!r}" if os.environ.get(BIN_VARIABLE) else "on PATH"
             return f"the PostgreSQL server binaries are missing: no {name} {where} (install the server, or set {BIN_VARIABLE})"
@@ -170,7 +173,13 @@ class Cluster:
         standby is a cluster of its own (``destroy()`` it too). Its settings are
         the primary's at the time of the copy: call ``synchronous`` afterwards,
         or a promoted standby would wait for a standby of its own.
+
+        Raises:
+            ClusterUnavailable: no ``pg_basebackup``, or it failed (one line saying why).
         """
+        why = unavailable(("pg_basebackup",))
+        if why is not None:
+            raise ClusterUnavailable(why)
         root = Path(tempfile.mkdtemp(prefix="fencepost-pg-standby-"))
         if self.user is not None:
             os.chown(root, self.user.pw_uid, self.user.pw_gid)

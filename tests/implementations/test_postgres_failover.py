@@ -55,7 +55,7 @@ CALL_TIMEOUT = 1.0
 @pytest.fixture
 def clusters():
     """(primary, standby, the replication proxy): a primary and a streaming standby fed through a proxy."""
-    why = unavailable()
+    why = unavailable(("initdb", "pg_ctl", "pg_basebackup"))
     if why is not None:
         pytest.skip(why)
     with Cluster.create() as primary:
