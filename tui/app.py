@@ -76,8 +76,9 @@ SIDE_NOTICES = {
 #: The notices shown one at a time (``FencepostApp.single_notice``).
 SINGLE_NOTICES = frozenset(SIDE_NOTICES.values())
 
-#: Up to this many steps the model is checked before the screen opens (a small
-#: scenario takes milliseconds); past it, in a thread once the screen is up.
+#: Up to this many steps the scenario is run and the model checked before the screen
+#: opens (a small scenario takes milliseconds); past it, in a thread once the screen
+#: is up: first the implementation's steps ("impl N%"), then the model ("model N%").
 MODEL_UP_FRONT_STEPS = 2000
 
 #: Shown at step 0 of an empty interactive session.
@@ -167,10 +168,13 @@ class StepScreen(Screen):
 
 
 def open_timeline(scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> Timeline:
-    """Build the timeline, with the model's checks too if the scenario is small
-    (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest. The
-    model follows ``variants``, the declared contract variants."""
-    return build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS, variants=variants)
+    """The timeline to open: run whole, with the model's checks, if the scenario is small
+    (``MODEL_UP_FRONT_STEPS``); else with nothing run, so the first screen runs only
+    what it shows and the app's background worker runs the rest, then the model.
+    The model follows ``variants``, the declared contract variants."""
+    if len(scenario.steps) <= MODEL_UP_FRONT_STEPS:
+        return build_timeline(scenario, factory, variants=variants)
+    return Timeline(scenario, factory, variants)
 
 
 def status_title(timeline: Timeline) -> str:
@@ -596,11 +600,17 @@ class FencepostApp(App[None]):
         timeline = self.timeline
         total = len(timeline.frames)
 
-        def progress(done: int) -> None:
-            self.freeze_survivors()  # the model's rows live as long as the timeline: keep them out of collections
-            self.call_from_thread(self.model_advanced, timeline, f"model {100 * done // total}%")
+        def progress(side: str) -> Callable[[int], None]:
+            def advanced(done: int) -> None:
+                self.freeze_survivors()  # the rows live as long as the timeline: keep them out of collections
+                self.call_from_thread(self.model_advanced, timeline, f"{side} {100 * done // total}%")
+            return advanced
 
-        if timeline.run_model(should_stop=lambda: worker.is_cancelled, progress=progress):
+        def stop() -> bool:
+            return worker.is_cancelled
+
+        if timeline.run_steps(should_stop=stop, progress=progress("impl")) and timeline.run_model(
+                should_stop=stop, progress=progress("model")):
             self.freeze_survivors()
             self.call_from_thread(self.model_finished, timeline)
 
@@ -743,6 +753,8 @@ class FencepostApp(App[None]):
         if action == "slower":
             return (self.speed > 0 or None) if self.playing else False
         if action == "next_notable":
+            if timeline.ran <= last:  # steps not run yet may hold one (n runs them to find it)
+                return True
             return (timeline.next_notable(step) is not None or None) if timeline.notable else False
         if action == "previous_notable":
             return (timeline.previous_notable(step) is not None or None) if timeline.notable else False

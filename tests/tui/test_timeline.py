@@ -339,6 +339,81 @@ def test_the_model_can_be_run_later_and_stopped():
     assert timeline.checks == build_timeline(scenario, Scheduler).checks
 
 
+class _Counted(Scheduler):
+    """Counts the calls that make steps, so a test sees which steps ran."""
+
+    calls = 0
+    ops = frozenset(step.op for step in load_scenario(resolve("onboarding")).steps)  # the scenario the tests run
+
+    def __getattribute__(self, name: str) -> object:
+        if name in _Counted.ops:
+            _Counted.calls += 1
+        return super().__getattribute__(name)
+
+
+def test_a_timeline_runs_a_step_only_when_a_frame_at_or_after_it_is_read(monkeypatch):
+    monkeypatch.setattr(_Counted, "calls", 0)
+    scenario = load_scenario(resolve("onboarding"))
+    timeline = tl.Timeline(scenario, _Counted)
+    assert timeline.ran == 1 and timeline.last == len(scenario.steps) and _Counted.calls == 0
+    assert len(timeline.frames) == timeline.last + 1 and timeline.steps == scenario.steps
+    board = timeline.board(3)
+    assert timeline.ran == 4 and _Counted.calls == 3 and board.now == timeline.frames[3].now
+    timeline.frames[2]  # already run: nothing runs again
+    assert timeline.ran == 4 and _Counted.calls == 3
+    assert timeline.run_steps(progress=(seen := []).append, every=4)
+    assert timeline.ran == timeline.last + 1 and _Counted.calls == timeline.last
+    assert seen == [min(n, timeline.last + 1) for n in range(8, timeline.last + 5, 4)]
+    whole = build_timeline(scenario, Scheduler)
+    assert timeline.frames == whole.frames and timeline.log == whole.log
+    assert timeline.notable == whole.notable and timeline.mismatches == whole.mismatches
+
+
+def test_a_lazy_timeline_reads_the_same_frames_at_every_index_in_any_order():
+    scenario = load_scenario(resolve("onboarding"))
+    whole = build_timeline(scenario, Scheduler)
+    timeline = tl.Timeline(scenario, Scheduler)
+    order = list(range(whole.last + 1))
+    random.Random(3).shuffle(order)
+    for index in order:
+        assert timeline.board(index) == whole.board(index)
+    assert timeline.run_model() and timeline.checks == whole.checks
+
+
+def test_the_next_expiry_or_rejection_is_found_past_the_frames_run_so_far():
+    scenario = load_scenario(resolve("onboarding"))
+    whole = build_timeline(scenario, Scheduler)
+    assert whole.notable, "the walkthrough has an expiry or a rejection"
+    timeline = tl.Timeline(scenario, Scheduler)
+    assert timeline.next_notable(0) == whole.notable[0] and timeline.ran == whole.notable[0] + 1
+    last = whole.notable[-1]
+    assert timeline.previous_notable(whole.last) == last
+
+
+def test_two_threads_reading_a_lazy_timeline_run_every_step_once(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(_Counted, "calls", 0)
+    scenario = load_scenario(resolve("onboarding"))
+    timeline = tl.Timeline(scenario, _Counted)
+    readers = [threading.Thread(target=timeline.run_steps, kwargs={"every": 1}) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    timeline.frames[-1]
+    for reader in readers:
+        reader.join()
+    assert _Counted.calls == timeline.last
+    assert timeline.frames == build_timeline(scenario, Scheduler).frames
+
+
+def test_append_to_a_lazy_timeline_runs_the_scenario_first():
+    timeline = tl.Timeline(Scenario("test", steps(("add_worker", "w1", 1), ("submit",))), Scheduler)
+    frame = timeline.append(Step("dispatch", {"worker": "w1", "now": 0, "duration": 5}))
+    assert frame.index == 3 and timeline.last == 3 and timeline.ran == 4
+    assert [f.step.op for f in timeline.frames[1:]] == ["add_worker", "submit", "dispatch"]
+    assert timeline.model_done
+
+
 def test_append_records_accepted_calls_with_their_result_as_expect_and_refuses_invalid_ones():
     timeline = run(("add_worker", "w1", 1))
     assert timeline.append(Step("dispatch", {"worker": "w9", "now": 0, "duration": 1})) == (
