@@ -248,13 +248,16 @@ def _time_passing() -> Scenario:
 
 # Walk the diffs and move the rows a clock change makes due (or not) one by one (up to 64 here);
 # rebuild the columns and sort Pending's due part again for more than one row moved (or a
-# sixteenth of it); rebuild the columns but move any number of rows one by one.
-@pytest.mark.parametrize("walk_limit, move_share", [(64, 16), (1, 16), (1, 1)], ids=["walk", "rebuild", "move-each"])
+# sixteenth of it); rebuild the columns but move any number of rows one by one; walk with
+# columns in blocks of one or two rows, so blocks split and empty at every few changes.
+@pytest.mark.parametrize("walk_limit, move_share, block", [(64, 16, 512), (1, 16, 512), (1, 1, 512), (64, 16, 1)],
+                         ids=["walk", "rebuild", "move-each", "small-blocks"])
 @pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation", "time-passing"])
-def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit, move_share):
+def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit, move_share, block):
     monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
     monkeypatch.setattr(tl._Columns, "WALK_LIMIT", walk_limit)
     monkeypatch.setattr(tl._Columns, "MOVE_SHARE", move_share)
+    monkeypatch.setattr(tl._SortedRows, "BLOCK", block)
     scenario = _time_passing() if name == "time-passing" else load_scenario(resolve(name))
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
@@ -367,6 +370,18 @@ def test_a_timeline_runs_a_step_only_when_a_frame_at_or_after_it_is_read(monkeyp
     whole = build_timeline(scenario, Scheduler)
     assert timeline.frames == whole.frames and timeline.log == whole.log
     assert timeline.notable == whole.notable and timeline.mismatches == whole.mismatches
+
+
+@pytest.mark.parametrize("block", [1, 512])
+def test_a_board_keeps_its_rows_while_later_boards_are_made(monkeypatch, block):
+    monkeypatch.setattr(tl._SortedRows, "BLOCK", block)
+    scenario = _time_passing()
+    expected = _all_boards_by_replay(scenario)
+    timeline = build_timeline(scenario, Scheduler)
+    boards = [timeline.board(k) for k in range(timeline.last + 1)]  # each made before the columns walk on
+    assert boards == expected
+    assert [list(board.pending) for board in boards] == [list(board.pending) for board in expected]
+    assert boards[5].pending[-1] == list(boards[5].pending)[-1] and boards[5].pending[1:3] == list(boards[5].pending)[1:3]
 
 
 def test_a_lazy_timeline_reads_the_same_frames_at_every_index_in_any_order():
