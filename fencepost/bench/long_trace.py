@@ -14,7 +14,7 @@ Python, reading the file, running it, writing the output.
   model beside it, then the page.
 
 It prints wall and CPU seconds (the child's user + system time) per command
-and per size, and the CPU microseconds per step past the command's fixed cost
+and per size, the largest peak memory of the commands so far, and the CPU microseconds per step past the command's fixed cost
 (its CPU on a trace of ``BASE_TASKS`` tasks: Python, the imports): flat
 across the sizes when the command is linear in the trace's length (issue 33:
 10^4, 10^5, 10^6).
@@ -38,7 +38,8 @@ BASE_TASKS = 10
 
 
 def _timed(argv: list[str]) -> tuple[float, float, int]:
-    """Run ``python -m fencepost ARGV``: (wall seconds, CPU seconds, exit status)."""
+    """Run ``python -m fencepost ARGV``: (wall seconds, CPU seconds, exit status); the largest
+    child's peak memory so far is ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "fencepost", *argv], stdout=subprocess.DEVNULL,
@@ -51,12 +52,17 @@ def _timed(argv: list[str]) -> tuple[float, float, int]:
     return wall, cpu, done.returncode
 
 
+def _peak() -> float:
+    """The largest peak memory of any command run so far, in MB (Linux counts it in KiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
 def run(sizes: list[int], keep: str | None = None) -> int:
     """``fencepost bench long-trace``: one line per command and size. Always 0."""
     folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fencepost-long-trace-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the start; files in {folder}", flush=True)
-    print(f"{'command':<8}{'tasks':>10}{'steps':>10}{'MB':>7}{'wall s':>9}{'CPU s':>9}{'us/step':>13}", flush=True)
+    print(f"{'command':<8}{'tasks':>10}{'steps':>10}{'MB':>7}{'wall s':>9}{'CPU s':>9}{'us/step':>13}{'peak MB':>9}", flush=True)
     per_step: dict[str, list[float]] = {}
     base: dict[str, tuple[int, float]] = {}  # command -> (steps, CPU seconds) of the BASE_TASKS trace
     for tasks in (BASE_TASKS, *sizes):
@@ -71,12 +77,12 @@ def run(sizes: list[int], keep: str | None = None) -> int:
             if name not in base:
                 base[name] = (steps, cpu)
                 print(f"{name:<8}{tasks:>10,}{steps:>10,}{megabytes:>7.1f}{wall:>9.2f}{cpu:>9.2f}{'(fixed cost)':>13}"
-                      f"   load {os.getloadavg()[0]:.1f}", flush=True)
+                      f"{_peak():>9.0f}   load {os.getloadavg()[0]:.1f}", flush=True)
                 continue
             micro = (cpu - base[name][1]) / (steps - base[name][0]) * 1e6
             per_step.setdefault(name, []).append(micro)
             print(f"{name:<8}{tasks:>10,}{steps:>10,}{megabytes:>7.1f}{wall:>9.2f}{cpu:>9.2f}{micro:>13.1f}"
-                  f"   load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"{_peak():>9.0f}   load {os.getloadavg()[0]:.1f}", flush=True)
     for name, micros in per_step.items():
         growth = ", ".join(f"{m / micros[0]:.2f}" for m in micros)
         print(f"{name}: CPU per step past the fixed cost, against the first size: {growth} (1.00 all along: linear)")

@@ -147,19 +147,35 @@ def build(scenario: Scenario, factory: object, call_timeout: float, name: str, v
     Raises:
         UsageError: the factory failed, or a call did not return in time.
     """
-    from fencepost.story.timeline import build_timeline
-
     try:
         if getattr(factory, "keeps_deadlines", False):  # a program behind --exec times its own calls
-            return build_timeline(scenario, factory, variants=variants)
+            return _build_frozen(scenario, factory, variants)
         watch = Watch(call_timeout)
-        return run_watched(lambda: build_timeline(scenario, watched_factory(factory, watch), variants=variants), watch)
+        return run_watched(lambda: _build_frozen(scenario, watched_factory(factory, watch), variants), watch)
     except CallTimeout as exc:
         raise UsageError(f"{name}: {exc}; the page cannot be made past it (fencepost replay shows the steps before it)") from None
     except SchedulerFault as exc:
         raise UsageError(f"{name}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a user's factory may fail any way: a usage error naming it
         raise UsageError(f"{name}: the factory raised {type(exc).__name__}: {exc}") from None
+
+
+def _build_frozen(scenario: Scenario, factory: object, variants: Variants) -> object:
+    """``build_timeline``, with what is built so far moved out of the garbage collector's sight
+    (``gc.freeze``) every few hundred frames, as ``fencepost tui`` does: the timeline lives until
+    the page is written and the process ends, and left in sight, the collections that walk it made
+    a 100,000-step trace cost 2.7 times as much per step as a 10,000-step one."""
+    import gc
+
+    from fencepost.story.timeline import Timeline
+
+    def freeze(_done: int) -> None:
+        gc.freeze()
+
+    timeline = Timeline(scenario, factory, variants)
+    timeline.run_steps(progress=freeze)
+    timeline.run_model(progress=freeze)
+    return timeline
 
 
 def _write(path: str, page: str) -> None:
