@@ -81,6 +81,10 @@ SINGLE_NOTICES = frozenset(SIDE_NOTICES.values())
 #: is up: first the implementation's steps ("impl N%"), then the model ("model N%").
 MODEL_UP_FRONT_STEPS = 2000
 
+#: A jump at most this many steps past the steps run so far runs them at once (a fraction of a
+#: second); a longer one is made when the background worker has run them, so the screen never stalls.
+RUN_AT_ONCE_STEPS = 2000
+
 #: Shown at step 0 of an empty interactive session.
 NEW_SESSION_NOTE = """\
 **An empty scheduler.** Type protocol calls in the line at the bottom, e.g.
@@ -278,6 +282,7 @@ class FencepostApp(App[None]):
         self._single_notice: Notification | None = None  # the last notice of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
         self._whys: dict[tuple[Timeline, int], str | None] = {}  # a diverging step's why: line, replayed once
+        self._wanted: int | None = None  # a step jumped to that the background worker has not run yet (go_to)
 
     def watch_step(self, step: int) -> None:
         if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
@@ -617,6 +622,8 @@ class FencepostApp(App[None]):
     def model_advanced(self, timeline: Timeline, progress: str) -> None:
         if timeline is self.timeline:
             self.model_progress = progress
+            if self._wanted is not None and self._wanted < timeline.ran:  # the step jumped to has been run
+                self.step, self._wanted = self._wanted, None
             self.show_status()
 
     def model_finished(self, timeline: Timeline) -> None:
@@ -785,6 +792,7 @@ class FencepostApp(App[None]):
         return sorted(set(self.timeline.mismatches) | set(self.timeline.divergences))
 
     def action_next(self) -> None:
+        self._wanted = None  # a step taken stands for a jump still waiting
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
             self.quiz.reveal(self.step)  # the panel says it was revealed, not scored: no notice over it
             self.show_step()
@@ -804,17 +812,31 @@ class FencepostApp(App[None]):
         self.show_step()
 
     def action_previous(self) -> None:
+        self._wanted = None
         if self.step > 0:
             self.step -= 1
 
     def action_first(self) -> None:
+        self._wanted = None
         self.step = 0
 
     def action_last(self) -> None:
-        self.step = self.timeline.last
+        self.go_to(self.timeline.last)
 
     def action_jump(self, index: int) -> None:
-        self.step = max(0, min(self.timeline.last, index))
+        self.go_to(max(0, min(self.timeline.last, index)))
+
+    def go_to(self, index: int) -> None:
+        """Show step ``index``: at once if it has been run or nearly (``RUN_AT_ONCE_STEPS``), else,
+        with a notice, once the background worker has run it (``model_advanced``)."""
+        timeline = self.timeline
+        self._wanted = None
+        if index < timeline.ran + RUN_AT_ONCE_STEPS or not any(w.group == "model" for w in self.workers):
+            self.step = index
+            return
+        self._wanted = index
+        self.notify(f"step {index:,} is not run yet ({timeline.ran - 1:,} of {timeline.last:,} are): "
+                    "it shows once it is (a step key stays here instead)", markup=False)
 
     def action_jump_prompt(self) -> None:
         self.push_screen(
