@@ -12,6 +12,7 @@ from fencepost.impl.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from fencepost.story.walkthroughs import resolve
 from fencepost.story import timeline as tl
+from fencepost.story.sorted_rows import SortedRows
 from fencepost.story.timeline import build_timeline
 
 
@@ -257,7 +258,7 @@ def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name
     monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
     monkeypatch.setattr(tl._Columns, "WALK_LIMIT", walk_limit)
     monkeypatch.setattr(tl._Columns, "MOVE_SHARE", move_share)
-    monkeypatch.setattr(tl._SortedRows, "BLOCK", block)
+    monkeypatch.setattr(SortedRows, "BLOCK", block)
     scenario = _time_passing() if name == "time-passing" else load_scenario(resolve(name))
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
@@ -374,7 +375,7 @@ def test_a_timeline_runs_a_step_only_when_a_frame_at_or_after_it_is_read(monkeyp
 
 @pytest.mark.parametrize("block", [1, 512])
 def test_a_board_keeps_its_rows_while_later_boards_are_made(monkeypatch, block):
-    monkeypatch.setattr(tl._SortedRows, "BLOCK", block)
+    monkeypatch.setattr(SortedRows, "BLOCK", block)
     scenario = _time_passing()
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
