@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --runner: tasks per turn (default 100000); with --soak: tasks per scheduler; "
                         "with --shared-runner: tasks per turn")
     subjects = parser.add_subparsers(dest="subject", metavar="SUBJECT", title="subjects (instead of the cycle)")
-    tui = subjects.add_parser("tui", help="the terminal UI on a generated scenario: open and step times",
+    tui = subjects.add_parser("tui", help="the terminal UI on a generated scenario: open, step",
                               description="Time the terminal UI on a generated scenario of N tasks: opening it "
                               "(imports, the timeline's two sides, the first screen) and a step forward and back.")
     tui.add_argument("--tasks", type=positive_int, default=10_000, help="tasks in the scenario (default 10,000)")
@@ -109,6 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--calls", type=positive_int, default=10_000, help="calls of the generated history (default 10,000)")
     report.add_argument("--repeats", type=positive_int, default=3, help="loads of each page in the browser (default 3)")
     report.add_argument("--keep", metavar="FOLDER", help="write the pages there instead of a temporary folder")
+    long = subjects.add_parser("long-trace", help="replay and report of long traces: CPU per step",
+                               description="Write the tui subject's generated scenario at each size and time `fencepost "
+                               "replay` and `fencepost report` on it, each as a process of its own: wall and CPU seconds, "
+                               "and CPU per step, which stays flat when a command is linear in the trace.")
+    long.add_argument("--tasks", type=_int_list(1), default=[10_000, 100_000], metavar="N,N",
+                      help="tasks of each trace (default 10000,100000; a trace has about 1.01 steps a task)")
+    long.add_argument("--keep", metavar="FOLDER", help="write the traces and pages there instead of a temporary folder")
     lin = subjects.add_parser("linearize", help="what linearize costs as histories widen",
                               description="Time fencepost linearize on generated histories of growing width "
                               "(clients at once): states explored and seconds per verdict.")
@@ -359,6 +366,10 @@ def _run_subject(args: argparse.Namespace) -> int:
         from fencepost.bench import report
 
         return report.run(args.steps, args.calls, args.repeats, args.keep)
+    if args.subject == "long-trace":
+        from fencepost.bench import long_trace
+
+        return long_trace.run(args.tasks, args.keep)
     if args.subject == "linearize":
         from fencepost.bench import linearize
 
