@@ -190,7 +190,8 @@ def test_the_indexed_scheduler_holds_only_the_live_tasks_after_pruning() -> None
     s = IndexedScheduler()
     _churn(s, 5000, live=3)
     s.check_invariants()
-    assert len(s._tasks) == 3 and not s._final and not s._keys and not s._key_of
+    assert len(s._records()) == 3 and not s._final and not s._keys and not s._key_of
+    assert len(s._tasks) + len(s._old) == 3  # no slot kept for a forgotten task
     assert len(s._expiry) - s._expiry_stale == 3
     assert len(s._ready) + len(s._due) + len(s._expiry) <= 3 + 64  # at most _COMPACT_MIN stale entries
     assert s._last_id == 5003 and s._last_token == 5000 - 715 + 3
