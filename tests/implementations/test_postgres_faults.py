@@ -164,7 +164,9 @@ def test_a_keyed_submit_is_asked_again_and_returns_the_same_task(dsn, schema) ->
 
 
 def test_a_call_past_call_timeout_is_cut_and_its_outcome_is_unknown(dsn, schema) -> None:
-    with PostgresScheduler(dsn, schema=schema, call_timeout=0.2, reconnect=Reconnect(attempts=1, first_delay=0.01)) as s:
+    # The timed call waits on a held lock, so any call_timeout cuts it; the set-up calls before it run
+    # under the same timeout, and 0.2 s was within reach of a loaded machine's honest statements.
+    with PostgresScheduler(dsn, schema=schema, call_timeout=2.0, reconnect=Reconnect(attempts=1, first_delay=0.01)) as s:
         s.add_worker("w", 1)
         s.submit()
         held = _ClockHeld(dsn, schema)

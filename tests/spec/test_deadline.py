@@ -19,9 +19,12 @@ from fencepost.spec.formats.scenario import load_scenario
 #: Seconds a test body may take before it counts as hung: far above what the
 #: deadlines below allow, so only a broken build reaches it.
 BOUND = 120
-#: The deadline the tests give a call: short, so that each hanging replay of
-#: the minimizer costs little.
+#: The deadline the tests give a call that hangs for certain (no honest call runs under it).
 TIMEOUT = 0.3
+#: The deadline ``check`` and ``replay`` give every call, honest ones too. Each hanging replay of the
+#: minimizer costs this much, but an honest call must never overrun it: a process descheduled for
+#: 0.3 s at load 20 would turn an honest step into a false hang (a shorter path, or Hypothesis's Flaky).
+CHECK_TIMEOUT = 1.0
 HANG_PATH = ["add_worker", "submit", "dispatch", "cancel"]
 
 
@@ -83,13 +86,13 @@ def test_the_watched_proxy_keeps_signatures_and_reads_properties_under_the_watch
 def test_a_hang_is_replayable_and_replay_stops_at_the_hung_step(tmp_path, capsys):
     cx = tmp_path / "hang.toml"
     factory = "tests.spec.schedulers:DeadlocksOnCancel"
-    argv = ["check", factory, "--call-timeout", str(TIMEOUT), "--trace-out", str(cx)]
+    argv = ["check", factory, "--call-timeout", str(CHECK_TIMEOUT), "--trace-out", str(cx)]
     assert bounded(lambda: main(argv)) == 1
     out = capsys.readouterr().out
-    assert "4. cancel(task_id=1" in out and "got: no answer within 0.3 s   <-- diverges" in out
+    assert "4. cancel(task_id=1" in out and f"got: no answer within {CHECK_TIMEOUT:g} s   <-- diverges" in out
     assert [s.op for s in load_scenario(cx).steps] == HANG_PATH
 
-    assert bounded(lambda: main(["replay", str(cx), "--impl", factory, "--call-timeout", str(TIMEOUT)])) == 1
+    assert bounded(lambda: main(["replay", str(cx), "--impl", factory, "--call-timeout", str(CHECK_TIMEOUT)])) == 1
     out = capsys.readouterr().out
     assert "MISMATCH: cancel(task_id=1" in out and "FAILED" in out and "step 4" in out.splitlines()[-1]
     assert main(["replay", str(cx)]) == 0  # the reference scheduler answers every step

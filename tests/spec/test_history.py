@@ -13,6 +13,9 @@ from fencepost.spec.formats.history import HistoryError, HistoryLog, load_histor
 from fencepost.spec.protocol import Lease, Outcome
 from histories import history, lease, lines
 
+#: Real seconds a thread here waits for another: a safety net, never reached when all is well.
+WAIT_S = 30
+
 INVOKE = '{"process": "c1", "type": "invoke", "op": "submit", "args": {}}'
 OK_1 = '{"process": "c1", "type": "ok", "result": 1}'
 
@@ -222,16 +225,16 @@ def test_one_process_cannot_have_two_calls_open():
     class Blocking:
         def advance(self, now):
             entered.set()
-            assert release.wait(5), "the test never released the first call"
+            assert release.wait(WAIT_S), "the test never released the first call"
 
     recorder = log.recorder(Blocking(), "c1")
     first = threading.Thread(target=recorder.advance, args=(1,))
     first.start()
-    assert entered.wait(5)
+    assert entered.wait(WAIT_S)
     with pytest.raises(RuntimeError, match="process 'c1' already has a call open"):
         recorder.advance(2)
     release.set()
-    first.join(5)
+    first.join(WAIT_S)
     assert not first.is_alive()
 
 

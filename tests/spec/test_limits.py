@@ -100,7 +100,7 @@ def test_read_bounded_refuses_before_reading_what_is_too_big_or_not_a_file(tmp_p
     outcome: list = []
     reader = threading.Thread(target=lambda: outcome.append(_refusal(read_bounded, fifo)), daemon=True)
     reader.start()
-    reader.join(timeout=10)
+    reader.join(timeout=30)  # a safety net: a loaded machine may start the thread late
     if reader.is_alive():  # blocked in open(), waiting for a writer: let it go, then fail
         with open(fifo, "wb"):
             pass
