@@ -503,29 +503,42 @@ def _locate(history: History, configs: dict[Config, None], window: tuple[int, in
     """The shortest prefix of the failing window that cannot be ordered from any of ``configs``.
 
     ``configs`` are every state the history before the window can end in, so
-    the prefix's failure is exact. Binary search on the prefix's last event.
+    the prefix's failure is exact. Binary search on the prefix's last event,
+    among the completions with a recorded answer only: a prefix that ends
+    anywhere else orders as the one ending at the completion before it (a call
+    invoked at the cut, or whose answer was lost, is unknown there, may be left
+    out, and no call of the prefix may follow it), so it never ends the
+    shortest. A prefix that cannot be ordered is searched once: the model's
+    answers to its last call are collected on the way (``watch``), and kept for
+    the failure if it turns out the shortest.
     """
+    first, stop = window
+    cuts = sorted(c.completed for c in history.calls if c.completed is not None and first <= c.completed < stop)
+    answers_at: dict[int, list[Answer]] = {}
 
     def orderable(cut: int) -> bool:
-        return any(next(_window_orders(history, c, window, budget, cut, timing=timing), None) for c in configs)
+        answers: list[Answer] = []
+        watch = next(c.index for c in history.calls if c.completed == cut)
+        if any(next(_window_orders(history, c, window, budget, cut, watch, answers, timing), None) for c in configs):
+            return True
+        answers_at[cut] = answers  # every config searched to the end: the answers a failure shows
+        return False
 
-    first, stop = window
-    lo, hi = first, stop - 1  # orderable(stop - 1) is False
+    lo, hi = 0, len(cuts) - 1  # the whole window cannot be ordered, so neither can its last completion's prefix
     while lo < hi:
         mid = (lo + hi) // 2
-        if orderable(mid):
+        if orderable(cuts[mid]):
             lo = mid + 1
         else:
             hi = mid
-    failing = next(c.index for c in history.calls if c.completed == hi)
-    answers: list[Answer] = []
-    for config in configs:
-        for _ in _window_orders(history, config, window, budget, hi, failing, answers, timing):
-            pass
+    end = cuts[hi]
+    failing = next(c.index for c in history.calls if c.completed == end)
+    if end not in answers_at:  # the last completion's prefix, known from the search not to order
+        orderable(end)
     carried = sorted({i for _, pending in configs for i in pending})
-    involved = tuple(carried + [c.index for c in _invoked_between(history, first, hi)])
+    involved = tuple(carried + [c.index for c in _invoked_between(history, first, end)])
     starts = tuple(state.materialise() for state, _ in itertools.islice(configs, MAX_STARTS))
-    return Failure(first, hi, failing, involved, tuple(answers), starts)
+    return Failure(first, end, failing, involved, tuple(answers_at[end]), starts)
 
 
 def describe(op: str, value: object, interval: str = "half-open") -> str:

@@ -296,10 +296,11 @@ def test_a_bad_prune_line_is_one_line_naming_line_field_and_value(tmp_path, caps
 # ---------------------------------------------------------------- against every order on whole states
 
 
-def brute_force(events: list[Event], variants: Variants = Variants()) -> bool:
+def brute_force(events: list[Event], variants: Variants = Variants(), outcomes=None) -> bool:
     """Whether some order of the calls keeps real time and gives every recorded result, on the
     model's whole states (nothing erased, no differences, no windows). Memoised on (calls placed,
-    state), which is exact since the states are whole. For small histories only."""
+    state), which is exact since the states are whole. For small histories only.
+    ``outcomes(call, state)``: the states the call may leave (default ``_outcomes``)."""
     calls = as_history(events).calls
     known = [c for c in calls if c.kind != INFO]
     seen: set = set()
@@ -313,7 +314,7 @@ def brute_force(events: list[Event], variants: Variants = Variants()) -> bool:
         for call in calls:
             if call.index in placed or any(d.index not in placed and d.precedes(call) for d in calls):
                 continue
-            for after in _outcomes(call, state):
+            for after in (outcomes or _outcomes)(call, state):
                 if go(placed | {call.index}, after):
                     return True
         return False
@@ -342,12 +343,13 @@ def as_history(events: list[Event]):
 BEFORES = (2, 4, 7)
 
 
-def random_history(rng: random.Random, processes: int, calls: int, lost: float = 0.05) -> list[Event]:
+def random_history(rng: random.Random, processes: int, calls: int, lost: float = 0.05, next_call=None) -> list[Event]:
     """A linearizable history with prunes: each call takes effect on the model between its
     invocation and completion (now and then lost as ``info``, each with probability ``lost``:
     after its effect, so it took effect; or before, and then, half the time, it takes effect
     later, at any point after its ``info`` -- a server that ran a statement its client gave up
-    on -- and otherwise never)."""
+    on -- and otherwise never). ``next_call(rng, process, state, leases)`` makes each call
+    (default: ``random_call``'s, one worker for every client)."""
     state = model.initial()
     events: list[Event] = []
     idle = [f"c{n}" for n in range(1, processes + 1)]
@@ -373,7 +375,7 @@ def random_history(rng: random.Random, processes: int, calls: int, lost: float =
         move = rng.choice(moves)
         if move == "invoke":
             process = idle.pop(rng.randrange(len(idle)))
-            op, args = random_call(rng, state, leases)
+            op, args = next_call(rng, process, state, leases) if next_call else random_call(rng, state, leases)
             open_calls[process] = (op, args)
             events.append(Event(process, "invoke", op=op, args=args))
             invoked += 1
