@@ -102,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tui.add_argument("--steps", type=positive_int, default=40, help="steps forward and back to time (default 40)")
     tui.add_argument("--size", type=_terminal_size, default=(120, 40), metavar="WxH", help="terminal size (default 120x40)")
     tui.add_argument("--write", metavar="FILE", help="also write the generated scenario here")
-    report = subjects.add_parser("report", help="HTML report pages: make, size and render times in Chromium",
+    report = subjects.add_parser("report", help="HTML report pages: make, size, render in Chromium",
                                  description="Make report pages of a long trace and of long histories, and time "
                                  "their rendering in the distribution's Chromium.")
     report.add_argument("--steps", type=positive_int, default=10_000, help="steps of the generated trace (default 10,000)")
@@ -162,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the scheduler (default the in-memory reference, fencepost:Scheduler)")
     soak.add_argument("--runs", type=positive_int, default=20, help="checks in a row (default 20)")
     soak.add_argument("--tick-ms", type=positive_int, default=None, metavar="N", help="the tick (default 50)")
-    boundary = subjects.add_parser("redis-boundary", help="where Redis's XAUTOCLAIM takes an entry back: at min-idle-time or after",
+    boundary = subjects.add_parser("redis-boundary", help="when XAUTOCLAIM takes an entry back: at min-idle-time?",
                                    description="Make entries idle exactly M ms on the Redis server and count the "
                                    "ones XAUTOCLAIM claims at min-idle-time M - 1, M and M + 1.")
     boundary.add_argument("--trials", type=positive_int, default=200, help="entries per min-idle-time (default 200)")

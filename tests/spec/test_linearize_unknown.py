@@ -22,7 +22,7 @@ import random
 from fencepost.spec import model
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.spec.formats.history import ERROR, INFO, OK, Event, dumps_event, read_history
-from test_linearize_prune import brute_force, changed, random_history
+from brute_force import brute_force, changed, random_history
 
 #: Ticks a lease lasts, as in the fault clients (``impl/faults/inject.py``'s ``LEASE``).
 LEASE = 2
