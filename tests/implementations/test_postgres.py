@@ -373,6 +373,26 @@ def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(d
     s.close()
 
 
+def _settings(s: PostgresScheduler) -> tuple[str, str]:
+    conn = s._conn
+    return (conn.execute("SHOW synchronous_commit").fetchone()[0], conn.execute("SHOW statement_timeout").fetchone()[0])
+
+
+def test_every_connection_has_its_schedulers_settings_the_first_and_a_reused_one_included(dsn: str) -> None:
+    """synchronous_commit and call_timeout (the server's statement_timeout) hold from the first call,
+    also on an idle connection another scheduler with other settings gave back."""
+    s = temporary()
+    try:
+        fast = PostgresScheduler(dsn, schema=s.schema, synchronous_commit=False, call_timeout=7, _schema_exists=True)
+        assert _settings(fast) == ("off", "7s")
+        fast.close()  # its connection goes back to be reused, most likely by the next one
+        durable = PostgresScheduler(dsn, schema=s.schema, call_timeout=None, _schema_exists=True)
+        assert _settings(durable) == ("on", "0")
+        durable.close()
+    finally:
+        s.close()
+
+
 def _submit_from_child(dsn: str, schema: str) -> None:
     with PostgresScheduler(dsn, schema=schema) as s:  # must open its own session, not the parent's idle one
         for _ in range(20):
