@@ -217,7 +217,7 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
 
     Raises:
         RuntimeError: the schema holds fencepost tables of another version (but one of ``sql.UPGRADES``,
-            which are upgraded in place), or
+            which are upgraded in place, step by step, and get this version's functions), or
             tables (views, sequences) fencepost did not create: named, and nothing is changed.
     """
     quoted = sql.Identifier(schema).as_string(conn)
@@ -233,7 +233,9 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
             if version and version[0] == SCHEMA_VERSION:
                 return
             if version and version[0] in UPGRADES:
-                conn.execute(UPGRADES[version[0]].format(s=quoted).encode())
+                for step in range(version[0], SCHEMA_VERSION):  # each step ends at the next version
+                    conn.execute(UPGRADES[step].format(s=quoted).encode())
+                conn.execute(schema_ddl(quoted, lock_key(schema)).encode())  # the functions as this version has them
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]

@@ -25,6 +25,7 @@ import pytest
 import pg_server as pg
 from fencepost.impl.postgres import scheduler as postgres
 from fencepost.impl.postgres.scheduler import INT64_MAX, DatabaseClock, PostgresScheduler, temporary, temporary_schema_name
+from fencepost.impl.postgres.sql import SCHEMA_VERSION
 from fencepost.spec.checkers.check import check_factory, report_failure
 from fencepost.spec.protocol import MAX_TEXT_BYTES, Status
 from pg_reads import one_read_per_step
@@ -257,6 +258,7 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
                 ALTER TABLE "{schema}".keys DROP CONSTRAINT keys_key_excl, ADD PRIMARY KEY (key);
                 DROP INDEX "{schema}".tasks_by_worker;
                 CREATE INDEX tasks_by_worker ON "{schema}".tasks (worker) WHERE status = 'running';
+                CREATE FUNCTION "{schema}".fp_take_token() RETURNS bigint LANGUAGE sql AS $$ SELECT 0::bigint $$;
                 UPDATE "{schema}".meta SET version = 4""")
         with PostgresScheduler(dsn, schema=schema) as s:
             s.add_worker(long_worker, 1)
@@ -265,7 +267,9 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
             with pytest.raises(ValueError, match="already exists"):
                 s.add_worker("w1", 1)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (5,)
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+            # version 6: dispatch takes its token itself; the function versions 4 and 5 called is gone
+            assert conn.execute(f"SELECT to_regprocedure('{schema}.fp_take_token()')").fetchone() == (None,)
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
