@@ -643,7 +643,7 @@ def _all(cur: psycopg.Cursor) -> list:
 
 
 def _row_or_empty(cur: psycopg.Cursor) -> tuple:
-    return cur.fetchone() if cur.description else ()
+    return cur.fetchone() if cur.pgresult.nfields else ()  # not description: it builds a Column per field
 
 
 def _nothing(cur: psycopg.Cursor) -> None:

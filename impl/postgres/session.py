@@ -41,7 +41,8 @@ granted):
   cancelled there.
 
 What this costs a call that meets no fault: no round trip (the statement is
-the only one sent), one non-blocking ``poll`` of the socket, and arming and
+the only one sent, on a cursor made once per connection), one non-blocking
+``poll`` of the socket, and arming and
 disarming the watchdog, which takes a lock and wakes the watchdog's thread
 only when the new deadline is earlier than the one it sleeps until (about
 once per ``call_timeout`` under steady calls, not once per call).
@@ -299,7 +300,9 @@ class Session:
         self.reconnects = 0  # connections replaced so far (for tests and reports)
         self.patience: Patience | None = None  # set: reconnecting has no count (see the module docstring)
         self.outage: Outage | None = None  # while replace() has failed at least once and still tries
-        self._polled: tuple[psycopg.Connection, select.poll] | None = None  # looks_dead's poller for self.conn
+        # for the connection in it: looks_dead's poller, and the cursor every statement runs on (made once: a
+        # cursor per statement, as Connection.execute makes, cost a call more than the rest of the session)
+        self._attached: tuple[psycopg.Connection, select.poll, psycopg.Cursor] | None = None
         if conn is None:
             self.conn = self._new()
         else:
@@ -318,14 +321,20 @@ class Session:
     def _set_up(self, conn: psycopg.Connection) -> None:
         conn.execute(self._setup.encode())  # bytes: several statements in one simple query, one round trip
 
+    def _attach(self, conn: psycopg.Connection) -> tuple[psycopg.Connection, select.poll, psycopg.Cursor]:
+        """``conn``, its poller and its cursor, made once per connection."""
+        attached = self._attached
+        if attached is None or attached[0] is not conn:
+            attached = self._attached = (conn, _poller(conn), conn.cursor())
+        return attached
+
     def _dead(self, conn: psycopg.Connection) -> bool:
         """``looks_dead(conn)``, reusing one poll object per connection (a call makes none)."""
-        if self._polled is None or self._polled[0] is not conn:
-            try:
-                self._polled = (conn, _poller(conn))
-            except (OSError, ValueError, psycopg.Error):  # closed or lost: no socket to watch
-                return True
-        return looks_dead(conn, self._polled[1])
+        try:
+            poller = self._attach(conn)[1]
+        except (OSError, ValueError, psycopg.Error):  # closed or lost: no socket to watch
+            return True
+        return looks_dead(conn, poller)
 
     def replace(self, why: str) -> None:
         """Close the connection and make a new one, with backoff; one-line OperationalError on giving up.
@@ -424,9 +433,10 @@ class Session:
                         raise OutcomeUnknown(op, call_args, str(exc)) from None
                     raise
                 conn = self.conn
+            cur = self._attach(conn)[2]  # before the watchdog: a failure here sent nothing
             ticket = _WATCHDOG.arm(conn, self._cut_after) if self._cut_after is not None else None
             try:
-                cur = conn.execute(query, args)
+                cur.execute(query, args)
                 return fetch(cur)
             except psycopg.Error as exc:
                 if not _lost(conn, exc):
@@ -463,6 +473,7 @@ class Session:
     def close(self) -> None:
         """Close the connection; every later ``run`` raises ``OperationalError`` (no reconnect). Idempotent."""
         self.closed = True
+        self._attached = None  # its connection may serve another session now
         if self.conn is not None:
             _close_quietly(self.conn)
 
