@@ -6,9 +6,16 @@ raises ``ValueError`` for exactly the same invalid calls, changing nothing
 then. What changes is the representation. Where ``SimpleScheduler`` scans
 every task, this one keeps
 
-* a registry: one record per task, a dict keyed by id (a ``prune`` deletes
-  the records it forgets, so the registry holds the live and the retained
-  tasks only; ``_last_id`` counts the ids issued, which are never reused);
+* a registry: one record per task, in a list indexed by ``id - _first``
+  (``_first`` is 1 until a ``prune`` moves it), plus a dict ``_old`` for the
+  surviving tasks with ids below ``_first``. A ``prune`` puts None in the
+  list slots of the tasks it forgets; once those holes are more than half
+  the list, their leading run is cut off and, if the list is still more
+  than half holes, its survivors move to ``_old`` and the list starts
+  empty, so the registry holds the live and the retained tasks only.
+  ``_last_id`` counts the ids issued, which are never reused. (A dict keyed
+  by id costs about 42 bytes a task at 10^6 tasks, a list slot 9: see
+  docs/figures/bench-indexed.md);
 * a **final queue**: the ids of final tasks in the order they ended, which
   is the order of their ``ended_at`` since time never goes backwards, so a
   ``prune`` pops exactly the tasks it forgets off its head;
@@ -22,8 +29,10 @@ every task, this one keeps
 A task's record is usually a ``_Task``. A *fresh* task -- submitted due at
 once, and not dispatched, cancelled or otherwise handled since -- is stored
 more cheaply: its record is its ready-heap entry itself, the tuple
-``(-priority, due_at, id, max_attempts, retry_delay)``, which says all there
-is to say (pending, no attempts, no lease). That halves the memory of a
+``(-priority, due_at, id, max_attempts, retry_delay)``, or just
+``(-priority, due_at, id)`` when ``max_attempts`` is None and ``retry_delay``
+1 (the defaults: 16 bytes less), which says all there is to say (pending,
+no attempts, no lease). That halves the memory of a
 backlog and keeps the ready heap's entries close together. The first call
 that needs more (``dispatch`` picking it, ``cancel``, ``fail``, ``renew``)
 replaces the record with a ``_Task`` whose entry is that same tuple.
@@ -53,11 +62,12 @@ with exact-type comparisons first and fall back to the kit's checks (``impl.kit`
 in ``SimpleScheduler``'s order, only when one fails, so an invalid call raises
 the same ``ValueError`` with the same message.
 
-Speed tricks: five pieces of code are here for speed or memory alone, each
+Speed tricks: eight pieces of code are here for speed or memory alone, each
 marked "Speed trick" with what taking it out costs a submit + dispatch +
 complete cycle at 10^4 and 10^5 pending tasks: the Lease builder, the fresh
-records, the exact-type checks, the skipped ``_advance_to`` and the module
-names for ``Status`` members. ``fencepost bench --tricks`` measures them
+records and their short form, dispatch's record built slot by slot,
+complete's lease ending written out, the exact-type checks, the skipped
+``_advance_to`` and the module names for ``Status`` members. ``fencepost bench --tricks`` measures them
 (``fencepost/bench/tricks.py`` names the rewrite that takes each one out, and its
 test checks the scheduler without it still conforms); docs/design.md has the
 figures, and what was taken out because it did not pay.
@@ -66,6 +76,7 @@ figures, and what was taken out because it did not pay.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 
 from fencepost.impl import kit as v
@@ -93,25 +104,16 @@ _ALREADY_FINAL = Outcome(False, Reason.ALREADY_FINAL)
 _CANCEL_REQUESTED = Outcome(False, Reason.CANCEL_REQUESTED)
 
 
-# Speed trick: a Lease built through its slots' descriptors, in about half the time
-# of the frozen dataclass's __init__, which sets each field with object.__setattr__.
-# Taking it out costs about 10% of a submit + dispatch + complete cycle at 10^4 and
-# 10^5 pending tasks (`fencepost bench --tricks`, docs/design.md). No fallback at
-# run time: tests/implementations/test_indexed.py checks it builds what Lease(...)
-# builds, so a Lease with other fields fails there.
+# Speed trick: dispatch builds its Lease through the slots' descriptors, in about half
+# the time of the frozen dataclass's __init__, which sets each field with
+# object.__setattr__, and writes it out in place (a function for it costs one more
+# call, about 2.4% of a cycle's instructions). Taking it out costs about 10% of a
+# submit + dispatch + complete cycle at 10^4 and 10^5 pending tasks (`fencepost bench
+# --tricks`, docs/design.md). No fallback at run time: tests/implementations/test_indexed.py
+# checks dispatch builds what Lease(...) builds, so a Lease with other fields fails there.
 _set_task_id, _set_worker, _set_token, _set_started_at, _set_expires_at = (
     Lease.__dict__[name].__set__ for name in ("task_id", "worker", "token", "started_at", "expires_at"))
-
-
-def _new_lease(task_id: int, worker: str, token: int, started_at: int, expires_at: int) -> Lease:
-    """``Lease(task_id, worker, token, started_at, expires_at)``, built through its slots."""
-    lease = object.__new__(Lease)
-    _set_task_id(lease, task_id)
-    _set_worker(lease, worker)
-    _set_token(lease, token)
-    _set_started_at(lease, started_at)
-    _set_expires_at(lease, expires_at)
-    return lease
+_new_object = object.__new__
 
 
 class _Task:
@@ -160,7 +162,11 @@ class IndexedScheduler(FoldedBatches):
 
     def __init__(self) -> None:
         self._now = 0  # logical time; never decreases
-        self._tasks: dict[int, _Task | tuple] = {}  # the registry, by id: a _Task or a fresh entry
+        # The registry: a _Task or a fresh entry per task; None for a forgotten one.
+        self._tasks: list[_Task | tuple | None] = []  # ids _first.._last_id, at index id - _first
+        self._first = 1  # the id at self._tasks[0]
+        self._holes = 0  # the Nones in self._tasks
+        self._old: dict[int, _Task | tuple] = {}  # the remembered tasks with ids below _first
         self._last_id = 0  # ids issued so far: 1.._last_id, each in the registry unless forgotten
         self._final: deque[int] = deque()  # ids of the final tasks in the registry, in the order they ended
         self._key_of: dict[int, str] = {}  # task id -> its idempotency key, for the keyed tasks in the registry
@@ -243,9 +249,13 @@ class IndexedScheduler(FoldedBatches):
         # at 10^4 tasks (300, not 180, at 10^5: the 300-byte target's edge), and a
         # cycle about as fast, 2.5% slower at 10^5 (`fencepost bench --tricks`).
         self._last_id = task_id = self._last_id + 1
-        fresh = (-priority, due_at, task_id, max_attempts, retry_delay)
+        # Speed trick (memory): the defaults leave two fields out, 16 bytes a task.
+        if max_attempts is None and retry_delay == 1:
+            fresh = (-priority, due_at, task_id)
+        else:
+            fresh = (-priority, due_at, task_id, max_attempts, retry_delay)
         heappush(self._ready, fresh)
-        self._tasks[task_id] = fresh
+        self._tasks.append(fresh)
         return task_id
 
     def _issued_ids(self) -> int:
@@ -304,24 +314,47 @@ class IndexedScheduler(FoldedBatches):
             capacity = self._check_dispatch(worker, now, duration)
         # Speed trick: _advance_to only when a heap head is due. Calling it every time
         # costs about 9-10% of a cycle, with complete's copy (`fencepost bench --tricks`).
-        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
+        expiry = self._expiry
+        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
         else:
             self._now = now
-        if self._load[worker] >= capacity:
+        load = self._load
+        if load[worker] >= capacity:
             return None
-        while self._ready:
-            entry = heappop(self._ready)
-            t = self._tasks.get(entry[2])
+        ready, tasks, first = self._ready, self._tasks, self._first
+        while ready:
+            entry = heappop(ready)
+            task_id = entry[2]
+            t = tasks[task_id - first] if task_id >= first else self._old.get(task_id)
             if t is entry:  # a fresh task: its record was this entry
-                t = self._tasks[entry[2]] = _Task(-entry[0], entry[1], entry[3], entry[4], entry)
+                # Speed trick: _promoted(entry) written out, each slot set once (the lines
+                # below set the rest), without __init__'s call: about 5% of a cycle's
+                # instructions (`fencepost bench --tricks`).
+                t = _new_object(_Task)
+                t.priority = -entry[0]
+                t.due_at = entry[1]
+                if len(entry) == 3:
+                    t.max_attempts = None
+                    t.retry_delay = 1
+                else:
+                    t.max_attempts = entry[3]
+                    t.retry_delay = entry[4]
+                t.attempts = 0
+                t.cancel_requested = False
+                t.ended_at = None
+                if task_id >= first:
+                    tasks[task_id - first] = t
+                else:
+                    self._old[task_id] = t
                 break
             if t is not None and t.entry is entry:  # None: a stale entry of a forgotten task
                 break
             self._ready_stale -= 1
         else:
             return None
-        self._compact_ready()
+        if self._ready_stale > _COMPACT_MIN:
+            self._compact_ready()
         token = self._last_token + 1
         self._last_token = token
         expires_at = now + duration
@@ -331,11 +364,16 @@ class IndexedScheduler(FoldedBatches):
         t.token = token
         t.expires_at = expires_at
         t.expired_token = None
-        task_id = entry[2]
         t.entry = entry = (expires_at, token, task_id)
-        heappush(self._expiry, entry)
-        self._load[worker] += 1
-        return _new_lease(task_id, worker, token, now, expires_at)
+        heappush(expiry, entry)
+        load[worker] += 1
+        lease = _new_object(Lease)  # the Lease builder, written out (see _set_task_id)
+        _set_task_id(lease, task_id)
+        _set_worker(lease, worker)
+        _set_token(lease, token)
+        _set_started_at(lease, now)
+        _set_expires_at(lease, expires_at)
+        return lease
 
     def complete(self, task_id: int, token: int, now: int) -> Outcome:
         """Accept completion from the current lease only: the task succeeds, its slot frees.
@@ -357,20 +395,36 @@ class IndexedScheduler(FoldedBatches):
         Complexity: O(log n) amortized.
         """
         # Speed tricks, as in dispatch: exact-type tests inline, _advance_to only when due.
-        if (type(task_id) is not int or task_id not in self._tasks or type(token) is not int
+        # A task below _first (kept in _old by a prune) takes the checked path.
+        tasks = self._tasks
+        t = tasks[task_id - self._first] if type(task_id) is int and 0 <= task_id - self._first < len(tasks) else None
+        if (t is None or type(token) is not int
                 or not _INT_MIN <= token <= _INT_MAX or type(now) is not int or not self._now <= now <= _INT_MAX):
             self._check_lease_call(task_id, token, now)
-        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
+            t = self._at(task_id)
+        expiry = self._expiry
+        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):
             self._advance_to(now)
         else:
             self._now = now
-        t = self._tasks[task_id]
         if type(t) is not _Task:  # a fresh task: pending, never leased
             return _NOT_RUNNING
         if t.token != token:  # only a running task has a token
             return _rejection(t, token)
-        self._end_lease(t, _SUCCEEDED)
-        self._ended(t, task_id, now)
+        # Speed trick: _end_lease and _ended written out (two calls, about 3% of a
+        # cycle's instructions; `fencepost bench --tricks`).
+        self._load[t.worker] -= 1
+        entry = t.entry
+        t.status = _SUCCEEDED
+        t.worker = t.token = t.expires_at = t.entry = None  # first: a rebuild below must see entry as stale
+        t.cancel_requested = False
+        if expiry[0] is entry:
+            heappop(expiry)
+        else:
+            self._expiry_stale += 1
+            self._compact_expiry()
+        t.ended_at = now
+        self._final.append(task_id)
         return ACCEPTED
 
     def fail(self, task_id: int, token: int, now: int) -> Outcome:
@@ -486,27 +540,52 @@ class IndexedScheduler(FoldedBatches):
         Raises:
             ValueError: ``before`` not an int or out of range, or a bad time.
 
-        Complexity: O(k) for the k tasks forgotten, plus the expiry; the
-        registry is copied (O(live)) when it lost more than it keeps, so its
-        table shrinks to what is left.
+        Complexity: O(k) for the k tasks forgotten, plus the expiry, amortized:
+        the registry's list is cut (O(its length)) only once it is more than
+        half holes, and a dict is copied (O(what it keeps)) only when it lost
+        more than it keeps, so both shrink to what is left.
         """
         v.check_prune(self._now, before, now)
         self._advance_to(now)
-        tasks, final, key_of, keys = self._tasks, self._final, self._key_of, self._keys
-        forgotten = 0
-        while final and tasks[final[0]].ended_at < before:
+        final, key_of, keys, old = self._final, self._key_of, self._keys, self._old
+        tasks, first = self._tasks, self._first
+        forgotten = from_old = 0
+        while final and self._at(final[0]).ended_at < before:
             task_id = final.popleft()
-            del tasks[task_id]
+            if task_id >= first:
+                tasks[task_id - first] = None
+            else:
+                del old[task_id]
+                from_old += 1
             key = key_of.pop(task_id, None)
             if key is not None:
                 del keys[key]
             forgotten += 1
-        if forgotten > len(tasks):
-            # A dict never shrinks its table on deletion; a copy of one this sparse is compact.
-            self._tasks = dict(tasks)
+        self._holes += forgotten - from_old
+        if self._holes * 2 > len(tasks):
+            self._cut_holes()
+        # A dict never shrinks its table on deletion; a copy of one this sparse is compact.
+        if from_old > len(old):
+            self._old = dict(old)
+        if forgotten > len(key_of):
             self._keys = dict(keys)
             self._key_of = dict(key_of)
         return forgotten
+
+    def _cut_holes(self) -> None:
+        """Shrink a registry list that is more than half holes: drop its leading run of
+        holes; if it is still more than half holes, move its records to ``_old``, empty it."""
+        tasks = self._tasks
+        lead = next((i for i, t in enumerate(tasks) if t is not None), len(tasks))
+        del tasks[:lead]
+        self._first += lead
+        self._holes -= lead
+        if self._holes * 2 > len(tasks):
+            first = self._first
+            self._old.update((first + i, t) for i, t in enumerate(tasks) if t is not None)
+            self._tasks = []
+            self._first = self._last_id + 1
+            self._holes = 0
 
     # -------------------------------------------------------------- invariants
 
@@ -516,7 +595,7 @@ class IndexedScheduler(FoldedBatches):
         Raises:
             AssertionError: naming the first broken invariant.
         """
-        now, tasks = self._now, self._tasks
+        now, tasks = self._now, self._records()
         heaps = {
             "ready": (self._ready, self._ready_stale),
             "due": (self._due, self._due_stale),
@@ -532,7 +611,7 @@ class IndexedScheduler(FoldedBatches):
                 where[id(entry)] = name
                 task_id = _entry_id(entry)
                 _require(type(task_id) is int and 1 <= task_id <= self._last_id, f"{name} entry {entry} names no task")
-                live += _is_live(entry, tasks)
+                live += _is_live(entry, tasks.get(task_id))
             _require(stale == len(heap) - live,
                      f"{name} heap says {stale} stale entries, a recount finds {len(heap) - live} of {len(heap)}")
             _require(stale <= _COMPACT_MIN or stale * _COMPACT_RATIO <= len(heap),
@@ -542,7 +621,7 @@ class IndexedScheduler(FoldedBatches):
         for task_id, t in tasks.items():
             _require(type(task_id) is int and 1 <= task_id <= self._last_id, f"the registry holds task {task_id!r}, never issued")
             if type(t) is tuple:  # a fresh task: pending, due, its record is its ready entry
-                _require(len(t) == 5 and t[2] == task_id and t[1] <= now, f"task {task_id}'s fresh record is {t}")
+                _require(len(t) in (3, 5) and t[2] == task_id and t[1] <= now, f"task {task_id}'s fresh record is {t}")
                 _require(where.get(id(t)) == "ready", f"fresh task {task_id} is in the {where.get(id(t))} heap")
                 continue
             status, entry = t.status, t.entry
@@ -588,12 +667,30 @@ class IndexedScheduler(FoldedBatches):
         _require({key: task_id for task_id, key in self._key_of.items()} == {key: r[0] for key, r in self._keys.items()},
                  f"the keys {self._keys} and the keyed tasks {self._key_of} disagree")
         _require(all(task_id in tasks for task_id in self._key_of), f"a key names a task not in the registry: {self._key_of}")
+        _require(self._first + len(self._tasks) == self._last_id + 1 and all(i < self._first for i in self._old),
+                 f"the registry's list holds ids {self._first}..{self._first + len(self._tasks) - 1} and its dict "
+                 f"{sorted(self._old)}, of the {self._last_id} issued")
+        holes = self._tasks.count(None)
+        _require(self._holes == holes, f"the registry says {self._holes} holes, a recount finds {holes}")
+        _require(holes * 2 <= len(self._tasks),
+                 f"the registry's list is {holes} holes of {len(self._tasks)}: past the cutting threshold")
 
     # -------------------------------------------------------------- internals
 
+    def _at(self, task_id: int) -> _Task | tuple | None:
+        """The record of an issued ``task_id``, None if it was forgotten."""
+        return self._tasks[task_id - self._first] if task_id >= self._first else self._old.get(task_id)
+
+    def _records(self) -> dict[int, _Task | tuple]:
+        """Every record in the registry by id: O(n), for ``check_invariants`` and tests."""
+        first = self._first
+        records = {first + i: t for i, t in enumerate(self._tasks) if t is not None}
+        records.update(self._old)
+        return records
+
     def _record(self, task_id: object) -> _Task | tuple:
         """The record of a valid ``task_id``; raise for an id never issued or forgotten."""
-        t = self._tasks.get(v.check_task_id(task_id, self._last_id))
+        t = self._at(v.check_task_id(task_id, self._last_id))
         if t is None:
             raise v.forgotten_task(task_id)
         return t
@@ -602,7 +699,11 @@ class IndexedScheduler(FoldedBatches):
         """The record of a valid ``task_id``, as a ``_Task`` (a fresh task's tuple is replaced)."""
         t = self._record(task_id)
         if type(t) is tuple:
-            t = self._tasks[task_id] = _Task(-t[0], t[1], t[3], t[4], t)
+            t = _promoted(t)
+            if task_id >= self._first:
+                self._tasks[task_id - self._first] = t
+            else:
+                self._old[task_id] = t
         return t
 
     def _ended(self, t: _Task, task_id: int, now: int) -> None:
@@ -620,7 +721,7 @@ class IndexedScheduler(FoldedBatches):
         else:
             entry = (due_at, task_id)
             heappush(self._due, entry)
-        self._tasks[task_id] = _Task(priority, due_at, max_attempts, retry_delay, entry)
+        self._tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))
         return task_id
 
     def _check_dispatch(self, worker: object, now: object, duration: object) -> int:
@@ -639,7 +740,7 @@ class IndexedScheduler(FoldedBatches):
     def _check_fail(self, task_id: int, token: int, now: int) -> bool:
         """Whether ``fail(task_id, token, now)`` (its arguments checked) is accepted; raise, before
         any change, if it would send the task to retry after the latest time (``kit.check_retry_time``)."""
-        t = self._tasks[task_id]
+        t = self._at(task_id)
         if type(t) is not _Task or t.token != token or t.expires_at <= now:
             return False
         if not t.cancel_requested and (t.max_attempts is None or t.attempts < t.max_attempts):
@@ -654,10 +755,10 @@ class IndexedScheduler(FoldedBatches):
 
     def _advance_to(self, now: int) -> None:
         """Rule 3, then due times: expire leases with ``expires_at <= now``, move due tasks to ready."""
-        tasks, expiry, due, ready = self._tasks, self._expiry, self._due, self._ready
+        at, expiry, due, ready = self._at, self._expiry, self._due, self._ready
         while expiry and expiry[0][0] <= now:
             entry = heappop(expiry)
-            t = tasks.get(entry[2])
+            t = at(entry[2])
             if t is None or t.entry is not entry:  # None: a forgotten task's stale entry
                 self._expiry_stale -= 1
                 continue
@@ -675,7 +776,7 @@ class IndexedScheduler(FoldedBatches):
             t.expired_token = token
         while due and due[0][0] <= now:
             entry = heappop(due)
-            t = tasks.get(entry[1])
+            t = at(entry[1])
             if t is None or t.entry is not entry:
                 self._due_stale -= 1
                 continue
@@ -706,30 +807,38 @@ class IndexedScheduler(FoldedBatches):
 
     def _compact_ready(self) -> None:
         if self._ready_stale > _COMPACT_MIN and self._ready_stale * _COMPACT_RATIO > len(self._ready):
-            _rebuild(self._ready, self._tasks)
+            _rebuild(self._ready, self._at)
             self._ready_stale = 0
 
     def _compact_due(self) -> None:
         if self._due_stale > _COMPACT_MIN and self._due_stale * _COMPACT_RATIO > len(self._due):
-            _rebuild(self._due, self._tasks)
+            _rebuild(self._due, self._at)
             self._due_stale = 0
 
     def _compact_expiry(self) -> None:
         if self._expiry_stale > _COMPACT_MIN and self._expiry_stale * _COMPACT_RATIO > len(self._expiry):
-            _rebuild(self._expiry, self._tasks)
+            _rebuild(self._expiry, self._at)
             self._expiry_stale = 0
 
 
-def _rebuild(heap: list, tasks: dict[int, _Task | tuple]) -> None:
-    """Drop every stale entry of ``heap`` in place (callers hold references to it)."""
-    heap[:] = [entry for entry in heap if _is_live(entry, tasks)]
+def _rebuild(heap: list, at: Callable[[int], _Task | tuple | None]) -> None:
+    """Drop every stale entry of ``heap`` in place (callers hold references to it); ``at``
+    gives the record of an id."""
+    heap[:] = [entry for entry in heap if _is_live(entry, at(_entry_id(entry)))]
     heapify(heap)
 
 
-def _is_live(entry: tuple, tasks: dict) -> bool:
-    """Whether ``entry`` speaks for its task: it is the task's record or its record's entry."""
-    record = tasks.get(_entry_id(entry))
+def _is_live(entry: tuple, record: _Task | tuple | None) -> bool:
+    """Whether ``entry`` speaks for the task whose record is ``record`` (None: forgotten):
+    it is that record or its record's entry."""
     return record is entry or (type(record) is _Task and record.entry is entry)
+
+
+def _promoted(fresh: tuple) -> _Task:
+    """The ``_Task`` for a fresh record, with that tuple as its (ready) entry."""
+    if len(fresh) == 3:
+        return _Task(-fresh[0], fresh[1], None, 1, fresh)
+    return _Task(-fresh[0], fresh[1], fresh[3], fresh[4], fresh)
 
 
 def _entry_id(entry: tuple) -> int:

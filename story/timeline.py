@@ -19,11 +19,15 @@ Scale. Task views are not copied for every frame: each frame stores only the
 rows that changed (before and after), a full copy is kept every
 ``CHECKPOINT_EVERY`` frames, and a cursor walks the diffs from the nearest
 known point, so a step forward or back costs the size of one diff and a far
-jump at most ``CHECKPOINT_EVERY / 2`` diffs. The model is the contract
-written for reading, not for speed (every timed call scans every task), so on
-a big scenario it dominates: ``build_timeline(..., model=False)`` records the
-implementation only, and ``Timeline.run_model()`` (the TUI runs it in a
-thread) fills in the checks afterwards, frame by frame.
+jump at most ``CHECKPOINT_EVERY / 2`` diffs. Nothing is run before it is
+read: ``Timeline(scenario, factory)`` holds frame 0 only, and reading frame k
+(``frames[k]``, ``board(k)``) runs the implementation up to step k, so a
+100,000-step scenario opens at its first screen in the time of a few steps;
+``run_steps()`` (the TUI runs it in a thread) runs the rest. The model is the
+contract written for reading, not for speed, so it comes after:
+``run_model()`` fills in the checks frame by frame. ``build_timeline`` does
+both at once (``model=False``: the implementation's side only), for callers
+that want every frame, as the report does.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import itertools
 import math
 import operator
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -63,6 +67,7 @@ from fencepost.story.narration import (
     view_difference,
 )
 from fencepost.story.rows import Change, Row, same_lease
+from fencepost.story.sorted_rows import RowsView, SortedRows
 
 #: A full copy of one side's task rows is kept every this many frames.
 CHECKPOINT_EVERY = 256
@@ -157,9 +162,10 @@ class Board:
 
     side: Side
     now: int
-    pending: list[Row]  # the next pick first: due tasks in dispatch order, then the rest by due time
-    running: list[Row]  # by worker, then lease start
-    done: list[Row]  # most recently finished first
+    # Read-only sequences (``RowsView``), never changed once the board is made:
+    pending: Sequence[Row]  # the next pick first: due tasks in dispatch order, then the rest by due time
+    running: Sequence[Row]  # by worker, then lease start
+    done: Sequence[Row]  # most recently finished first
     workers: tuple[WorkerLoad, ...]
     changed: frozenset[int]
     keys: dict[int, str] = field(default_factory=dict)  # task id -> idempotency key, for tasks submitted with one
@@ -266,32 +272,18 @@ class _Waiting:
                 heapq.heappush(self._ready, (-row.priority, row.due_at, row.id, next(self._seq), row))
 
 
-class _SortedRows:
-    """Rows kept in ``key`` order, with their keys beside them for bisection."""
-
-    def __init__(self, key: Callable[[Row], tuple], rows: Iterable[Row] = ()) -> None:
-        self.key = key
-        self.rows = sorted(rows, key=key)
-        self.keys = [key(row) for row in self.rows]
-
-    def add(self, row: Row) -> None:
-        key = self.key(row)
-        at = bisect.bisect_left(self.keys, key)
-        self.keys.insert(at, key)
-        self.rows.insert(at, row)
-
-    def remove(self, row: Row) -> None:
-        at = bisect.bisect_left(self.keys, self.key(row))
-        assert self.rows[at] == row, "removing a row that is not in the column"
-        del self.keys[at], self.rows[at]
+def _due_by(now: int) -> tuple:
+    """Above every waiting row's ``_DUE_THEN_RANK`` key that is due at ``now``, below every other."""
+    return (now, (math.inf,))
 
 
 class _Columns:
     """Pending (due, then not yet due), Running and Done of one side, kept sorted
     while walking the track's diffs, so a step re-sorts nothing.
 
-    Invariant: ``due`` holds the waiting rows with ``due_at <= now``, ``later``
-    the others, for the ``now`` last asked for. Far jumps rebuild from a cursor.
+    Invariant: ``waiting`` holds every waiting row by due time, ``due`` those with
+    ``due_at <= now`` in dispatch order, for the ``now`` last asked for; the not yet
+    due ones are ``waiting``'s rows past ``now``. Far jumps rebuild from a cursor.
     """
 
     #: Walk at most this many frames' diffs; further, rebuild from the rows.
@@ -303,9 +295,9 @@ class _Columns:
         self._at: int | None = None
         self._now = 0
 
-    def at(self, index: int, now: int) -> tuple[list[Row], list[Row], list[Row]]:
-        """Fresh lists of Pending (due ones in dispatch order, then the rest by due
-        time), Running and Done at frame ``index``, whose clock is ``now``."""
+    def at(self, index: int, now: int) -> tuple[RowsView, RowsView, RowsView]:
+        """Pending (due ones in dispatch order, then the rest by due time), Running and
+        Done at frame ``index``, whose clock is ``now``: views that later calls leave as they are."""
         if self._at is None or abs(index - self._at) > self.WALK_LIMIT:
             self._rebuild(index, now)
         diffs = self._track.diffs
@@ -324,56 +316,52 @@ class _Columns:
                     self._add(before)
             self._at -= 1
         self._move_to(now)
-        return self.due.rows + self.later.rows, list(self.running.rows), list(self.done.rows)
+        later = self.waiting.view(above=_due_by(now))
+        return RowsView(self.due.view()._blocks + later._blocks), self.running.view(), self.done.view()
 
     def _rebuild(self, index: int, now: int) -> None:
         rows = self._cursor.rows_at(index).values()
         waiting = [r for r in rows if r.status in WAITING]
-        self.due = _SortedRows(_RANK, (r for r in waiting if r.due_at <= now))
-        self.later = _SortedRows(_DUE_THEN_RANK, (r for r in waiting if r.due_at > now))
-        self.running = _SortedRows(_RUNNING_ORDER, (r for r in rows if r.status == "running"))
-        self.done = _SortedRows(_DONE_ORDER, (r for r in rows if r.status not in WAITING and r.status != "running"))
+        self.waiting = SortedRows(_DUE_THEN_RANK, waiting)
+        self.due = SortedRows(_RANK, (r for r in waiting if r.due_at <= now))
+        self.running = SortedRows(_RUNNING_ORDER, (r for r in rows if r.status == "running"))
+        self.done = SortedRows(_DONE_ORDER, (r for r in rows if r.status not in WAITING and r.status != "running"))
         self._at, self._now = index, now
 
-    def _column(self, row: Row) -> _SortedRows:
-        if row.status in WAITING:
-            return self.due if row.due_at <= self._now else self.later
-        return self.running if row.status == "running" else self.done
-
     def _add(self, row: Row) -> None:
-        self._column(row).add(row)
+        if row.status in WAITING:
+            self.waiting.add(row)
+            if row.due_at <= self._now:
+                self.due.add(row)
+        else:
+            (self.running if row.status == "running" else self.done).add(row)
 
     def _remove(self, row: Row) -> None:
-        self._column(row).remove(row)
+        if row.status in WAITING:
+            self.waiting.remove(row)
+            if row.due_at <= self._now:
+                self.due.remove(row)
+        else:
+            (self.running if row.status == "running" else self.done).remove(row)
 
-    #: Moving more rows than Pending's due part over this many is done by sorting it again:
-    #: an insertion shifts the rows after it, a sort of mostly sorted rows is a pass over them
-    #: (at 10^4 due rows the two cost the same at about 600 rows moved).
-    MOVE_SHARE = 16
-
-    def _move_limit(self) -> int:
-        return max(self.WALK_LIMIT, len(self.due.rows) // self.MOVE_SHARE)
+    #: Moving more rows than a ``MOVE_SHARE``-th of Pending's due part is done by sorting it
+    #: again: a move copies one block, a sort is a pass over every row with its key made again.
+    MOVE_SHARE = 4
 
     def _move_to(self, now: int) -> None:
-        """Move rows between due and later for the clock ``now``."""
-        if now > self._now:  # the common way: tasks become due
-            cut = bisect.bisect_right(self.later.keys, (now, (math.inf,)))
-            arriving = self.later.rows[:cut]
-            del self.later.rows[:cut], self.later.keys[:cut]
-            if len(arriving) > self._move_limit():
-                self.due = _SortedRows(_RANK, self.due.rows + arriving)
-            else:
-                for row in arriving:
-                    self.due.add(row)
-        elif now < self._now:  # stepping back over a time advance
-            leaving = [r for r in self.due.rows if r.due_at > now]
-            if len(leaving) > self._move_limit():
-                self.due = _SortedRows(_RANK, (r for r in self.due.rows if r.due_at <= now))
-            else:  # a few: taken out where they are, not the rest sorted again
-                for row in leaving:
-                    self.due.remove(row)
-            for row in leaving:
-                self.later.add(row)
+        """Move rows in or out of the due part for the clock ``now``: those due in between."""
+        if now == self._now:
+            return
+        low, high = sorted((self._now, now))
+        moving = self.waiting.between(_due_by(low), _due_by(high))
+        if len(moving) > max(self.WALK_LIMIT, len(self.due) // self.MOVE_SHARE):
+            self.due = SortedRows(_RANK, self.waiting.between((-math.inf,), _due_by(now)))
+        elif now > self._now:  # the common way: tasks become due
+            for row in moving:
+                self.due.add(row)
+        else:  # stepping back over a time advance
+            for row in moving:
+                self.due.remove(row)
         self._now = now
 
 
@@ -510,18 +498,63 @@ def _result_key(result: StepResult, number: Callable[[object], object] = lambda 
     return int_field(value)
 
 
+class _Frames(Sequence[Frame]):
+    """Frames 0..``last`` of a timeline. Reading frame k runs the implementation
+    up to step k if it has not got there yet (``Timeline.run_to``); its length is
+    every frame's, run or not."""
+
+    __slots__ = ("_timeline",)
+
+    def __init__(self, timeline: Timeline) -> None:
+        self._timeline = timeline
+
+    def __len__(self) -> int:
+        return self._timeline.last + 1
+
+    def __getitem__(self, index):  # type: ignore[override]  # int -> Frame, slice -> list[Frame]
+        timeline = self._timeline
+        if isinstance(index, slice):
+            start, stop, stride = index.indices(len(self))
+            timeline.run_to(max(start, stop - 1) if stride > 0 else start)
+            return timeline._frames[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"frame {index} is past the last step, {timeline.last}")
+        timeline.run_to(index)
+        return timeline._frames[index]
+
+    def __eq__(self, other: object) -> bool:  # frame by frame, as two lists of frames compare
+        if not isinstance(other, (_Frames, list)):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, which grows
+
+    def __repr__(self) -> str:
+        return f"<frames 0..{self._timeline.last} of a timeline, {self._timeline.ran} run>"
+
+
 class Timeline:
     """Frames 0..N of one scenario against one implementation, and the model's checks.
 
-    Built by ``build_timeline``. ``append`` extends it by one step (the
-    interactive mode), keeping the live scheduler and model state.
+    Made with frame 0 only: a frame is run when it is first read
+    (``frames[k]``, ``board(k)``, ``run_to(k)``, ``run_steps()``), from any
+    thread, one step at a time under a lock, in order. ``build_timeline``
+    runs them all. ``append`` extends it by one step (the interactive mode),
+    keeping the live scheduler and model state. ``notable``, ``mismatches``,
+    ``divergences``, ``log`` and ``log_end`` cover the frames run so far
+    (``ran``), ``checks`` the frames the model has reached.
     """
 
     def __init__(self, scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> None:
         self.scenario = scenario
         self.factory = factory
         self.variants = variants  # the declared contract variants the model beside the scheduler follows
-        self.frames: list[Frame] = [Frame(0, 0, None, None, None, None, (), frozenset(), ())]
+        self._steps: list[Step] = list(scenario.steps)  # every step, run or not: the scenario's, then any appended
+        self._frames: list[Frame] = [Frame(0, 0, None, None, None, None, (), frozenset(), ())]  # the frames run so far
+        self._impl_lock = threading.Lock()  # held while a step runs: the scheduler is called from one thread at a time
+        self.frames: Sequence[Frame] = _Frames(self)
         self.checks: list[Check] = [Check(0, 0, "", None, 0, frozenset(), ())]
         self.notable: list[int] = []  # frames with an expiry or a rejection, ascending
         self.mismatches: list[int] = []  # frames whose expect did not hold
@@ -546,20 +579,23 @@ class Timeline:
         self._cursors = {"impl": _Cursor(self._impl.track), "model": _Cursor(self._model.track)}
         self._columns = {"impl": _Columns(self._impl.track), "model": _Columns(self._model.track)}
         self._boards: dict[tuple[int, Side], Board] = {}
-        for step in scenario.steps:
-            self._run_impl(step, *self._apply_impl(step))
 
     # ------------------------------------------------------------ reading
 
     @property
     def last(self) -> int:
-        """The index of the last frame, which is the number of steps."""
-        return len(self.frames) - 1
+        """The index of the last frame, which is the number of steps (run or not)."""
+        return len(self._steps)
+
+    @property
+    def ran(self) -> int:
+        """How many frames have been run so far (frame 0 counts): ``ran - 1`` steps."""
+        return len(self._frames)
 
     @property
     def steps(self) -> tuple[Step, ...]:
-        """The steps run so far: the scenario's, then any appended."""
-        return tuple(frame.step for frame in self.frames[1:])
+        """The steps: the scenario's, then any appended (as recorded, with their ``expect``)."""
+        return tuple(self._steps)
 
     @property
     def model_done(self) -> bool:
@@ -575,6 +611,7 @@ class Timeline:
         (None for the model's side of a frame it has not reached yet)."""
         if side == "model" and index >= len(self.checks):
             return None
+        self.run_to(index)
         key = (index, side)
         board = self._boards.get(key)
         if board is None:
@@ -595,14 +632,55 @@ class Timeline:
         return [text for task_id in ids if (text := view_difference((task_id,), mine, theirs))]
 
     def next_notable(self, index: int) -> int | None:
-        """The first frame after ``index`` with an expiry or a rejection, if any."""
+        """The first frame after ``index`` with an expiry or a rejection, if any
+        (running the steps after the frames run so far until one is found)."""
         at = bisect.bisect_right(self.notable, index)
+        while at == len(self.notable) and self.ran <= self.last:
+            self.run_to(self.ran)
         return self.notable[at] if at < len(self.notable) else None
 
     def previous_notable(self, index: int) -> int | None:
         """The last frame before ``index`` with an expiry or a rejection, if any."""
+        self.run_to(min(index, self.last))
         at = bisect.bisect_left(self.notable, index)
         return self.notable[at - 1] if at > 0 else None
+
+    # ------------------------------------------------------------ running the implementation
+
+    def run_to(self, index: int) -> None:
+        """Run the implementation until frame ``index`` exists (nothing if it does).
+
+        Any thread may call it: each step runs under the lock, and a step
+        another thread ran meanwhile is not run again.
+        """
+        while len(self._frames) <= index:
+            with self._impl_lock:
+                if len(self._frames) <= index:
+                    self._run_next()
+
+    def _run_next(self) -> None:
+        """Run the first step not run yet (the caller holds the lock)."""
+        step = self._steps[len(self._frames) - 1]
+        self._run_impl(step, *self._apply_impl(step))
+
+    def run_steps(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int], None] | None = None,
+        every: int = 500,
+    ) -> bool:
+        """Run every step not run yet; True when all have been (False: ``should_stop()`` said so).
+
+        ``progress(ran)`` is called every ``every`` frames. Safe beside readers in
+        other threads, as ``run_model`` is.
+        """
+        while self.ran <= self.last:
+            if should_stop():
+                return False
+            self.run_to(min(self.last, self.ran + every - 1))
+            if progress is not None:
+                progress(self.ran)
+        return True
 
     def _make_board(self, index: int, side: Side) -> Board:
         if side == "impl":
@@ -627,15 +705,19 @@ class Timeline:
         model's check of the new frame is computed at once unless a
         ``run_model`` is under way.
         """
-        result, crash = self._apply_impl(step)
-        if result.error is not None:
-            return crash or result.error
-        if record_expect:
-            step = Step(step.op, step.args, step.note, expect_from(step, result))
-        self._run_impl(step, result, None)
+        with self._impl_lock:
+            while len(self._frames) <= self.last:  # the scenario's steps first
+                self._run_next()
+            result, crash = self._apply_impl(step)
+            if result.error is not None:
+                return crash or result.error
+            if record_expect:
+                step = Step(step.op, step.args, step.note, expect_from(step, result))
+            self._steps.append(step)
+            self._run_impl(step, result, None)
         if not self._model_lock.locked():
             self.run_model()
-        return self.frames[-1]
+        return self._frames[-1]
 
     def _apply_impl(self, step: Step) -> tuple[StepResult, str | None]:
         """The step's result, and how the implementation broke the protocol if it raised
@@ -675,14 +757,14 @@ class Timeline:
             return None
 
     def _run_impl(self, step: Step, result: StepResult, crash: str | None) -> None:
-        index = len(self.frames)
+        index = len(self._frames)
         impl = self._impl
         if step.op == RESTART and result.error is None:
             self._scheduler = result.value  # every later step goes to the reopened scheduler
         try:
             now = int(self._scheduler.now)
         except Exception:  # noqa: BLE001 - a broken implementation: keep the last clock seen
-            now = self.frames[-1].now
+            now = self._frames[-1].now
         impl.note_result(step, result)
         changes = impl.refresh(impl.touched(step, result), self._read_impl, now, index, self._waiting)
         events = self._narrator.events(step, result, changes, now)
@@ -701,7 +783,7 @@ class Timeline:
             mismatch=mismatch,
             events=tuple(events),
             changed=frozenset(task_id for task_id, _, _ in changes),
-            workers=impl.loads() if self._loads_may_change(step, changes) else self.frames[-1].workers,
+            workers=impl.loads() if self._loads_may_change(step, changes) else self._frames[-1].workers,
             interval=interval,
         )
         # A restart's value is the reopened scheduler; what must agree with the model is only that it did not raise.
@@ -714,7 +796,7 @@ class Timeline:
             self.notable.append(index)
         if mismatch:
             self.mismatches.append(index)
-        self.frames.append(frame)  # last: a reader that sees the frame sees all of it
+        self._frames.append(frame)  # last: a reader that sees the frame sees all of it
 
     @staticmethod
     def _loads_may_change(step: Step, changes: tuple[Change, ...]) -> bool:
@@ -735,7 +817,8 @@ class Timeline:
         """Compute the model's check of every frame that lacks one; True when all have one.
 
         Safe to call from a thread while the UI reads: frames and checks are
-        only ever appended. ``progress(done)`` is called every ``every`` frames.
+        only ever appended. A frame not run yet is run first (``run_to``).
+        ``progress(done)`` is called every ``every`` frames.
         """
         with self._model_lock:
             while len(self.checks) < len(self.frames):
@@ -792,16 +875,19 @@ class Timeline:
             self.divergences.append(index)
         self.checks.append(check)
 
+
 def build_timeline(scenario: Scenario, factory: Callable[[], object], *, model: bool = True,
                    variants: Variants = DEFAULT) -> Timeline:
-    """Run ``scenario`` against a fresh scheduler from ``factory`` and, unless
-    ``model=False``, the spec's model beside it (else call ``run_model`` later).
+    """Run every step of ``scenario`` against a fresh scheduler from ``factory`` and,
+    unless ``model=False``, the spec's model beside it (else call ``run_model``
+    later). ``Timeline(scenario, factory)`` runs nothing until a frame is read.
 
     Never raises for what the scheduler does: an invalid call is recorded as
     the step's error, and an implementation that crashes or disagrees with the
     model is recorded in that step's check.
     """
     timeline = Timeline(scenario, factory, variants)
+    timeline.run_steps()
     if model:
         timeline.run_model()
     return timeline

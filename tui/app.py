@@ -76,9 +76,14 @@ SIDE_NOTICES = {
 #: The notices shown one at a time (``FencepostApp.single_notice``).
 SINGLE_NOTICES = frozenset(SIDE_NOTICES.values())
 
-#: Up to this many steps the model is checked before the screen opens (a small
-#: scenario takes milliseconds); past it, in a thread once the screen is up.
+#: Up to this many steps the scenario is run and the model checked before the screen
+#: opens (a small scenario takes milliseconds); past it, in a thread once the screen
+#: is up: first the implementation's steps ("impl N%"), then the model ("model N%").
 MODEL_UP_FRONT_STEPS = 2000
+
+#: A jump at most this many steps past the steps run so far runs them at once (a fraction of a
+#: second); a longer one is made when the background worker has run them, so the screen never stalls.
+RUN_AT_ONCE_STEPS = 2000
 
 #: Shown at step 0 of an empty interactive session.
 NEW_SESSION_NOTE = """\
@@ -167,10 +172,13 @@ class StepScreen(Screen):
 
 
 def open_timeline(scenario: Scenario, factory: Callable[[], object], variants: Variants = DEFAULT) -> Timeline:
-    """Build the timeline, with the model's checks too if the scenario is small
-    (``MODEL_UP_FRONT_STEPS``); the app's background worker does the rest. The
-    model follows ``variants``, the declared contract variants."""
-    return build_timeline(scenario, factory, model=len(scenario.steps) <= MODEL_UP_FRONT_STEPS, variants=variants)
+    """The timeline to open: run whole, with the model's checks, if the scenario is small
+    (``MODEL_UP_FRONT_STEPS``); else with nothing run, so the first screen runs only
+    what it shows and the app's background worker runs the rest, then the model.
+    The model follows ``variants``, the declared contract variants."""
+    if len(scenario.steps) <= MODEL_UP_FRONT_STEPS:
+        return build_timeline(scenario, factory, variants=variants)
+    return Timeline(scenario, factory, variants)
 
 
 def status_title(timeline: Timeline) -> str:
@@ -274,6 +282,7 @@ class FencepostApp(App[None]):
         self._single_notice: Notification | None = None  # the last notice of m
         self._quizzes: dict[str, Quiz] = {}  # by scenario title: a walkthrough keeps its score while another is open
         self._whys: dict[tuple[Timeline, int], str | None] = {}  # a diverging step's why: line, replayed once
+        self._wanted: int | None = None  # a step jumped to that the background worker has not run yet (go_to)
 
     def watch_step(self, step: int) -> None:
         if self.playing and (step >= self.timeline.last or self.quiz.open(step)):
@@ -596,17 +605,25 @@ class FencepostApp(App[None]):
         timeline = self.timeline
         total = len(timeline.frames)
 
-        def progress(done: int) -> None:
-            self.freeze_survivors()  # the model's rows live as long as the timeline: keep them out of collections
-            self.call_from_thread(self.model_advanced, timeline, f"model {100 * done // total}%")
+        def progress(side: str) -> Callable[[int], None]:
+            def advanced(done: int) -> None:
+                self.freeze_survivors()  # the rows live as long as the timeline: keep them out of collections
+                self.call_from_thread(self.model_advanced, timeline, f"{side} {100 * done // total}%")
+            return advanced
 
-        if timeline.run_model(should_stop=lambda: worker.is_cancelled, progress=progress):
+        def stop() -> bool:
+            return worker.is_cancelled
+
+        if timeline.run_steps(should_stop=stop, progress=progress("impl")) and timeline.run_model(
+                should_stop=stop, progress=progress("model")):
             self.freeze_survivors()
             self.call_from_thread(self.model_finished, timeline)
 
     def model_advanced(self, timeline: Timeline, progress: str) -> None:
         if timeline is self.timeline:
             self.model_progress = progress
+            if self._wanted is not None and self._wanted < timeline.ran:  # the step jumped to has been run
+                self.step, self._wanted = self._wanted, None
             self.show_status()
 
     def model_finished(self, timeline: Timeline) -> None:
@@ -743,6 +760,8 @@ class FencepostApp(App[None]):
         if action == "slower":
             return (self.speed > 0 or None) if self.playing else False
         if action == "next_notable":
+            if timeline.ran <= last:  # steps not run yet may hold one (n runs them to find it)
+                return True
             return (timeline.next_notable(step) is not None or None) if timeline.notable else False
         if action == "previous_notable":
             return (timeline.previous_notable(step) is not None or None) if timeline.notable else False
@@ -773,6 +792,7 @@ class FencepostApp(App[None]):
         return sorted(set(self.timeline.mismatches) | set(self.timeline.divergences))
 
     def action_next(self) -> None:
+        self._wanted = None  # a step taken stands for a jump still waiting
         if self.quiz.open(self.step):  # → at a question shows its result, unscored
             self.quiz.reveal(self.step)  # the panel says it was revealed, not scored: no notice over it
             self.show_step()
@@ -792,17 +812,31 @@ class FencepostApp(App[None]):
         self.show_step()
 
     def action_previous(self) -> None:
+        self._wanted = None
         if self.step > 0:
             self.step -= 1
 
     def action_first(self) -> None:
+        self._wanted = None
         self.step = 0
 
     def action_last(self) -> None:
-        self.step = self.timeline.last
+        self.go_to(self.timeline.last)
 
     def action_jump(self, index: int) -> None:
-        self.step = max(0, min(self.timeline.last, index))
+        self.go_to(max(0, min(self.timeline.last, index)))
+
+    def go_to(self, index: int) -> None:
+        """Show step ``index``: at once if it has been run or nearly (``RUN_AT_ONCE_STEPS``), else,
+        with a notice, once the background worker has run it (``model_advanced``)."""
+        timeline = self.timeline
+        self._wanted = None
+        if index < timeline.ran + RUN_AT_ONCE_STEPS or not any(w.group == "model" for w in self.workers):
+            self.step = index
+            return
+        self._wanted = index
+        self.notify(f"step {index:,} is not run yet ({timeline.ran - 1:,} of {timeline.last:,} are): "
+                    "it shows once it is (a step key stays here instead)", markup=False)
 
     def action_jump_prompt(self) -> None:
         self.push_screen(

@@ -115,9 +115,10 @@ class Lanes:
         self.update()
 
     def update(self) -> None:
-        """Read the frames appended since the last call. O(new frames)."""
+        """Read the frames run since the last call (``Timeline.ran``: the steps not
+        run yet are drawn once they are). O(new frames)."""
         frames = self.timeline.frames
-        while self._read < len(frames):
+        while self._read < self.timeline.ran:
             frame = frames[self._read]
             if frame.step is not None and frame.error is None:
                 self._read_step(self._read, frame.step.op, frame.step.args, frame.outcome.value, frame.now)
@@ -172,8 +173,8 @@ class Lanes:
 
     @property
     def extent(self) -> int:
-        """Ticks from 0 to the end of the run: the last lease's expiry, or the clock's last time and its tick."""
-        return max(self.span, self.timeline.frames[-1].now + 1)
+        """Ticks from 0 to the end of the run so far: the last lease's expiry, or the clock's last time and its tick."""
+        return max(self.span, self.timeline.frames[self._read - 1].now + 1)
 
     def scale(self, cells: int) -> tuple[int, int]:
         """(ticks, columns): a run that fits ``cells`` is stretched to fill them (up to

@@ -47,16 +47,63 @@ class Trick:
 
 TRICKS: tuple[Trick, ...] = (
     Trick("lease-builder", "a Lease set through its slots, not the frozen dataclass's __init__", (
-        ("return _new_lease(task_id, worker, token, now, expires_at)",
-         "return Lease(task_id, worker, token, now, expires_at)"),
+        ("        lease = _new_object(Lease)  # the Lease builder, written out (see _set_task_id)\n"
+         "        _set_task_id(lease, task_id)\n"
+         "        _set_worker(lease, worker)\n"
+         "        _set_token(lease, token)\n"
+         "        _set_started_at(lease, now)\n"
+         "        _set_expires_at(lease, expires_at)\n"
+         "        return lease\n",
+         "        return Lease(task_id, worker, token, now, expires_at)\n"),
     )),
     Trick("fresh-records", "an untouched task stored as its ready-heap tuple, not a _Task", (
-        ("        fresh = (-priority, due_at, task_id, max_attempts, retry_delay)\n"
+        ("        if max_attempts is None and retry_delay == 1:\n"
+         "            fresh = (-priority, due_at, task_id)\n"
+         "        else:\n"
+         "            fresh = (-priority, due_at, task_id, max_attempts, retry_delay)\n"
          "        heappush(self._ready, fresh)\n"
-         "        self._tasks[task_id] = fresh\n",
+         "        self._tasks.append(fresh)\n",
          "        entry = (-priority, due_at, task_id)\n"
          "        heappush(self._ready, entry)\n"
-         "        self._tasks[task_id] = _Task(priority, due_at, max_attempts, retry_delay, entry)\n"),
+         "        self._tasks.append(_Task(priority, due_at, max_attempts, retry_delay, entry))\n"),
+    )),
+    Trick("short-fresh", "a fresh task with the default max_attempts and retry_delay is a 3-tuple, not 5", (
+        ("        if max_attempts is None and retry_delay == 1:\n"
+         "            fresh = (-priority, due_at, task_id)\n"
+         "        else:\n"
+         "            fresh = (-priority, due_at, task_id, max_attempts, retry_delay)\n",
+         "        fresh = (-priority, due_at, task_id, max_attempts, retry_delay)\n"),
+    )),
+    Trick("running-record", "dispatch builds a fresh task's _Task slot by slot, not through __init__", (
+        ("                t = _new_object(_Task)\n"
+         "                t.priority = -entry[0]\n"
+         "                t.due_at = entry[1]\n"
+         "                if len(entry) == 3:\n"
+         "                    t.max_attempts = None\n"
+         "                    t.retry_delay = 1\n"
+         "                else:\n"
+         "                    t.max_attempts = entry[3]\n"
+         "                    t.retry_delay = entry[4]\n"
+         "                t.attempts = 0\n"
+         "                t.cancel_requested = False\n"
+         "                t.ended_at = None\n",
+         "                t = _promoted(entry)\n"),
+    )),
+    Trick("complete-inline", "complete writes out _end_lease and _ended for a lease that ends there", (
+        ("        self._load[t.worker] -= 1\n"
+         "        entry = t.entry\n"
+         "        t.status = _SUCCEEDED\n"
+         "        t.worker = t.token = t.expires_at = t.entry = None  # first: a rebuild below must see entry as stale\n"
+         "        t.cancel_requested = False\n"
+         "        if expiry[0] is entry:\n"
+         "            heappop(expiry)\n"
+         "        else:\n"
+         "            self._expiry_stale += 1\n"
+         "            self._compact_expiry()\n"
+         "        t.ended_at = now\n"
+         "        self._final.append(task_id)\n",
+         "        self._end_lease(t, _SUCCEEDED)\n"
+         "        self._ended(t, task_id, now)\n"),
     )),
     Trick("exact-type-checks", "submit, dispatch, complete test exact types inline, validators only on a miss", (
         ("        if (type(priority) is not int or type(due_at) is not int or not 0 <= due_at <= self._now\n"
@@ -69,30 +116,34 @@ TRICKS: tuple[Trick, ...] = (
          "                or now + duration > _INT_MAX):\n"
          "            capacity = self._check_dispatch(worker, now, duration)\n",
          "        capacity = self._check_dispatch(worker, now, duration)\n"),
-        ("        if (type(task_id) is not int or task_id not in self._tasks or type(token) is not int\n"
+        ("        tasks = self._tasks\n"
+         "        t = tasks[task_id - self._first] if type(task_id) is int and 0 <= task_id - self._first < len(tasks) else None\n"
+         "        if (t is None or type(token) is not int\n"
          "                or not _INT_MIN <= token <= _INT_MAX or type(now) is not int or not self._now <= now <= _INT_MAX):\n"
-         "            self._check_lease_call(task_id, token, now)\n",
-         "        self._check_lease_call(task_id, token, now)\n"),
+         "            self._check_lease_call(task_id, token, now)\n"
+         "            t = self._at(task_id)\n",
+         "        self._check_lease_call(task_id, token, now)\n"
+         "        t = self._at(task_id)\n"),
     )),
     Trick("skip-advance", "dispatch and complete skip _advance_to when no heap head is due", (
-        ("        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):\n"
+        ("        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):\n"
          "            self._advance_to(now)\n"
          "        else:\n"
          "            self._now = now\n"
-         "        if self._load[worker] >= capacity:\n",
+         "        load = self._load\n",
          "        self._advance_to(now)\n"
-         "        if self._load[worker] >= capacity:\n"),
-        ("        if (self._expiry and self._expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):\n"
+         "        load = self._load\n"),
+        ("        if (expiry and expiry[0][0] <= now) or (self._due and self._due[0][0] <= now):\n"
          "            self._advance_to(now)\n"
          "        else:\n"
          "            self._now = now\n"
-         "        t = self._tasks[task_id]\n",
+         "        if type(t) is not _Task:",
          "        self._advance_to(now)\n"
-         "        t = self._tasks[task_id]\n"),
+         "        if type(t) is not _Task:"),
     )),
     Trick("status-names", "Status members bound to module names (_RUNNING), not looked up on the enum", tuple(
         (f"{prefix}_{name}", f"{prefix}Status.{name}")
-        for prefix, name in (("t.status = ", "RUNNING"), ("self._end_lease(t, ", "SUCCEEDED"),
+        for prefix, name in (("t.status = ", "RUNNING"), ("t.status = ", "SUCCEEDED"),
                              ("self.status = ", "PENDING"))
     )),
 )

@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --runner: tasks per turn (default 100000); with --soak: tasks per scheduler; "
                         "with --shared-runner: tasks per turn")
     subjects = parser.add_subparsers(dest="subject", metavar="SUBJECT", title="subjects (instead of the cycle)")
-    tui = subjects.add_parser("tui", help="the terminal UI on a generated scenario: open and step times",
+    tui = subjects.add_parser("tui", help="the terminal UI on a generated scenario: open, step",
                               description="Time the terminal UI on a generated scenario of N tasks: opening it "
                               "(imports, the timeline's two sides, the first screen) and a step forward and back.")
     tui.add_argument("--tasks", type=positive_int, default=10_000, help="tasks in the scenario (default 10,000)")
@@ -109,6 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--calls", type=positive_int, default=10_000, help="calls of the generated history (default 10,000)")
     report.add_argument("--repeats", type=positive_int, default=3, help="loads of each page in the browser (default 3)")
     report.add_argument("--keep", metavar="FOLDER", help="write the pages there instead of a temporary folder")
+    long = subjects.add_parser("long-trace", help="replay and report of long traces: CPU per step",
+                               description="Write the tui subject's generated scenario at each size and time `fencepost "
+                               "replay` and `fencepost report` on it, each as a process of its own: wall and CPU seconds, "
+                               "and CPU per step, which stays flat when a command is linear in the trace.")
+    long.add_argument("--tasks", type=_int_list(1), default=[10_000, 100_000], metavar="N,N",
+                      help="tasks of each trace (default 10000,100000; a trace has about 1.01 steps a task)")
+    long.add_argument("--keep", metavar="FOLDER", help="write the traces and pages there instead of a temporary folder")
     lin = subjects.add_parser("linearize", help="what linearize costs as histories widen",
                               description="Time fencepost linearize on generated histories of growing width "
                               "(clients at once): states explored and seconds per verdict.")
@@ -130,6 +137,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     var.add_argument("--examples", type=positive_int, default=100, help="runs per check (default 100)")
     var.add_argument("--rounds", type=positive_int, default=3, help="checks per side, alternating (default 3)")
     add_variant_arguments(var)
+    jobs = subjects.add_parser("jobs", help="what --jobs buys check and explore",
+                               description="Time fencepost check and fencepost explore with --jobs 1 and --jobs J, "
+                               "each a process of its own, alternating; their verdicts must agree.")
+    jobs.add_argument("--impl", default="impl:Scheduler", metavar="MODULE:FACTORY", help="the scheduler check runs on "
+                      "(default impl:Scheduler)")
+    jobs.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="the job count set against 1 "
+                      "(default: one per core)")
+    jobs.add_argument("--rounds", type=positive_int, default=3, help="runs per job count, alternating (default 3)")
+    jobs.add_argument("--only", choices=("check", "explore"), help="measure one command only")
     real = subjects.add_parser("real-clock", help="what a --clock real check costs against a logical one",
                                description="Check one scheduler with the same runs on logical time and on the real "
                                "clock, alternating: wall and CPU seconds, steps/s, the lateness seen.")
@@ -350,6 +366,10 @@ def _run_subject(args: argparse.Namespace) -> int:
         from fencepost.bench import report
 
         return report.run(args.steps, args.calls, args.repeats, args.keep)
+    if args.subject == "long-trace":
+        from fencepost.bench import long_trace
+
+        return long_trace.run(args.tasks, args.keep)
     if args.subject == "linearize":
         from fencepost.bench import linearize
 
@@ -361,6 +381,11 @@ def _run_subject(args: argparse.Namespace) -> int:
         factory = load_factory(args.impl, "--impl")
         variants = variants_in_force(args.variants or list(bench_variants.MEASURED))
         return bench_variants.run(factory, variants, args.examples, args.rounds)
+    if args.subject == "jobs":
+        from fencepost.bench import jobs
+
+        load_factory(args.impl, "--impl")  # a bad path is one line here, not a traceback per run
+        return jobs.run(args.impl, args.jobs, args.rounds, args.only)
     if args.subject == "real-clock":
         from fencepost.bench import real_clock
         from fencepost.spec.realclock import DEFAULT_TICK_MS

@@ -190,7 +190,8 @@ def build_watched(scenario: Scenario, factory: object, call_timeout: float, name
     marked on the screen like any other fault); an in-process scheduler runs
     on a watched thread, and a hang there is one line, exit 2: the screen
     cannot be prepared past it. (Calls typed later in interactive mode have
-    no deadline.)
+    no deadline, nor, in a scenario too long to run before the first screen
+    (``tui.app.MODEL_UP_FRONT_STEPS``), the steps run after it.)
 
     Raises:
         UsageError: the factory failed, or a call did not return in time.

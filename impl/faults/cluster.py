@@ -20,6 +20,13 @@ The faults (``FAULTS``), each a method:
 * ``pause``: every server process is stopped with SIGSTOP for ``seconds`` (a
   VM pause, a stop-the-world stall), past a client's call timeout, then continued.
 
+Failover (issue 34): ``replica(via_port)`` makes a streaming standby of the
+cluster (``pg_basebackup -R``, a cluster of its own in its own folder), whose
+WAL comes from ``127.0.0.1:via_port`` (a proxy the caller controls, so it can
+cut the replication link) or straight from the primary; ``synchronous(name)``
+makes the primary wait for that standby before a commit returns (``None``:
+asynchronous again); ``promote()`` makes a standby the primary.
+
 The cluster runs with ``fsync = off``: the faults kill processes, never the
 machine, and what a process wrote survives its death in the OS page cache,
 so a commit that was acknowledged (written to the log before the answer) is
@@ -40,6 +47,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 #: The fault kinds a ``Cluster`` can inject, in the order the docs list them.
 FAULTS = ("terminate", "crash", "refuse", "pause")
@@ -95,9 +103,12 @@ def _server_user() -> pwd.struct_passwd | None:
         ) from None
 
 
-def unavailable() -> str | None:
-    """Why no cluster can be made here (one line), or None if one can."""
-    for name in ("initdb", "pg_ctl"):
+def unavailable(programs: tuple[str, ...] = ("initdb", "pg_ctl")) -> str | None:
+    """Why no cluster can be made here (one line), or None if one can.
+
+    ``programs``: the server binaries needed (add ``pg_basebackup`` for ``Cluster.replica``).
+    """
+    for name in programs:
         if _binary(name) is None:
             where = f"in {BIN_VARIABLE}={os.environ[BIN_VARIABLE]!r}" if os.environ.get(BIN_VARIABLE) else "on PATH"
             return f"the PostgreSQL server binaries are missing: no {name} {where} (install the server, or set {BIN_VARIABLE})"
@@ -154,6 +165,48 @@ class Cluster:
             cluster.destroy()
             raise
         return cluster
+
+    def replica(self, via_port: int | None = None, name: str = "standby") -> Cluster:
+        """A streaming standby of this cluster, started; its WAL comes through ``127.0.0.1:via_port`` if given.
+
+        ``name`` is its ``application_name``, which ``synchronous`` names. The
+        standby is a cluster of its own (``destroy()`` it too). Its settings are
+        the primary's at the time of the copy: call ``synchronous`` afterwards,
+        or a promoted standby would wait for a standby of its own.
+
+        Raises:
+            ClusterUnavailable: no ``pg_basebackup``, or it failed (one line saying why).
+        """
+        why = unavailable(("pg_basebackup",))
+        if why is not None:
+            raise ClusterUnavailable(why)
+        root = Path(tempfile.mkdtemp(prefix="fencepost-pg-standby-"))
+        if self.user is not None:
+            os.chown(root, self.user.pw_uid, self.user.pw_gid)
+        standby = type(self)(root, _free_port(), self.user)
+        source = (f"host=127.0.0.1 port={via_port or self.port} user={SUPERUSER} sslmode=disable "
+                  f"gssencmode=disable application_name={name}")
+        try:
+            standby._pg("pg_basebackup", "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast", "-d", source)
+            with (standby.data / "postgresql.conf").open("a") as conf:  # later lines win over the primary's
+                conf.write(f"\nport = {standby.port}\nunix_socket_directories = '{standby.root}'\n")
+            standby.start()
+        except BaseException:
+            standby.destroy()
+            raise
+        return standby
+
+    def synchronous(self, name: str | None) -> None:
+        """Make commits wait until standby ``name`` has flushed them (None: no longer wait for any)."""
+        setting = (sql.SQL("ALTER SYSTEM SET synchronous_standby_names = {}").format(sql.Literal(f'"{name}"'))
+                   if name is not None else sql.SQL("ALTER SYSTEM RESET synchronous_standby_names"))
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(setting)
+            conn.execute("SELECT pg_reload_conf()")
+
+    def promote(self) -> None:
+        """Make this standby a primary (``pg_ctl promote``), waiting until it accepts writes."""
+        self._pg("pg_ctl", "promote", "-D", str(self.data), "-w", "-t", str(PG_CTL_TIMEOUT))
 
     def _pg(self, program: str, *args: str) -> None:
         kwargs: dict = {}

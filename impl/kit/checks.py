@@ -166,6 +166,15 @@ def not_offered(name: str, value: object, queue: str, why: str = "") -> ValueErr
     return ValueError(f"{name} is not offered by {queue}{f' ({why})' if why else ''}: {value!r}")
 
 
+def check_fits(name: str, value: int, bits: int, column: str) -> int:
+    """``value`` when a signed int of ``bits`` bits holds it, else the ValueError naming the queue's
+    ``column``: ``priority must fit pgqueuer's int column (-2**31 .. 2**31-1): 2147483648``. For a
+    queue narrower than the contract's 64 bits, which says so rather than fail in its driver. O(1)."""
+    if not -2 ** (bits - 1) <= value < 2 ** (bits - 1):
+        raise ValueError(f"{name} must fit {column} (-2**{bits - 1} .. 2**{bits - 1}-1): {value!r}")
+    return value
+
+
 def check_new_worker(worker: object, capacity: object, existing: Container[str]) -> None:
     """``add_worker``'s rules: a non-empty str name (``check_text``) not in ``existing``, capacity >= 1."""
     if not isinstance(worker, str) or not worker:

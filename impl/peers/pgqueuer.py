@@ -63,7 +63,7 @@ import weakref
 from datetime import timedelta
 
 from fencepost.impl.kit import (
-    ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_min, check_new_worker, check_submit,
+    ACCEPTED, EPOCH_SECONDS, Lease, Outcome, check_dispatch, check_fits, check_min, check_new_worker, check_submit,
     check_task_id, check_time, check_token, declare, inherited, not_offered,
 )
 
@@ -218,8 +218,7 @@ class PgQueuerClient:
         check_submit(priority, due_at, max_attempts, retry_delay)
         if max_attempts is not None:
             raise not_offered("max_attempts", max_attempts, "pgqueuer's queue", "its executors retry")
-        if not -2**31 <= priority < 2**31:
-            raise ValueError(f"priority must fit pgqueuer's int column (-2**31 .. 2**31-1): {priority!r}")
+        check_fits("priority", priority, 32, "pgqueuer's int column")
         with self._shared.lock:
             now = self._shared.now
             self._set_clock(now)

@@ -77,7 +77,8 @@ import threading
 from datetime import datetime, timezone
 
 from fencepost.impl.kit import (
-    ACCEPTED, EPOCH_SECONDS, Book, CompositeToken, Lease, Outcome, check_submit, declare, not_offered, read_back,
+    ACCEPTED, EPOCH_SECONDS, Book, CompositeToken, Lease, Outcome, check_fits, check_submit, declare, not_offered,
+    read_back,
 )
 
 #: The server used when ``FENCEPOST_PG_DSN`` is not set: the one CI starts.
@@ -246,8 +247,7 @@ class ProcrastinateQueue:
         check_submit(priority, due_at, max_attempts, retry_delay)
         if max_attempts is not None:
             raise not_offered("max_attempts", max_attempts, "procrastinate's queue", "its worker's retry strategy retries")
-        if not -2**31 <= priority < 2**31:
-            raise ValueError(f"priority must fit procrastinate's int column (-2**31 .. 2**31-1): {priority!r}")
+        check_fits("priority", priority, 32, "procrastinate's int column")
         with self._book.lock:
             self._set_clock(self._book.now)
             scheduled = None if due_at is None else moment(due_at)

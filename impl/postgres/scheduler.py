@@ -57,6 +57,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import multiprocessing.util
 import os
 import re
 import secrets
@@ -194,9 +195,11 @@ def connect_failure(label: str, dsn: str, exc: psycopg.Error) -> str:
 def _forget_inherited_pools() -> None:
     global _POOL_LOCK
     _POOL_LOCK = threading.Lock()  # another thread of the parent may have held it at the fork
-    INHERITED.append(({k: list(v) for k, v in _IDLE.items()}, {k: list(v) for k, v in _POOL.items()}))
+    INHERITED.append(({k: list(v) for k, v in _IDLE.items()}, {k: list(v) for k, v in _POOL.items()},
+                      list(_LIVE)))
     _IDLE.clear()
     _POOL.clear()
+    _LIVE.clear()
 
 
 def _release(dsn: str, conn: psycopg.Connection) -> None:
@@ -233,9 +236,11 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
             if version and version[0] == SCHEMA_VERSION:
                 return
             if version and version[0] in UPGRADES:
-                for step in range(version[0], SCHEMA_VERSION):  # each step ends at the next version
-                    conn.execute(UPGRADES[step].format(s=quoted).encode())
-                conn.execute(schema_ddl(quoted, lock_key(schema)).encode())  # the functions as this version has them
+                for step in range(version[0], SCHEMA_VERSION):
+                    if UPGRADES[step]:
+                        conn.execute(UPGRADES[step].format(s=quoted).encode())
+                conn.execute(schema_ddl(quoted, lock_key(schema)).encode())  # every function anew
+                conn.execute(sql.SQL("UPDATE {}.meta SET version = %s").format(sql.Identifier(schema)), (SCHEMA_VERSION,))
                 return
             raise RuntimeError(f"schema {schema!r} holds fencepost tables of version {version}, this is {SCHEMA_VERSION}")
         foreign = [name for (name,) in conn.execute(_FOREIGN_RELATIONS, (schema,)).fetchall()]
@@ -773,11 +778,21 @@ _RESET = (
 )
 
 
+#: This process's temporary schemas still in use; each is given back at the process's exit before
+#: the pool is dropped, so a schema in use at exit is dropped too.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+#: Where this module's exit hook runs among ``multiprocessing.util.Finalize``'s in a child (higher
+#: first): after the hooks of the code that uses the schedulers, which may still use them.
+EXIT_PRIORITY = 0
+
+
 class _TemporarySchema:
     """Owns a throw-away schema: back to the pool when the last scheduler over it is gone."""
 
     def __init__(self, dsn: str, schema: str, conn: psycopg.Connection) -> None:
-        weakref.finalize(self, _give_back, dsn, schema, conn, os.getpid())
+        self.give_back = weakref.finalize(self, _give_back, dsn, schema, conn, os.getpid())  # at most once
+        _LIVE.add(self)
 
 
 #: Free schemas kept per server; one more is dropped instead (its connection closed), so a
@@ -801,6 +816,33 @@ def _take(dsn: str) -> tuple[str, psycopg.Connection] | None:
     with _POOL_LOCK:
         free = _POOL.get(dsn)
         return free.pop() if free else None
+
+
+#: The process whose exit hook ``_end_of_process`` is registered (a forked child registers its own).
+_HOOKED_IN = 0
+
+
+def _hook_the_exit() -> None:
+    """Register ``_end_of_process`` for this process's exit, once per process.
+
+    A child of ``multiprocessing`` (the shards of ``fencepost check --jobs``) ends with
+    ``os._exit``: neither ``atexit`` nor weakref's exit finalizers run there, so the schemas it
+    made would outlive it on the server. ``multiprocessing.util.Finalize`` is the exit hook
+    such a child runs; it clears the hooks it inherited at its start, so the hook is registered
+    when the process makes its first temporary schema, not at the fork. (In any other process
+    the hook runs at exit through ``atexit``: harmless beside ``_drop_pool``.)
+    """
+    global _HOOKED_IN
+    if _HOOKED_IN != os.getpid():
+        _HOOKED_IN = os.getpid()
+        multiprocessing.util.Finalize(None, _end_of_process, exitpriority=EXIT_PRIORITY)
+
+
+def _end_of_process() -> None:
+    """Give back every temporary schema this process still uses, then drop the pool (a child's exit)."""
+    for owner in list(_LIVE):
+        owner.give_back()
+    _drop_pool()
 
 
 @atexit.register  # registered at import, so it runs after weakref's finalizers have given schemas back
@@ -864,6 +906,7 @@ def _temporary(cls: type[PostgresScheduler], prefix: str, dsn: str) -> PostgresS
     else:
         schema, conn = temporary_schema_name(prefix), _connect(dsn)
         ensure_schema(conn, schema)
+    _hook_the_exit()
     return cls(dsn, schema=schema, _owner=_TemporarySchema(dsn, schema, conn), _connection=conn)
 
 

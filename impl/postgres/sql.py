@@ -43,27 +43,28 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 6  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
+SCHEMA_VERSION = 8  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
 # 5: worker names and keys unique through hash indexes, so any the contract allows is stored;
-# 6: fp_dispatch takes its token in its own statements (no SQL function planned again on every call)
+# 6: a batch naming a pruned (forgotten) task is refused whole, as a single call naming it is;
+# 7: with synchronous standbys every call waits until they have what it saw (_END, fp_settle);
+# 8: fp_dispatch takes its token in its own statements (no SQL function planned again on every call)
 
 #: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
-#: version -> the statements that make it the next version, applied in turn up to this one; then
-#: every function is created again (``schema_ddl`` replaces them all). Version 4's names and keys
-#: were btree primary keys, whose entries hold at most 2,704 bytes; version 5 makes them unique
-#: through hash indexes. Version 6 changes functions only (fp_dispatch; fp_take_token is gone).
+#: version -> the table statements that take it to the next version. Opening runs each step from
+#: the schema's version on, then creates every function again (``CREATE OR REPLACE``) and sets the
+#: version. Version 4's names and keys were btree primary keys, whose entries hold at most 2,704
+#: bytes; version 5 makes them unique through hash indexes. Versions 6, 7 and 8 change functions only
+#: (8: fp_take_token is gone).
 UPGRADES = {
     4: """
 ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
 ALTER TABLE {s}.keys DROP CONSTRAINT keys_pkey, ADD EXCLUDE USING hash (key WITH =);
 DROP INDEX {s}.tasks_by_worker;
 CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'running';
-UPDATE {s}.meta SET version = 5;
 """,
-    5: """
-DROP FUNCTION IF EXISTS {s}.fp_take_token();
-UPDATE {s}.meta SET version = 6;
-""",
+    5: "",
+    6: "",
+    7: "DROP FUNCTION IF EXISTS {s}.fp_take_token();",
 }
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
@@ -214,7 +215,11 @@ _FENCED_OUTCOME = """    accepted := FOUND;
 #: only once the log is on disk up to and past its first commit. A call that
 #: held only shared or row locks commits synchronously itself (``v_wrote``), or,
 #: having written nothing, writes the record if anything it may have seen is
-#: not yet on disk. With ``synchronous_commit = off`` for the session (the
+#: not yet on disk. With synchronous standbys (``synchronous_standby_names``) the record is
+#: written whether or not the local disk has everything: its commit waits until the standbys
+#: have the log up to it, so a failover to one of them never undoes an acknowledged call (a
+#: commit flushed locally -- by the WAL writer, or another client's commit -- may not be on a
+#: standby yet). With ``synchronous_commit = off`` for the session (the
 #: scheduler's ``synchronous_commit=False``) nothing waits for the disk.
 _END = """
     IF v_hold THEN
@@ -223,7 +228,8 @@ _END = """
         v_wrote := false;
     END IF;
     IF NOT v_wrote AND current_setting('synchronous_commit') <> 'off'
-       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+       AND (pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()
+            OR current_setting('synchronous_standby_names') <> '') THEN
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 """
@@ -242,18 +248,23 @@ _FAIL_SET = """
                                 THEN p_now END"""
 
 #: The start of ``complete_many``/``fail_many`` after the clock: time has not moved past ``p_now``,
-#: every id was issued (else the whole batch is invalid), whether the ids are distinct, and the rows
+#: every id was issued and not pruned since (else the whole batch is invalid, named at its first bad report), whether the ids are distinct, and the rows
 #: the reports may change locked in id order (the single calls' row locks, taken in one order).
 _CHECK_REPORTS = """
     v_n := coalesce(cardinality(p_ids), 0);
     SELECT m.now, m.last_task,
-           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n) WHERE id < 1 OR id > m.last_task),
+           (SELECT min(n) - 1 FROM unnest(p_ids) WITH ORDINALITY AS u(id, n)
+             WHERE id < 1 OR id > m.last_task OR NOT EXISTS (SELECT 1 FROM {s}.tasks t WHERE t.id = u.id)),
            (SELECT count(DISTINCT id) FROM unnest(p_ids) AS u(id)) = v_n
         INTO v_clock, v_last, v_bad, v_distinct FROM {s}.meta m;
     IF p_now < v_clock THEN
         RAISE EXCEPTION 'time can''t go backwards: now=% < current time %', p_now, v_clock USING ERRCODE = '{err}';
     END IF;
     IF v_bad IS NOT NULL THEN
+        IF p_ids[v_bad + 1] BETWEEN 1 AND v_last THEN  -- issued, and its row is gone: prune deleted it
+            RAISE EXCEPTION 'reports[%]: task_id % was forgotten: it was final and pruned since (its id is never reused) (nothing in the batch was done)',
+                v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
+        END IF;
         IF v_last = 0 THEN
             RAISE EXCEPTION 'reports[%]: task_id % is unknown: no task has been submitted yet (nothing in the batch was done)',
                 v_bad, p_ids[v_bad + 1] USING ERRCODE = '{err}';
@@ -325,12 +336,15 @@ $$;
 -- For reads (and raised calls): make the reading transaction wait, at its commit, until the log
 -- is on disk up to everything it may have seen. A call that dispatched, submitted or moved the
 -- clock is visible before its flush (see _END), so without this a read could report a change a
--- server crash then undoes. Writes one record only when something is not yet on disk.
+-- server crash then undoes. Writes one record only when something is not yet on disk, or, with
+-- synchronous standbys, always: a record on the local disk may not be on a standby yet, and a
+-- failover to that standby would undo what the read reported (tests/implementations/test_postgres_failover.py).
 CREATE OR REPLACE FUNCTION {s}.fp_settle() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('synchronous_commit') <> 'off'
-       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+       AND (pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()
+            OR current_setting('synchronous_standby_names') <> '') THEN
         PERFORM pg_logical_emit_message(true, 'fencepost', '');
     END IF;
 END $$;

@@ -75,14 +75,23 @@ class ShardPool:
     def __init__(self, run: Callable, new_coverage: Callable, jobs: int) -> None:
         self.run_shard, self.new_coverage, self.jobs = run, new_coverage, jobs
         self._pool = None
+        self._done = False  # every shard of the last plan answered: no worker is busy
 
     def __enter__(self) -> ShardPool:
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def __exit__(self, kind: type | None, *_: object) -> None:
         global _RUNNER
         if self._pool is not None:
-            self._pool.terminate()  # SIGTERM to every worker, even one in the middle of a shard
+            if kind is None and self._done:
+                # every shard answered and the workers are idle: they leave their loop and exit as
+                # processes do, running their exit hooks (``multiprocessing.util.Finalize``: the
+                # temporary PostgreSQL schemas a factory made are dropped)
+                self._pool.close()
+            else:
+                # a failure or Ctrl-C: SIGTERM every worker, even one in the middle of a shard;
+                # its exit hooks do not run (a temporary schema it made stays on the server)
+                self._pool.terminate()
             self._pool.join()  # and reap them
             self._pool = _RUNNER = None
 
@@ -90,11 +99,13 @@ class ShardPool:
         """Run the shards of ``plan`` (seed, runs) and merge them in order, stopping at the first that fails."""
         coverage = self.new_coverage()
         runs = 0
+        self._done = False
         for (passed, trace, failure, shard_runs), shard_coverage in self._results(plan):
             coverage.merge(shard_coverage)
             runs += shard_runs
             if not passed:
                 return ShardOutcome((False, trace, failure, runs), coverage)
+        self._done = True
         return ShardOutcome((True, [], None, runs), coverage)
 
     def _results(self, plan: list[tuple[int | str | None, int]]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 
 import pytest
 
@@ -43,3 +44,21 @@ def require_server() -> str:
     if dsn is None:
         pytest.skip(why)
     return dsn
+
+
+def in_thread(fn):
+    """Run ``fn`` in a new thread; returns (the thread, a list that gets ``fn``'s result or exception).
+
+    The caller joins the thread, bounded, so a call that hangs fails the test instead of hanging it.
+    """
+    result: list = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            result.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result

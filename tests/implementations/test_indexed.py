@@ -191,9 +191,9 @@ def healthy() -> IndexedScheduler:
 
 def replace_fresh(s: IndexedScheduler, task_id: int, record: tuple) -> None:
     """Put ``record`` in place of a fresh task's tuple, in the registry and the ready heap."""
-    old = s._tasks[task_id]
+    old = s._at(task_id)
     s._ready[next(i for i, e in enumerate(s._ready) if e is old)] = record
-    s._tasks[task_id] = record
+    s._tasks[task_id - s._first] = record
 
 
 def swap_due_root(s: IndexedScheduler) -> str:
@@ -231,7 +231,7 @@ def skip_compaction(s: IndexedScheduler) -> str:
 
 
 def cut_a_fresh_record(s: IndexedScheduler) -> str:
-    replace_fresh(s, 3, s._tasks[3][:4])
+    replace_fresh(s, 3, s._at(3) + (None,))
     return "task 3's fresh record is (-2, 0, 3, None)"
 
 
@@ -241,7 +241,7 @@ def make_a_fresh_record_not_due(s: IndexedScheduler) -> str:
 
 
 def move_a_fresh_record_to_the_due_heap(s: IndexedScheduler) -> str:
-    record = s._tasks[3]
+    record = s._at(3)
     s._ready.remove(record)
     indexed.heapify(s._ready)
     indexed.heappush(s._due, record)
@@ -292,7 +292,7 @@ def give_a_final_task_an_entry(s: IndexedScheduler) -> str:
 def drop_a_live_entry(s: IndexedScheduler) -> str:
     s._ready.remove(s._get(3).entry)
     indexed.heapify(s._ready)
-    return "task 3 (pending) has its live entry (-2, 0, 3, None, 1) in the None heap, not the ready heap"
+    return "task 3 (pending) has its live entry (-2, 0, 3) in the None heap, not the ready heap"
 
 
 def move_a_live_entry_to_the_wrong_heap(s: IndexedScheduler) -> str:
@@ -304,7 +304,7 @@ def move_a_live_entry_to_the_wrong_heap(s: IndexedScheduler) -> str:
 
 def change_a_key_behind_its_entry(s: IndexedScheduler) -> str:
     s._get(3).priority = 100
-    return "task 3's live entry is (-2, 0, 3, None, 1), its record says (-100, 0, 3)"
+    return "task 3's live entry is (-2, 0, 3), its record says (-100, 0, 3)"
 
 
 def miscount_load(s: IndexedScheduler) -> str:
@@ -328,8 +328,26 @@ def share_a_token(s: IndexedScheduler) -> str:
 
 
 def file_a_record_under_an_id_never_issued(s: IndexedScheduler) -> str:
-    s._tasks[9] = s._get(1)
+    s._old[9] = s._get(1)
     return "the registry holds task 9, never issued"
+
+
+def miscount_the_holes(s: IndexedScheduler) -> str:
+    s._holes += 1
+    return "the registry says 1 holes, a recount finds 0"
+
+
+def leave_the_list_mostly_holes(s: IndexedScheduler) -> str:
+    s._tasks[:0] = [None] * 9  # nine holes left uncut before task 1
+    s._first -= 9
+    s._holes += 9
+    return "the registry's list is 9 holes of 17: past the cutting threshold"
+
+
+def file_a_record_in_the_dict_above_the_list_start(s: IndexedScheduler) -> str:
+    s._tasks[0], s._old[1] = None, s._tasks[0]
+    s._holes += 1
+    return "the registry's list holds ids 1..8 and its dict [1], of the 8 issued"
 
 
 def forget_when_a_task_ended(s: IndexedScheduler) -> str:
@@ -343,7 +361,8 @@ def drop_a_task_from_the_final_queue(s: IndexedScheduler) -> str:
 
 
 def forget_a_record_but_not_its_place_in_the_final_queue(s: IndexedScheduler) -> str:
-    del s._tasks[1]  # its stale ready entry names a forgotten task, which is allowed
+    s._tasks[0] = None  # its stale ready entry names a forgotten task, which is allowed
+    s._holes += 1
     return "the final queue holds [1], the final tasks are []"
 
 
@@ -370,6 +389,7 @@ CORRUPTIONS = [
     move_a_lease_to_an_unknown_worker, keep_an_expired_lease, forge_a_token, give_a_final_task_an_entry,
     drop_a_live_entry, move_a_live_entry_to_the_wrong_heap, change_a_key_behind_its_entry, miscount_load,
     shrink_capacity_under_a_lease, share_a_token, file_a_record_under_an_id_never_issued,
+    miscount_the_holes, leave_the_list_mostly_holes, file_a_record_in_the_dict_above_the_list_start,
     forget_when_a_task_ended, drop_a_task_from_the_final_queue, forget_a_record_but_not_its_place_in_the_final_queue,
     queue_the_last_two_final_tasks_out_of_order, keep_a_key_without_its_task, keep_a_key_of_a_forgotten_task,
 ]
@@ -388,17 +408,17 @@ def test_a_fresh_task_is_its_own_ready_entry_until_something_needs_more() -> Non
     s = IndexedScheduler()
     s.add_worker("w", 1)
     first, second, later = s.submit(priority=2), s.submit(max_attempts=3, retry_delay=2), s.submit(due_at=5)
-    assert s._tasks[first] is s._ready[0] == (-2, 0, first, None, 1)
-    assert type(s._tasks[second]) is tuple
-    assert type(s._tasks[later]) is indexed._Task  # not due yet: a full record in the due heap
+    assert s._at(first) is s._ready[0] == (-2, 0, first)  # the defaults: three fields
+    assert s._at(second) == (0, 0, second, 3, 2)
+    assert type(s._at(later)) is indexed._Task  # not due yet: a full record in the due heap
     view = s.task(second)
     assert (view.status, view.priority, view.due_at, view.attempts, view.token) == (Status.PENDING, 0, 0, 0, None)
-    assert type(s._tasks[second]) is tuple  # looking changes nothing
+    assert type(s._at(second)) is tuple  # looking changes nothing
     assert s.complete(second, 1, 0).reason == "not_running"
     lease = s.dispatch("w", 0, 5)
-    assert lease.task_id == first and type(s._tasks[first]) is indexed._Task
+    assert lease.task_id == first and type(s._at(first)) is indexed._Task
     assert s.cancel(second, 0).accepted
-    record = s._tasks[second]
+    record = s._at(second)
     assert type(record) is indexed._Task and record.max_attempts == 3 and record.retry_delay == 2
     assert s._ready_stale == 1  # the fresh tuple is still in the heap, now stale
     s.check_invariants()
@@ -423,15 +443,20 @@ def test_unusual_ints_are_kept_as_given_in_a_full_record() -> None:
 
     s = IndexedScheduler()
     task_id = s.submit(priority=Level.HIGH)
-    assert type(s._tasks[task_id]) is indexed._Task
+    assert type(s._at(task_id)) is indexed._Task
     assert s.task(task_id).priority is Level.HIGH
     s.check_invariants()
 
 
 def test_the_fast_lease_builder_makes_real_leases() -> None:
-    lease = indexed._new_lease(3, "w", 7, 1, 9)
+    s = IndexedScheduler()
+    s.add_worker("w", 1)
+    s.submit(), s.submit()
+    assert s.complete(1, s.dispatch("w", 0, 5).token, 0).accepted
+    lease = s.dispatch("w", 1, 8)
     assert type(lease) is Lease
-    assert lease == Lease(3, "w", 7, 1, 9)
+    assert lease == Lease(2, "w", 2, 1, 9)
+    assert repr(lease) == repr(Lease(2, "w", 2, 1, 9)) and hash(lease) == hash(Lease(2, "w", 2, 1, 9))
     with pytest.raises(AttributeError):
         lease.token = 8  # type: ignore[misc]
 

@@ -16,6 +16,7 @@ Skipped, with the reason, when no server is named by ``FENCEPOST_PG_DSN``.
 from __future__ import annotations
 
 import gc
+import secrets
 import subprocess
 import sys
 
@@ -232,6 +233,33 @@ def test_temporary_schemas_are_dropped_at_exit(dsn: str) -> None:
     assert not any(schema_exists(dsn, schema) for schema in schemas)
 
 
+def test_the_schemas_a_check_shard_made_are_dropped_when_its_pool_ends(dsn: str) -> None:
+    """``check --jobs`` forks shard workers, which end with ``os._exit`` (no ``atexit``): each used to
+    leave every temporary schema it made on the server, about 20 per worker a check."""
+    prefix = "fp_shards" + secrets.token_hex(3)
+    code = (
+        "from fencepost.impl.postgres.scheduler import temporary_scheduler\n"
+        "from fencepost.spec.checkers.shards import ShardPool\n"
+        "kept = []\n"
+        "class Coverage:\n"
+        "    def merge(self, other): pass\n"
+        "def run(seed, size, coverage):\n"
+        f"    kept.append(temporary_scheduler(prefix={prefix!r}))  # one still in use when the pool ends\n"
+        f"    temporary_scheduler(prefix={prefix!r})  # and one given back to the worker's pool\n"
+        "    return True, [], None, size\n"
+        "with ShardPool(run, Coverage, 2) as pool:\n"
+        "    print(pool.run([(seed, 1) for seed in range(6)]).result)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "(True, [], None, 6)" and out.stderr == ""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        left = [name for (name,) in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (prefix,)).fetchall()]
+        for name in left:  # not this test's to keep, whatever it finds
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+    assert left == []
+
+
 def test_a_named_schema_is_kept_and_shared(dsn: str) -> None:
     schema = temporary_schema_name("fp_test_named")
     try:
@@ -268,8 +296,57 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
                 s.add_worker("w1", 1)
         with psycopg.connect(dsn, autocommit=True) as conn:
             assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
-            # version 6: dispatch takes its token itself; the function versions 4 and 5 called is gone
+            # version 8: dispatch takes its token itself; the function versions 4 to 7 called is gone
             assert conn.execute(f"SELECT to_regprocedure('{schema}.fp_take_token()')").fetchone() == (None,)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_opening_a_schema_of_an_earlier_version_creates_its_functions_anew(dsn: str) -> None:
+    """Version 6 changed functions only (a batch naming a pruned task is refused whole): a version 5
+    schema's old procedures are replaced when it is opened, and its rows are kept."""
+    schema = temporary_schema_name("fp_test_upgrade")
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:  # stands for version 5's function
+            conn.execute(f"""
+                CREATE OR REPLACE PROCEDURE "{schema}".fp_prune(p_before bigint, p_now bigint, OUT o_count bigint)
+                LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the old procedure ran'; END $$;
+                UPDATE "{schema}".meta SET version = 5""")
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.prune(0, 0) == 0 and s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_a_version_6_schema_waits_for_synchronous_standbys_once_opened(dsn: str) -> None:
+    """Version 6's reads did not wait for synchronous standbys (test_postgres_failover.py); opening replaces them."""
+    schema = temporary_schema_name("fp_test_upgrade")
+    source = f"SELECT prosrc FROM pg_proc WHERE proname = 'fp_settle' AND pronamespace = '\"{schema}\"'::regnamespace"
+    try:
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1
+        with psycopg.connect(dsn, autocommit=True) as conn:  # back to version 6's function, rows kept
+            conn.execute(f"""
+                CREATE OR REPLACE FUNCTION "{schema}".fp_settle() RETURNS void LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF current_setting('synchronous_commit') <> 'off'
+                       AND pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN
+                        PERFORM pg_logical_emit_message(true, 'fencepost', '');
+                    END IF;
+                END $$;
+                UPDATE "{schema}".meta SET version = 6""")
+            assert "synchronous_standby_names" not in conn.execute(source).fetchone()[0]
+        with PostgresScheduler(dsn, schema=schema) as s:
+            assert s.submit(key="kept") == 1 and s.task(1).status is Status.PENDING
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+            assert "synchronous_standby_names" in conn.execute(source).fetchone()[0]
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -27,6 +27,7 @@ import psycopg
 import pytest
 
 import pg_server
+from pg_server import in_thread
 from fencepost.impl.faults.inject import FAULTS, inject_faults, judge, postgres_factory, run_faults, table
 from fencepost.impl.faults.cluster import Cluster, unavailable
 from fencepost.impl.postgres.payloads import PostgresPayloads
@@ -105,20 +106,6 @@ class _ClockHeld:
         self.conn.close()
 
 
-def _in_thread(fn):
-    result: list = []
-
-    def run() -> None:
-        try:
-            result.append(fn())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            result.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, result
-
-
 # ---------------------------------------------------------------- the machine's server
 
 
@@ -140,7 +127,7 @@ def test_a_complete_whose_answer_is_lost_raises_outcome_unknown_and_the_task_say
         lease = s.dispatch("w", 1, 5)
         held = _ClockHeld(dsn, schema)
         try:
-            thread, result = _in_thread(lambda: s.complete(task, lease.token, 2))  # moves the clock: waits
+            thread, result = in_thread(lambda: s.complete(task, lease.token, 2))  # moves the clock: waits
             held.wait_for(_backend(s))
             _terminate(dsn, _backend(s))
             thread.join(BOUND)
@@ -161,7 +148,7 @@ def test_reads_and_advance_are_asked_again_after_a_lost_answer(dsn, schema) -> N
         task = s.submit()
         held = _ClockHeld(dsn, schema)
         try:
-            thread, result = _in_thread(lambda: s.advance(7))
+            thread, result = in_thread(lambda: s.advance(7))
             held.wait_for(_backend(s))
             _terminate(dsn, _backend(s))
         finally:

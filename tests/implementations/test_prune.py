@@ -19,6 +19,7 @@ from fencepost.impl import durable
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model
+from fencepost.spec.protocol import Status
 
 
 def _postgres():
@@ -190,7 +191,8 @@ def test_the_indexed_scheduler_holds_only_the_live_tasks_after_pruning() -> None
     s = IndexedScheduler()
     _churn(s, 5000, live=3)
     s.check_invariants()
-    assert len(s._tasks) == 3 and not s._final and not s._keys and not s._key_of
+    assert len(s._records()) == 3 and not s._final and not s._keys and not s._key_of
+    assert len(s._tasks) + len(s._old) == 3  # no slot kept for a forgotten task
     assert len(s._expiry) - s._expiry_stale == 3
     assert len(s._ready) + len(s._due) + len(s._expiry) <= 3 + 64  # at most _COMPACT_MIN stale entries
     assert s._last_id == 5003 and s._last_token == 5000 - 715 + 3
@@ -295,3 +297,31 @@ def test_a_pruned_shared_task_takes_its_payload_with_it() -> None:
     finally:
         store.close()
         s.close()
+
+
+def test_the_indexed_scheduler_moves_the_survivors_of_a_sparse_registry_to_a_dict_and_still_serves_them() -> None:
+    """Task 1 waits (low priority) and task 2 runs while 200 others come and are forgotten: the
+    registry's list, all holes but those two, moves them to its dict; both still work from there."""
+    s = IndexedScheduler()
+    s.add_worker("w", 2)
+    waiting, running = s.submit(priority=-1), s.submit(priority=5)
+    held = s.dispatch("w", 0, 10**6)
+    assert held.task_id == running
+    for now in range(200):
+        task_id = s.submit(priority=1)
+        lease = s.dispatch("w", now, 10)
+        assert lease.task_id == task_id
+        assert s.complete(task_id, lease.token, now).accepted
+    assert s.prune(200, 200) == 200
+    assert s._first == 203 and s._tasks == [] and sorted(s._old) == [waiting, running]
+    s.check_invariants()
+    assert s.task(waiting).status is Status.PENDING and type(s._old[waiting]) is tuple
+    lease = s.dispatch("w", 200, 10)
+    assert lease.task_id == waiting and type(s._old[waiting]) is not tuple
+    assert s.complete(running, held.token, 200).accepted  # an id below the list: the checked path
+    assert s.complete(waiting, lease.token, 201).accepted
+    s.check_invariants()
+    assert s.prune(202, 202) == 2 and not s._old and s._tasks == []
+    s.check_invariants()
+    with pytest.raises(ValueError, match="forgotten"):
+        s.complete(running, held.token, 203)

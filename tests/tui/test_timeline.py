@@ -12,6 +12,7 @@ from fencepost.impl.mutants import token_reuse
 from fencepost.spec.formats.scenario import Scenario, Step, load_scenario
 from fencepost.story.walkthroughs import resolve
 from fencepost.story import timeline as tl
+from fencepost.story.sorted_rows import SortedRows
 from fencepost.story.timeline import build_timeline
 
 
@@ -248,13 +249,16 @@ def _time_passing() -> Scenario:
 
 # Walk the diffs and move the rows a clock change makes due (or not) one by one (up to 64 here);
 # rebuild the columns and sort Pending's due part again for more than one row moved (or a
-# sixteenth of it); rebuild the columns but move any number of rows one by one.
-@pytest.mark.parametrize("walk_limit, move_share", [(64, 16), (1, 16), (1, 1)], ids=["walk", "rebuild", "move-each"])
+# sixteenth of it); rebuild the columns but move any number of rows one by one; walk with
+# columns in blocks of one or two rows, so blocks split and empty at every few changes.
+@pytest.mark.parametrize("walk_limit, move_share, block", [(64, 16, 512), (1, 16, 512), (1, 1, 512), (64, 16, 1)],
+                         ids=["walk", "rebuild", "move-each", "small-blocks"])
 @pytest.mark.parametrize("name", ["onboarding", "retry-backoff", "cancellation", "time-passing"])
-def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit, move_share):
+def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name, walk_limit, move_share, block):
     monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 3)  # so jumps start from checkpoints
     monkeypatch.setattr(tl._Columns, "WALK_LIMIT", walk_limit)
     monkeypatch.setattr(tl._Columns, "MOVE_SHARE", move_share)
+    monkeypatch.setattr(SortedRows, "BLOCK", block)
     scenario = _time_passing() if name == "time-passing" else load_scenario(resolve(name))
     expected = _all_boards_by_replay(scenario)
     timeline = build_timeline(scenario, Scheduler)
@@ -337,6 +341,93 @@ def test_the_model_can_be_run_later_and_stopped():
     assert timeline.run_model(progress=seen.append, every=5)
     assert timeline.model_done and seen == [n for n in range(6, len(timeline.frames) + 1) if n % 5 == 0]
     assert timeline.checks == build_timeline(scenario, Scheduler).checks
+
+
+class _Counted(Scheduler):
+    """Counts the calls that make steps, so a test sees which steps ran."""
+
+    calls = 0
+    ops = frozenset(step.op for step in load_scenario(resolve("onboarding")).steps)  # the scenario the tests run
+
+    def __getattribute__(self, name: str) -> object:
+        if name in _Counted.ops:
+            _Counted.calls += 1
+        return super().__getattribute__(name)
+
+
+def test_a_timeline_runs_a_step_only_when_a_frame_at_or_after_it_is_read(monkeypatch):
+    monkeypatch.setattr(_Counted, "calls", 0)
+    scenario = load_scenario(resolve("onboarding"))
+    timeline = tl.Timeline(scenario, _Counted)
+    assert timeline.ran == 1 and timeline.last == len(scenario.steps) and _Counted.calls == 0
+    assert len(timeline.frames) == timeline.last + 1 and timeline.steps == scenario.steps
+    board = timeline.board(3)
+    assert timeline.ran == 4 and _Counted.calls == 3 and board.now == timeline.frames[3].now
+    timeline.frames[2]  # already run: nothing runs again
+    assert timeline.ran == 4 and _Counted.calls == 3
+    assert timeline.run_steps(progress=(seen := []).append, every=4)
+    assert timeline.ran == timeline.last + 1 and _Counted.calls == timeline.last
+    assert seen == [min(n, timeline.last + 1) for n in range(8, timeline.last + 5, 4)]
+    whole = build_timeline(scenario, Scheduler)
+    assert timeline.frames == whole.frames and timeline.log == whole.log
+    assert timeline.notable == whole.notable and timeline.mismatches == whole.mismatches
+
+
+@pytest.mark.parametrize("block", [1, 512])
+def test_a_board_keeps_its_rows_while_later_boards_are_made(monkeypatch, block):
+    monkeypatch.setattr(SortedRows, "BLOCK", block)
+    scenario = _time_passing()
+    expected = _all_boards_by_replay(scenario)
+    timeline = build_timeline(scenario, Scheduler)
+    boards = [timeline.board(k) for k in range(timeline.last + 1)]  # each made before the columns walk on
+    assert boards == expected
+    assert [list(board.pending) for board in boards] == [list(board.pending) for board in expected]
+    assert boards[5].pending[-1] == list(boards[5].pending)[-1] and boards[5].pending[1:3] == list(boards[5].pending)[1:3]
+
+
+def test_a_lazy_timeline_reads_the_same_frames_at_every_index_in_any_order():
+    scenario = load_scenario(resolve("onboarding"))
+    whole = build_timeline(scenario, Scheduler)
+    timeline = tl.Timeline(scenario, Scheduler)
+    order = list(range(whole.last + 1))
+    random.Random(3).shuffle(order)
+    for index in order:
+        assert timeline.board(index) == whole.board(index)
+    assert timeline.run_model() and timeline.checks == whole.checks
+
+
+def test_the_next_expiry_or_rejection_is_found_past_the_frames_run_so_far():
+    scenario = load_scenario(resolve("onboarding"))
+    whole = build_timeline(scenario, Scheduler)
+    assert whole.notable, "the walkthrough has an expiry or a rejection"
+    timeline = tl.Timeline(scenario, Scheduler)
+    assert timeline.next_notable(0) == whole.notable[0] and timeline.ran == whole.notable[0] + 1
+    last = whole.notable[-1]
+    assert timeline.previous_notable(whole.last) == last
+
+
+def test_two_threads_reading_a_lazy_timeline_run_every_step_once(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(_Counted, "calls", 0)
+    scenario = load_scenario(resolve("onboarding"))
+    timeline = tl.Timeline(scenario, _Counted)
+    readers = [threading.Thread(target=timeline.run_steps, kwargs={"every": 1}) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    timeline.frames[-1]
+    for reader in readers:
+        reader.join()
+    assert _Counted.calls == timeline.last
+    assert timeline.frames == build_timeline(scenario, Scheduler).frames
+
+
+def test_append_to_a_lazy_timeline_runs_the_scenario_first():
+    timeline = tl.Timeline(Scenario("test", steps(("add_worker", "w1", 1), ("submit",))), Scheduler)
+    frame = timeline.append(Step("dispatch", {"worker": "w1", "now": 0, "duration": 5}))
+    assert frame.index == 3 and timeline.last == 3 and timeline.ran == 4
+    assert [f.step.op for f in timeline.frames[1:]] == ["add_worker", "submit", "dispatch"]
+    assert timeline.model_done
 
 
 def test_append_records_accepted_calls_with_their_result_as_expect_and_refuses_invalid_ones():

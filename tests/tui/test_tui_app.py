@@ -191,14 +191,42 @@ async def test_a_divergence_is_marked_and_m_shows_the_models_state():
 async def test_a_big_scenario_is_checked_against_the_model_in_the_background(monkeypatch):
     monkeypatch.setattr(app_module, "MODEL_UP_FRONT_STEPS", 0)
     app = app_for(Scenario("diverges", STALE_TOKEN_STEPS), factory=token_reuse.Scheduler)
-    assert not app.timeline.model_done
+    assert not app.timeline.model_done and app.timeline.ran == 1  # nothing run before the first screen
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()  # the first screen is up, so the worker that runs the rest has been started
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.timeline.model_done and app.timeline.divergences == [5, 6]
         assert app.check_action("next_problem", ()) is True
         await pilot.press("d")
         assert app.step == 5 and app.query_one("#differences").has_class("-shown")
+
+
+async def test_a_jump_past_the_steps_run_so_far_waits_for_the_background_worker(monkeypatch):
+    import threading
+
+    from fencepost.impl import Scheduler
+
+    monkeypatch.setattr(app_module, "MODEL_UP_FRONT_STEPS", 0)
+    monkeypatch.setattr(app_module, "RUN_AT_ONCE_STEPS", 1)
+    go_on = threading.Event()
+
+    class Held(Scheduler):
+        def submit(self, *args, **kwargs):  # the worker's first step past the first screen waits here
+            assert go_on.wait(timeout=30), "the test never let the worker go on"
+            return super().submit(*args, **kwargs)
+
+    steps = (Step("add_worker", {"worker": "w1", "capacity": 1}), *[Step("submit", {}) for _ in range(4)])
+    app = app_for(Scenario("held", steps), factory=Held)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.timeline.ran == 2  # frame 0 and the next step's, for the first screen
+        await pilot.press("end")
+        assert app.step == 0 and app._wanted == 5  # the screen did not wait for the steps
+        go_on.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.step == 5 and app.timeline.model_done
 
 
 async def test_question_mark_opens_help_and_escape_closes_it():
