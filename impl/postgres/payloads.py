@@ -128,12 +128,9 @@ class PostgresPayloads(OutlastsOutages):
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
             conn.execute(PAYLOADS_DDL.format(quoted).encode())
-        timeout_ms = 0 if call_timeout is None else max(1, int(call_timeout * 1000))
-        conn.execute(f"SET statement_timeout = {timeout_ms}")
         self._session = Session(
             f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
-            reconnect=reconnect, call_timeout=call_timeout, conn=conn,
-            prepare=lambda c: c.execute(f"SET statement_timeout = {timeout_ms}"))
+            reconnect=reconnect, call_timeout=call_timeout, conn=conn)  # the session sets statement_timeout
         self._q = {op: text.format(quoted) for op, text in _QUERIES.items()}
         self._lock = threading.Lock()  # one statement at a time on the connection
 

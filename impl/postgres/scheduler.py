@@ -220,7 +220,7 @@ def ensure_schema(conn: psycopg.Connection, schema: str) -> None:
 
     Raises:
         RuntimeError: the schema holds fencepost tables of another version (but one of ``sql.UPGRADES``,
-            which are upgraded in place), or
+            which are upgraded in place, step by step, and get this version's functions), or
             tables (views, sequences) fencepost did not create: named, and nothing is changed.
     """
     quoted = sql.Identifier(schema).as_string(conn)
@@ -330,14 +330,12 @@ class PostgresScheduler(OutlastsOutages):
         self.reconnect = reconnect
         self.call_timeout = check_call_timeout(call_timeout)
         conn = _connection or _connect(dsn)
-        # Set on every connection, reused or new: a reused one may come from a scheduler with other
-        # settings. synchronous_commit off: no call waits for the disk (see _END in impl/postgres/sql.py).
-        timeout_ms = 0 if self.call_timeout is None else max(1, int(self.call_timeout * 1000))
-        setup = (f"SET synchronous_commit = {'on' if synchronous_commit else 'off'};"
-                 f" SET statement_timeout = {timeout_ms}").encode()
+        # Set on every connection, the first (reused or new) included: a reused one may come from a
+        # scheduler with other settings. synchronous_commit off: no call waits for the disk (see _END
+        # in impl/postgres/sql.py). The session adds statement_timeout to the same round trip.
+        setup = f"SET synchronous_commit = {'on' if synchronous_commit else 'off'}"
         self._session = Session(f"PostgreSQL at dsn={redacted(dsn)!r}", lambda: open_connection(dsn, connect_timeout=reconnect.connect_timeout),
-                                reconnect=reconnect, call_timeout=self.call_timeout,
-                                prepare=lambda c: c.execute(setup), conn=conn)
+                                reconnect=reconnect, call_timeout=self.call_timeout, setup=setup, conn=conn)
         # ours: given back when this object is closed or goes (never closed under another's feet)
         self._release = (weakref.finalize(self, _release_session, dsn, self._session, os.getpid())
                          if _connection is None else None)
@@ -606,15 +604,18 @@ class PostgresScheduler(OutlastsOutages):
     def _call(self, op: str, args: tuple, effect: Effect, named: dict, refused_again_is_unknown: bool = False) -> tuple:
         """Run one protocol procedure: one statement, one round trip. Invalid input -> ValueError.
 
-        A call that raised is settled before the error is raised (``fp_settle``): the
-        refusal may rest on another call's change that is not yet on disk.
+        A call that raised is settled before the error is raised (``fp_settle``, a
+        second round trip): the refusal may rest on another call's change that is
+        not yet on disk.
         """
         try:
-            with self._invalid_as_value_error(op, args):
-                return self._run(op, args, _row_or_empty, effect, named, refused_again_is_unknown)
-        except ValueError:
-            self._run("settle", None, _nothing, Effect.READ, {})
-            raise
+            return self._run(op, args, _row_or_empty, effect, named, refused_again_is_unknown)
+        except psycopg.Error as exc:
+            refusal = _refusal(op, args, exc)
+            if refusal is None:
+                raise
+        self._run("settle", None, _nothing, Effect.READ, {})
+        raise refusal
 
     @contextlib.contextmanager
     def _invalid_as_value_error(self, op: str, args: tuple) -> Iterator[None]:
@@ -622,12 +623,20 @@ class PostgresScheduler(OutlastsOutages):
         try:
             yield
         except psycopg.Error as exc:
-            if exc.sqlstate == INVALID_ARGUMENT_STATE:
-                raise ValueError(exc.diag.message_primary) from None
-            if exc.sqlstate == _OUT_OF_RANGE_STATE:  # every argument is in range: only a retry time can leave it
-                raise ValueError(f"{op}: the retry time now + retry_delay * 2 ** (attempts - 1) would be after the "
-                                 f"latest time {INT_MAX}: {args!r}") from None
-            raise
+            refusal = _refusal(op, args, exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+
+
+def _refusal(op: str, args: tuple, exc: psycopg.Error) -> ValueError | None:
+    """The protocol's ValueError for a function's invalid-argument error (or bigint overflow), else None."""
+    if exc.sqlstate == INVALID_ARGUMENT_STATE:
+        return ValueError(exc.diag.message_primary)
+    if exc.sqlstate == _OUT_OF_RANGE_STATE:  # every argument is in range: only a retry time can leave it
+        return ValueError(f"{op}: the retry time now + retry_delay * 2 ** (attempts - 1) would be after the "
+                          f"latest time {INT_MAX}: {args!r}")
+    return None
 
 
 def _one(cur: psycopg.Cursor) -> tuple:
@@ -639,7 +648,7 @@ def _all(cur: psycopg.Cursor) -> list:
 
 
 def _row_or_empty(cur: psycopg.Cursor) -> tuple:
-    return cur.fetchone() if cur.description else ()
+    return cur.fetchone() if cur.pgresult.nfields else ()  # not description: it builds a Column per field
 
 
 def _nothing(cur: psycopg.Cursor) -> None:

@@ -36,8 +36,16 @@ granted):
 * A call that has not answered after ``call_timeout`` seconds has its
   connection cut from a watchdog thread (the socket shut down, which wakes the
   waiting client at once); it is then a lost answer as above. The server's
-  ``statement_timeout`` is set to the same bound, so a statement that waits in
-  a running server is also cancelled there.
+  ``statement_timeout`` is set to the same bound on every connection (the
+  first one included), so a statement that waits in a running server is also
+  cancelled there.
+
+What this costs a call that meets no fault: no round trip (the statement is
+the only one sent, on a cursor made once per connection), one non-blocking
+``poll`` of the socket, and arming and
+disarming the watchdog, which takes a lock and wakes the watchdog's thread
+only when the new deadline is earlier than the one it sleeps until (about
+once per ``call_timeout`` under steady calls, not once per call).
 
 The object is not dead after giving up: the next call tries to reconnect again.
 """
@@ -157,8 +165,12 @@ def check_call_timeout(call_timeout: object) -> float | None:
 class _Watchdog:
     """One thread per process that cuts the connections of calls past their deadline.
 
-    ``arm`` is O(1) and wakes the thread only when the new deadline is the
-    earliest; calls share one timeout, so that is rare.
+    ``arm`` and ``disarm`` are O(1). The thread sleeps until ``_wake_at`` (the
+    earliest deadline it saw, or for ever when none was armed) and is woken
+    only by a deadline earlier than that: calls share one timeout, so a call
+    armed after the thread went to sleep has a later deadline and wakes
+    nobody. When the thread wakes on time it cuts what is late and sleeps
+    until the earliest deadline left.
     """
 
     def __init__(self) -> None:
@@ -167,18 +179,19 @@ class _Watchdog:
         self._fired: set[int] = set()
         self._next = 0
         self._thread: threading.Thread | None = None
+        self._wake_at: float | None = None  # when the thread wakes by itself (None: only when notified)
 
     def arm(self, conn: psycopg.Connection, seconds: float) -> int:
         deadline = time.monotonic() + seconds
         with self._cond:
             self._next += 1
             ticket = self._next
-            earliest = min((d for d, _ in self._armed.values()), default=None)
             self._armed[ticket] = (deadline, conn)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="fencepost-pg-watchdog", daemon=True)
                 self._thread.start()
-            elif earliest is None or deadline < earliest:
+            elif self._wake_at is None or deadline < self._wake_at:
+                self._wake_at = deadline  # so a second arm before the thread runs does not notify again
                 self._cond.notify()
         return ticket
 
@@ -200,8 +213,8 @@ class _Watchdog:
                     _, conn = self._armed.pop(ticket)
                     self._fired.add(ticket)
                     _cut(conn)
-                earliest = min((d for d, _ in self._armed.values()), default=None)
-                self._cond.wait(None if earliest is None else max(0.0, earliest - now))
+                self._wake_at = min((d for d, _ in self._armed.values()), default=None)
+                self._cond.wait(None if self._wake_at is None else max(0.0, self._wake_at - now))
 
 
 def _cut(conn: psycopg.Connection) -> None:
@@ -230,21 +243,30 @@ def _reset_watchdog_in_child() -> None:
 os.register_at_fork(after_in_child=_reset_watchdog_in_child)
 
 
-def looks_dead(conn: psycopg.Connection) -> bool:
+def looks_dead(conn: psycopg.Connection, poller: select.poll | None = None) -> bool:
     """True if ``conn`` is closed, broken, or the server sent something unasked (it is saying goodbye).
 
     An idle session gets nothing from the server; a terminated or crashed
     backend leaves its last message (or the end of the stream) in the socket.
-    One non-blocking poll, O(1).
+    One non-blocking poll, O(1); ``poller``: ``_poller(conn)`` made earlier, to reuse.
     """
     if conn.closed or conn.broken:
         return True
     try:
-        poller = select.poll()
-        poller.register(conn.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
+        return bool((poller or _poller(conn)).poll(0))
     except (OSError, ValueError, psycopg.Error):
         return True
+
+
+#: What a poll of an idle connection's socket looks for: anything to read, an error, a hang-up.
+_GOODBYE = select.POLLIN | select.POLLERR | select.POLLHUP
+
+
+def _poller(conn: psycopg.Connection) -> select.poll:
+    """A poll object watching ``conn``'s socket for ``_GOODBYE``."""
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, _GOODBYE)
+    return poller
 
 
 class Session:
@@ -252,40 +274,67 @@ class Session:
 
     Args:
         where: the server as errors name it, its password hidden (``PostgreSQL at dsn='...'``).
-        connect: makes a new connection (called again on every reconnect);
-            ``prepare(conn)`` then sets a new connection's session up.
+        connect: makes a new connection (called again on every reconnect).
         reconnect: the backoff policy (``Reconnect``).
         call_timeout: seconds a statement may wait for its answer (None: no bound).
-        conn: a connection to start with (else one is made now).
+        setup: ``SET`` statements for every connection the session uses, the
+            first included, sent in one round trip with its ``statement_timeout``
+            (``call_timeout``, or 0 for none: a reused connection keeps no other's).
+        conn: a connection to start with (else one is made now); set up too.
 
     Not for two threads at once (the caller serialises, as psycopg does for a connection).
     """
 
     def __init__(self, where: str, connect: Callable[[], psycopg.Connection], *, reconnect: Reconnect,
-                 call_timeout: float | None, prepare: Callable[[psycopg.Connection], None] = lambda c: None,
-                 conn: psycopg.Connection | None = None) -> None:
+                 call_timeout: float | None, setup: str = "", conn: psycopg.Connection | None = None) -> None:
         self.where = where
         self.closed = False
         self._connect = connect
-        self._prepare = prepare
+        timeout_ms = 0 if call_timeout is None else max(1, int(call_timeout * 1000))
+        self._setup = f"SET statement_timeout = {timeout_ms}" + (f"; {setup}" if setup else "")
         self.reconnect = reconnect
         self.call_timeout = call_timeout
+        # the watchdog cuts a call this long after it was sent (None: never); see WATCHDOG_GRACE
+        self._cut_after = None if call_timeout is None else call_timeout + WATCHDOG_GRACE
         self._rng = random.Random()
         self.reconnects = 0  # connections replaced so far (for tests and reports)
         self.patience: Patience | None = None  # set: reconnecting has no count (see the module docstring)
         self.outage: Outage | None = None  # while replace() has failed at least once and still tries
-        self.conn = conn if conn is not None else self._new()
+        # for the connection in it: looks_dead's poller, and the cursor every statement runs on (made once: a
+        # cursor per statement, as Connection.execute makes, cost a call more than the rest of the session)
+        self._attached: tuple[psycopg.Connection, select.poll, psycopg.Cursor] | None = None
+        if conn is None:
+            self.conn = self._new()
+        else:
+            self._set_up(conn)
+            self.conn = conn
 
     def _new(self) -> psycopg.Connection:
         conn = self._connect()
         try:
-            if self.call_timeout is not None:
-                conn.execute(f"SET statement_timeout = {int(self.call_timeout * 1000)}")
-            self._prepare(conn)
+            self._set_up(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _set_up(self, conn: psycopg.Connection) -> None:
+        conn.execute(self._setup.encode())  # bytes: several statements in one simple query, one round trip
+
+    def _attach(self, conn: psycopg.Connection) -> tuple[psycopg.Connection, select.poll, psycopg.Cursor]:
+        """``conn``, its poller and its cursor, made once per connection."""
+        attached = self._attached
+        if attached is None or attached[0] is not conn:
+            attached = self._attached = (conn, _poller(conn), conn.cursor())
+        return attached
+
+    def _dead(self, conn: psycopg.Connection) -> bool:
+        """``looks_dead(conn)``, reusing one poll object per connection (a call makes none)."""
+        try:
+            poller = self._attach(conn)[1]
+        except (OSError, ValueError, psycopg.Error):  # closed or lost: no socket to watch
+            return True
+        return looks_dead(conn, poller)
 
     def replace(self, why: str) -> None:
         """Close the connection and make a new one, with backoff; one-line OperationalError on giving up.
@@ -375,17 +424,19 @@ class Session:
         # patience, for as long as reconnecting goes on (each loss waits for a new connection first)
         losses = 0
         while True:
-            if self.conn is None or looks_dead(self.conn):
+            conn = self.conn
+            if conn is None or self._dead(conn):
                 try:
-                    self.replace("the server closed it" if self.conn is not None else "it was lost earlier")
+                    self.replace("the server closed it" if conn is not None else "it was lost earlier")
                 except psycopg.OperationalError as exc:
                     if sent:
                         raise OutcomeUnknown(op, call_args, str(exc)) from None
                     raise
-            conn = self.conn
-            ticket = _WATCHDOG.arm(conn, self.call_timeout + WATCHDOG_GRACE) if self.call_timeout is not None else None
+                conn = self.conn
+            cur = self._attach(conn)[2]  # before the watchdog: a failure here sent nothing
+            ticket = _WATCHDOG.arm(conn, self._cut_after) if self._cut_after is not None else None
             try:
-                cur = conn.execute(query, args)
+                cur.execute(query, args)
                 return fetch(cur)
             except psycopg.Error as exc:
                 if not _lost(conn, exc):
@@ -415,13 +466,14 @@ class Session:
         """The live connection, replaced first if it is dead: for a caller's own statements."""
         if self.closed:
             raise psycopg.OperationalError("the connection is closed")
-        if self.conn is None or looks_dead(self.conn):
+        if self.conn is None or self._dead(self.conn):
             self.replace("the server closed it" if self.conn is not None else "it was lost earlier")
         return self.conn
 
     def close(self) -> None:
         """Close the connection; every later ``run`` raises ``OperationalError`` (no reconnect). Idempotent."""
         self.closed = True
+        self._attached = None  # its connection may serve another session now
         if self.conn is not None:
             _close_quietly(self.conn)
 

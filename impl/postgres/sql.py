@@ -43,16 +43,18 @@ INVALID_ARGUMENT_STATE = "FP000"
 
 #: Bumped when the tables or functions change; a schema made by another
 #: version is refused (``ensure_schema`` raises, naming both versions).
-SCHEMA_VERSION = 7  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
+SCHEMA_VERSION = 8  # 3: fp_prune and the batch procedures; 4: tokens from a counter row, not a sequence;
 # 5: worker names and keys unique through hash indexes, so any the contract allows is stored;
 # 6: a batch naming a pruned (forgotten) task is refused whole, as a single call naming it is;
-# 7: with synchronous standbys every call waits until they have what it saw (_END, fp_settle)
+# 7: with synchronous standbys every call waits until they have what it saw (_END, fp_settle);
+# 8: fp_dispatch takes its token in its own statements (no SQL function planned again on every call)
 
 #: A schema of an earlier version that opening upgrades in place, in the opening transaction: its
 #: version -> the table statements that take it to the next version. Opening runs each step from
 #: the schema's version on, then creates every function again (``CREATE OR REPLACE``) and sets the
 #: version. Version 4's names and keys were btree primary keys, whose entries hold at most 2,704
-#: bytes; version 5 makes them unique through hash indexes. Versions 6 and 7 change functions only.
+#: bytes; version 5 makes them unique through hash indexes. Versions 6, 7 and 8 change functions only
+#: (8: fp_take_token is gone).
 UPGRADES = {
     4: """
 ALTER TABLE {s}.workers DROP CONSTRAINT workers_pkey, ADD EXCLUDE USING hash (name WITH =);
@@ -62,6 +64,7 @@ CREATE INDEX tasks_by_worker ON {s}.tasks USING hash (worker) WHERE status = 'ru
 """,
     5: "",
     6: "",
+    7: "DROP FUNCTION IF EXISTS {s}.fp_take_token();",
 }
 
 #: The second key of the two advisory locks (the first is the schema's ``lock_key``).
@@ -391,11 +394,11 @@ END $$;
 
 -- The claim: under the dispatch lock, the best waiting task that is due, locked with SKIP
 -- LOCKED (a row another call is changing right now, e.g. a cancel, is that call's), leased
--- under the next token, if the worker has a free slot. A dispatch that leases nothing takes
--- no token: fp_take_token runs only for the row the UPDATE changes, and is undone with it.
-CREATE OR REPLACE FUNCTION {s}.fp_take_token() RETURNS bigint LANGUAGE sql VOLATILE AS
-$$ UPDATE {s}.issued SET last_token = last_token + 1 RETURNING last_token $$;
-
+-- under the next token, if the worker has a free slot. The token is the counter row's next value,
+-- and the row is moved to it only when the UPDATE leased a task (in the same transaction, so undone
+-- with it): a dispatch that leases nothing takes no token. Nobody else reads or moves the counter
+-- meanwhile: every taker holds the dispatch lock. (Not a SQL function called from the UPDATE: PostgreSQL
+-- plans such a function's body again on every call, which cost a dispatch more than its own UPDATE.)
 CREATE OR REPLACE PROCEDURE {s}.fp_dispatch(p_worker text, p_now bigint, p_duration bigint,
                                             OUT o_task bigint, OUT o_token bigint)
 LANGUAGE plpgsql AS $$
@@ -406,7 +409,7 @@ BEGIN
         PERFORM pg_advisory_xact_lock({lk}, {dispatch_lock});  -- after the clock lock, as above
     END IF;
     UPDATE {s}.tasks t SET
-        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = {s}.fp_take_token(),
+        status = 'running', attempts = t.attempts + 1, worker = p_worker, token = (SELECT last_token + 1 FROM {s}.issued),
         started_at = p_now, expires_at = p_now + p_duration, expired_token = NULL
     WHERE t.id = (SELECT id FROM {s}.tasks
                   WHERE status IN ('pending', 'retry_wait') AND due_at <= p_now
@@ -418,7 +421,9 @@ BEGIN
       AND (SELECT count(*) FROM {s}.tasks WHERE status = 'running' AND worker = p_worker)
           < (SELECT capacity FROM {s}.workers WHERE name = p_worker)
     RETURNING t.id, t.token INTO o_task, o_token;
-    IF NOT FOUND THEN  -- full, or nothing due, unless one of these
+    IF FOUND THEN
+        UPDATE {s}.issued SET last_token = o_token;
+    ELSE  -- full, or nothing due, unless one of these
 {check_time}
         PERFORM 1 FROM {s}.workers WHERE name = p_worker;
         IF NOT FOUND THEN
@@ -590,7 +595,7 @@ BEGIN
             LIMIT least(v_room, p_limit)
             FOR UPDATE SKIP LOCKED),
         numbered AS (SELECT id, row_number() OVER (ORDER BY priority DESC, due_at, id) AS n FROM picked),
-        -- the tokens come from the same counter row as a single dispatch's (fp_take_token), in one step
+        -- the tokens come from the same counter row as a single dispatch's, in one step
         bump AS (UPDATE {s}.issued SET last_token = last_token + (SELECT count(*) FROM picked)
                  WHERE (SELECT count(*) FROM picked) > 0 RETURNING last_token),
         tokens AS (SELECT n, (SELECT last_token FROM bump) - (SELECT count(*) FROM picked) + n AS token

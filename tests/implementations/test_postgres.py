@@ -286,6 +286,7 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
                 ALTER TABLE "{schema}".keys DROP CONSTRAINT keys_key_excl, ADD PRIMARY KEY (key);
                 DROP INDEX "{schema}".tasks_by_worker;
                 CREATE INDEX tasks_by_worker ON "{schema}".tasks (worker) WHERE status = 'running';
+                CREATE FUNCTION "{schema}".fp_take_token() RETURNS bigint LANGUAGE sql AS $$ SELECT 0::bigint $$;
                 UPDATE "{schema}".meta SET version = 4""")
         with PostgresScheduler(dsn, schema=schema) as s:
             s.add_worker(long_worker, 1)
@@ -295,6 +296,8 @@ def test_a_version_4_schema_is_upgraded_in_place_and_then_stores_long_names_and_
                 s.add_worker("w1", 1)
         with psycopg.connect(dsn, autocommit=True) as conn:
             assert conn.execute(f'SELECT version FROM "{schema}".meta').fetchone() == (SCHEMA_VERSION,)
+            # version 8: dispatch takes its token itself; the function versions 4 to 7 called is gone
+            assert conn.execute(f"SELECT to_regprocedure('{schema}.fp_take_token()')").fetchone() == (None,)
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -449,6 +452,26 @@ def test_a_closed_scheduler_refuses_calls_even_when_its_session_serves_another(d
     again.close()
     other.close()  # idempotent
     s.close()
+
+
+def _settings(s: PostgresScheduler) -> tuple[str, str]:
+    conn = s._conn
+    return (conn.execute("SHOW synchronous_commit").fetchone()[0], conn.execute("SHOW statement_timeout").fetchone()[0])
+
+
+def test_every_connection_has_its_schedulers_settings_the_first_and_a_reused_one_included(dsn: str) -> None:
+    """synchronous_commit and call_timeout (the server's statement_timeout) hold from the first call,
+    also on an idle connection another scheduler with other settings gave back."""
+    s = temporary()
+    try:
+        fast = PostgresScheduler(dsn, schema=s.schema, synchronous_commit=False, call_timeout=7, _schema_exists=True)
+        assert _settings(fast) == ("off", "7s")
+        fast.close()  # its connection goes back to be reused, most likely by the next one
+        durable = PostgresScheduler(dsn, schema=s.schema, call_timeout=None, _schema_exists=True)
+        assert _settings(durable) == ("on", "0")
+        durable.close()
+    finally:
+        s.close()
 
 
 def _submit_from_child(dsn: str, schema: str) -> None:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 import threading
 import time
+import types
 
 import psycopg
 import pytest
@@ -32,6 +34,7 @@ from fencepost.impl.postgres.payloads import PostgresPayloads
 from fencepost.impl.postgres.scheduler import DatabaseClock, PostgresScheduler, drop_schema, lock_key, temporary_schema_name
 from fencepost.impl.runner.core import Runner
 from fencepost.impl.kit.outages import Patience
+from fencepost.impl.postgres import session as session_module
 from fencepost.impl.postgres.session import Effect, Reconnect, Session, StoppedWaiting
 from fencepost.spec.protocol import FINAL_STATUSES, OutcomeUnknown, Status
 from pg_runner_stress import merged_events, run_runners
@@ -456,3 +459,41 @@ def test_the_database_clock_is_read_again_after_its_backend_is_ended(dsn, schema
         assert clock.now >= before and clock._session.reconnects == 1
     finally:
         clock.close()
+
+
+class _FakeConn:
+    """What the watchdog's cut reads from a connection: its socket's descriptor."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.pgconn = types.SimpleNamespace(socket=sock.fileno())
+
+
+def test_the_watchdog_sleeping_until_a_later_deadline_is_woken_for_an_earlier_one() -> None:
+    """A call's arm wakes the watchdog's thread only for a deadline earlier than the one it sleeps until,
+    and such a call is still cut on time, the other left alone (issue 33: no wake-up per call)."""
+    watchdog = session_module._Watchdog()
+    late, late_peer = socket.socketpair()
+    soon, soon_peer = socket.socketpair()
+    try:
+        long_ticket = watchdog.arm(_FakeConn(late), 60.0)
+        deadline = time.monotonic() + BOUND
+        while watchdog._wake_at is None:  # until the thread has gone to sleep until that deadline
+            assert time.monotonic() < deadline, "the watchdog thread never went to sleep"
+            time.sleep(0.001)  # polling the thread's own state, bounded above
+        notified: list[None] = []
+        notify = watchdog._cond.notify
+        watchdog._cond.notify = lambda *n: (notified.append(None), notify(*n))[1]
+        watchdog.disarm(long_ticket)  # a call that answered; the next one's deadline is later
+        long_ticket = watchdog.arm(_FakeConn(late), 60.0)
+        assert notified == []  # nobody woken: the thread wakes before that deadline anyway
+        short_ticket = watchdog.arm(_FakeConn(soon), 0.05)
+        assert len(notified) == 1
+        soon_peer.settimeout(BOUND)
+        assert soon_peer.recv(1) == b""  # its socket was shut down under it: the reader wakes at once
+        assert watchdog.disarm(short_ticket) and not watchdog.disarm(long_ticket)
+        late_peer.setblocking(False)
+        with pytest.raises(BlockingIOError):  # nothing to read and not shut down: left alone
+            late_peer.recv(1)
+    finally:
+        for sock in (late, late_peer, soon, soon_peer):
+            sock.close()
