@@ -1,6 +1,6 @@
 """PostgresScheduler's single calls on one connection, in turns with another version's.
 
-``python -m fencepost.bench.pg_single [--against PYTHON] [--async-commit] [--cycles N] [--turns N]``
+``fencepost bench pg-single [--against PYTHON] [--async-commit] [--cycles N] [--turns N]``
 (the server: ``--dsn`` or ``$FENCEPOST_PG_DSN``).
 
 A *cycle* is one ``submit``, one ``dispatch`` and one ``complete`` of the task
@@ -140,7 +140,7 @@ def run(dsn: str, quick: bool, cycles: int | None, turns: int | None, against: s
     turns = turns or (QUICK_TURNS if quick else TURNS)
     sides = [("this", sys.executable)] + ([("against", against)] if against else [])
     load = os.getloadavg()
-    print(f"python -m fencepost.bench.pg_single: {cycles:,} cycles per turn, {turns} turns, "
+    print(f"fencepost bench pg-single: {cycles:,} cycles per turn, {turns} turns, "
           f"synchronous_commit={'on' if synchronous else 'off'}; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start", flush=True)
     if against:
@@ -152,34 +152,11 @@ def run(dsn: str, quick: bool, cycles: int | None, turns: int | None, against: s
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line (see the module docstring); 2 and one line on bad arguments or no server."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m fencepost.bench.pg_single",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dsn", default=os.environ.get("FENCEPOST_PG_DSN"),
-                        help="the PostgreSQL server (default $FENCEPOST_PG_DSN)")
-    parser.add_argument("--against", metavar="PYTHON", help="also measure the PostgresScheduler this interpreter "
-                        "imports (another checkout's virtual environment), in turns with this one")
-    parser.add_argument("--async-commit", action="store_true", help="synchronous_commit=off on every side")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_CYCLES} cycles, {QUICK_TURNS} turns")
-    parser.add_argument("--cycles", type=int, help=f"cycles per turn (default {CYCLES})")
-    parser.add_argument("--turns", type=int, help=f"turns of each side (default {TURNS})")
-    args = parser.parse_args(argv)
-    for name in ("cycles", "turns"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if not args.dsn:
-        parser.error("no server: pass --dsn or set FENCEPOST_PG_DSN")
-    if args.against is not None and not os.access(args.against, os.X_OK):
-        parser.error(f"--against must name a Python interpreter that can run: {args.against!r}")
-    return run(args.dsn, args.quick, args.cycles, args.turns, args.against, synchronous=not args.async_commit)
-
-
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--side"]:
         del sys.path[0]  # this folder: its modules must not shadow anything the side imports
         _side(sys.argv[2], sys.argv[3] == "sync")
-    else:
-        sys.exit(main())
+    else:  # the same as `fencepost bench pg-single`
+        from fencepost.cli import main
+
+        sys.exit(main(["bench", "pg-single", *sys.argv[1:]]))

@@ -146,6 +146,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(default: one per core)")
     jobs.add_argument("--rounds", type=positive_int, default=3, help="runs per job count, alternating (default 3)")
     jobs.add_argument("--only", choices=("check", "explore"), help="measure one command only")
+    pgs = subjects.add_parser("pg-single", help="single PostgreSQL calls beside another checkout's",
+                              description="Time submit, dispatch and complete on one PostgreSQL connection, in turns "
+                              "with the PostgresScheduler another interpreter imports: cycles/s, client and server CPU.")
+    pgs.add_argument("--dsn", default=None, help="the PostgreSQL server (default $FENCEPOST_PG_DSN)")
+    pgs.add_argument("--against", metavar="PYTHON", help="also measure the PostgresScheduler this interpreter imports "
+                     "(another checkout's virtual environment), in turns with this one")
+    pgs.add_argument("--async-commit", action="store_true", help="synchronous_commit=off on every side")
+    pgs.add_argument("--quick", action="store_true", help="fewer cycles and turns: a smoke run")
+    pgs.add_argument("--cycles", type=positive_int, help="cycles per turn")
+    pgs.add_argument("--turns", type=positive_int, help="turns of each side")
     real = subjects.add_parser("real-clock", help="what a --clock real check costs against a logical one",
                                description="Check one scheduler with the same runs on logical time and on the real "
                                "clock, alternating: wall and CPU seconds, steps/s, the lateness seen.")
@@ -381,6 +391,15 @@ def _run_subject(args: argparse.Namespace) -> int:
         factory = load_factory(args.impl, "--impl")
         variants = variants_in_force(args.variants or list(bench_variants.MEASURED))
         return bench_variants.run(factory, variants, args.examples, args.rounds)
+    if args.subject == "pg-single":
+        from fencepost.bench import pg_single
+
+        dsn = args.dsn or os.environ.get("FENCEPOST_PG_DSN")
+        if not dsn:
+            raise UsageError("pg-single needs a server: --dsn or FENCEPOST_PG_DSN")
+        if args.against is not None and not os.access(args.against, os.X_OK):
+            raise UsageError(f"--against must name a Python interpreter that can run: {args.against!r}")
+        return pg_single.run(dsn, args.quick, args.cycles, args.turns, args.against, synchronous=not args.async_commit)
     if args.subject == "jobs":
         from fencepost.bench import jobs
 
