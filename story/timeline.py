@@ -13,7 +13,7 @@ Nothing here imports Textual. The widgets only format what this module hands
 them. This module is the frame store: the rows at every frame, the columns
 and the model's checks. The words said about each step (why a task was
 picked, which lease expired, why a completion was refused) are
-``tui.narration``'s, which any view can use.
+``story.narration``'s, which any view can use.
 
 Scale. Task views are not copied for every frame: each frame stores only the
 rows that changed (before and after), a full copy is kept every
