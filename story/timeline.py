@@ -81,6 +81,10 @@ FULL_SCAN_LIMIT = 64
 
 Side = Literal["impl", "model"]
 
+#: Boards ``Timeline.board`` keeps made, so that a screen redrawn at the same frame (either side)
+#: reuses them; past this many it forgets them all, so a long walk through the frames holds no more.
+BOARDS_KEPT = 8
+
 #: Operations that take no time, so expire no lease.
 UNTIMED = frozenset({"add_worker", "submit"})
 
@@ -615,7 +619,7 @@ class Timeline:
         key = (index, side)
         board = self._boards.get(key)
         if board is None:
-            if len(self._boards) >= 8:
+            if len(self._boards) >= BOARDS_KEPT:
                 self._boards.clear()
             board = self._boards[key] = self._make_board(index, side)
         return board
