@@ -145,19 +145,24 @@ class ShardPool:
         results = self._pool.imap(_work, plan, chunksize=1)
         while True:
             try:
-                answer = results.next(timeout=WORKER_POLL_S)
+                answer = while_alive(results.next, self._workers)
             except StopIteration:
                 return
-            except multiprocessing.TimeoutError:
-                self._raise_if_a_worker_died()
-                continue
             yield answer
 
-    def _raise_if_a_worker_died(self) -> None:
-        """Raise ``ShardWorkerDied`` if a forked worker has ended (they end only when the pool does)."""
-        for worker in self._workers:
-            code = worker.exitcode
-            if code is not None:
-                how = f"exit status {code}" if code >= 0 else f"signal {-code}"
-                raise ShardWorkerDied(f"a check process (pid {worker.pid}) ended with {how} in the middle of a shard: "
-                                      "the scheduler ended its process (os._exit, a crash, out of memory); no verdict")
+
+def while_alive(get: Callable[[float], Any], workers: list) -> Any:
+    """``get(timeout)``'s answer (an ``IMapIterator.next``, an ``AsyncResult.get`` of a pool), waited for
+    as long as it takes, unless one of the pool's forked ``workers`` ends first (they end only with the
+    pool): then ``ShardWorkerDied``, since the pool would replace it and never answer its task."""
+    while True:
+        try:
+            return get(WORKER_POLL_S)
+        except multiprocessing.TimeoutError:
+            for worker in workers:
+                code = worker.exitcode
+                if code is not None:
+                    how = f"exit status {code}" if code >= 0 else f"signal {-code}"
+                    raise ShardWorkerDied(f"a check process (pid {worker.pid}) ended with {how} in the middle of its "
+                                          "work: the scheduler ended its process (os._exit, a crash, out of memory); "
+                                          "no verdict") from None

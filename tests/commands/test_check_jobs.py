@@ -112,3 +112,34 @@ def test_a_shard_process_that_dies_ends_the_check_with_one_line_not_a_hang(tmp_p
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert "dies_in_a_shard:Dies: a check process" in done.stderr and "exit status 7" in done.stderr
+
+
+class _DiesInAFork:
+    """A scheduler factory whose schedulers end any forked process they are called in."""
+
+    def __init__(self) -> None:
+        self.parent = os.getpid()
+
+    def __call__(self) -> object:
+        from fencepost.impl import Scheduler
+
+        parent = self.parent
+
+        class Dies(Scheduler):
+            def submit(self, *args, **kwargs):
+                if os.getpid() != parent:
+                    os._exit(7)
+                return super().submit(*args, **kwargs)
+
+        return Dies()
+
+
+def test_an_explore_share_process_that_dies_is_shard_worker_died_not_a_hang(monkeypatch):
+    from fencepost.spec.checkers import explore as explore_module
+    from fencepost.spec.checkers.explore import Scope, explore
+    from fencepost.spec.checkers.shards import ShardWorkerDied
+
+    monkeypatch.setattr(explore_module, "_PARALLEL_MIN", 1)  # every level over the forked processes
+    scope = Scope(tasks=2, capacity=1, horizon=1, priorities=(0,), max_attempts=(None,), durations=(1,))
+    with pytest.raises(ShardWorkerDied, match="exit status 7"):
+        explore(scope, _DiesInAFork(), jobs=2)
