@@ -63,7 +63,7 @@ def shard_seed(seed: int | None, batch: int, shard: int) -> int | str | None:
 class ShardOutcome:
     """A batch's merged outcome: ``result`` is ``(passed, trace, failure, runs)``, as ``_run_batch``'s."""
 
-    result: tuple[bool, list, int | str | None, int]
+    result: tuple[bool, list, str | None, int]
     coverage: Any
 
 
