@@ -845,6 +845,10 @@ def explore(
         does not offer them (capability ``batch``), the batches are left
         out: ``Result.scope`` is the scope explored and ``Result.skipped``
         names ``batch``.
+
+    Raises:
+        ShardWorkerDied: a forked process ended in the middle of its share
+            (the scheduler ended it): there is no verdict.
     """
     watched = factory is not None and call_timeout is not None and jobs <= 1 and not getattr(factory, "keeps_deadlines", False)
     if watched:
