@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     """Record, write the history, print one line; the exit status."""
     args = parser().parse_args(argv)
     try:
-        check_output_path(args.path, "PATH")  # before the recording, which may take minutes
+        check_output_path(args.path, "PATH", "for the history (JSON lines)")  # before the recording, which may take minutes
         factory = load_factory(args.factory)
         recording = record(factory, args.race, args.rounds, args.threads, args.switch_interval, args.excerpt, args.shared,
                            args.tick_ms)

@@ -54,3 +54,10 @@ def test_an_unwritable_path_or_a_bad_number_is_one_line_before_any_recording(tmp
         bad = run(FACTORY, "zombie", str(tmp_path / "OUT.jsonl"), argument, value)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr and not (tmp_path / "OUT.jsonl").exists()
         assert f"argument {argument}: must be" in bad.stderr and repr(value) in bad.stderr
+
+
+def test_a_folder_as_path_is_refused_asking_for_a_history_file_not_a_trace(tmp_path: Path) -> None:
+    folder = run(FACTORY, "zombie", str(tmp_path), "--rounds", "3")
+    assert folder.returncode == 2
+    assert folder.stderr.strip() == (f"record: error: PATH {str(tmp_path)!r}: is a folder; "
+                                     "give a file name for the history (JSON lines)")
