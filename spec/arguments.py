@@ -173,15 +173,17 @@ def exec_name(command: str) -> str:
     return f"--exec {command!r}"
 
 
-def check_output_path(path: str, argument: str = "--trace-out") -> None:
+def check_output_path(path: str, argument: str = "--trace-out", kind: str = "ending in .toml or .json") -> None:
     """Refuse, before any work, an output path that could not be written.
+
+    ``kind`` says what file name to give instead of a folder (a trace's, by default).
 
     Raises:
         UsageError: the path is a folder, or the folder it would go in does not exist.
     """
     target = Path(path)
     if target.is_dir():
-        raise UsageError(f"{argument} {path!r}: is a folder; give a file name ending in .toml or .json")
+        raise UsageError(f"{argument} {path!r}: is a folder; give a file name {kind}")
     if not target.resolve().parent.is_dir():
         raise UsageError(f"{argument} {path!r}: the folder it would go in does not exist")
 

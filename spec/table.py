@@ -82,7 +82,8 @@ class TaskTable(Sequence):
     # ---------------------------------------------------------------- changes (a new table)
 
     def put(self, task: Task) -> TaskTable:
-        """This table with ``task`` in place of the task of the same id. O(log T)."""
+        """This table with ``task`` in place of the task of the same id. O(log T), plus O(leases held)
+        when the task starts or stops running and the running index is built (a frozenset, copied)."""
         old = self._tasks[task.id - 1]
         running, waiting = self._running, self._waiting
         if running is not None and (old.status is Status.RUNNING) != (task.status is Status.RUNNING):
@@ -92,7 +93,12 @@ class TaskTable(Sequence):
         return TaskTable._made(self._tasks.set(task.id - 1, task), self.order, running, waiting)
 
     def append(self, task: Task) -> TaskTable:
-        """This table with ``task`` added last (its id must be ``len(self) + 1``). O(log T)."""
+        """This table with ``task`` added last (its id must be ``len(self) + 1``). O(log T), plus
+        O(leases held) for a running task once the running index is built.
+
+        Raises:
+            ValueError: ``task.id`` is not ``len(self) + 1``.
+        """
         if task.id != len(self._tasks) + 1:
             raise ValueError(f"task id {task.id} is not the next id {len(self._tasks) + 1}")
         running, waiting = self._running, self._waiting

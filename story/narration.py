@@ -1,11 +1,11 @@
 """The narration: what happened at each step of a timeline, in the words every view shows.
 
-The frame store (``tui.timeline``) records the task rows at every frame; this
+The frame store (``story.timeline``) records the task rows at every frame; this
 module words each step from them: why a task was the pick, which lease
 expired and what became of its task, why a completion was refused, where the
 implementation parts from the model. The TUI's log shows these words, and so
 can any other view (an HTML report): nothing here imports Textual or a
-widget, only the spec's scenario format and ``tui.rows``.
+widget, only the spec's scenario format and ``story.rows``.
 
 Everything is read from the protocol's public task views and return values.
 """

@@ -1,7 +1,7 @@
 """One task as the timeline shows it at one frame, for the frame store and its narration alike.
 
-Plain data, no Textual: ``tui.timeline`` records these rows frame by frame,
-``tui.narration`` words what changed between two of them.
+Plain data, no Textual: ``story.timeline`` records these rows frame by frame,
+``story.narration`` words what changed between two of them.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Nothing here imports Textual. The widgets only format what this module hands
 them. This module is the frame store: the rows at every frame, the columns
 and the model's checks. The words said about each step (why a task was
 picked, which lease expired, why a completion was refused) are
-``tui.narration``'s, which any view can use.
+``story.narration``'s, which any view can use.
 
 Scale. Task views are not copied for every frame: each frame stores only the
 rows that changed (before and after), a full copy is kept every
@@ -80,6 +80,10 @@ CHECKPOINT_EVERY = 256
 FULL_SCAN_LIMIT = 64
 
 Side = Literal["impl", "model"]
+
+#: Boards ``Timeline.board`` keeps made, so that a screen redrawn at the same frame (either side)
+#: reuses them; past this many it forgets them all, so a long walk through the frames holds no more.
+BOARDS_KEPT = 8
 
 #: Operations that take no time, so expire no lease.
 UNTIMED = frozenset({"add_worker", "submit"})
@@ -615,7 +619,7 @@ class Timeline:
         key = (index, side)
         board = self._boards.get(key)
         if board is None:
-            if len(self._boards) >= 8:
+            if len(self._boards) >= BOARDS_KEPT:
                 self._boards.clear()
             board = self._boards[key] = self._make_board(index, side)
         return board

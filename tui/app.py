@@ -1,7 +1,7 @@
 """The fencepost TUI: step through a scheduler's logical time, one protocol call at a time.
 
 The app holds the state (which timeline, which step, playing or not, which
-side is shown); ``tui.timeline`` computed everything it shows; the widgets in
+side is shown); ``story.timeline`` computed everything it shows; the widgets in
 ``tui.widgets`` format it; ``app.tcss`` decides how it looks.
 """
 

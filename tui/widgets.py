@@ -1,4 +1,4 @@
-"""The widgets of the fencepost TUI. They format what ``tui.timeline`` hands them.
+"""The widgets of the fencepost TUI. They format what ``story.timeline`` hands them.
 
 No scheduler logic lives here: which task is next, which lease expired and
 why a completion was refused are all decided in the timeline; a widget only

@@ -68,6 +68,7 @@ from fencepost.spec.checkers.check import (
 from fencepost.spec.checkers.capabilities import evidence
 from fencepost.spec.checkers.deadline import CallTimeout
 from fencepost.spec.checkers.explore import default_jobs
+from fencepost.spec.checkers.shards import ShardWorkerDied
 from fencepost.spec.checkers.realtime import REAL_EXAMPLES, REAL_STEPS, ticked, Timing
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -128,7 +129,7 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, v
         result = check_factory(factory, max_examples=max_examples, seed=args.seed, steps=steps,
                                call_timeout=args.call_timeout, variants=variants, timing=timing,
                                jobs=args.jobs or default_jobs())
-    except CallTimeout as exc:  # making a sample scheduler, before any step
+    except (CallTimeout, ShardWorkerDied) as exc:  # making a sample scheduler, before any step; or a dead shard process
         raise UsageError(f"{name}: {exc}") from None
     except KeyboardInterrupt:  # the shards' processes are already ended and reaped (spec.checkers.shards)
         print("fencepost check: interrupted: no verdict (nothing is left running)", file=sys.stderr)

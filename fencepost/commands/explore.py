@@ -56,6 +56,7 @@ from fencepost.spec.checkers.explore import (
     report,
 )
 from fencepost.spec.checkers.results import format_trace
+from fencepost.spec.checkers.shards import ShardWorkerDied
 from fencepost.spec.checkers.why import why_line
 from fencepost.spec.formats.trace import write_trace
 from fencepost.spec.protocol import BATCH_OPERATIONS
@@ -166,8 +167,11 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
     if skipped:
         print(f"optional capabilities skipped (not offered): {BATCH} ({args.impl} does not have all of "
               f"{', '.join(BATCH_OPERATIONS)}), so no batch is explored", flush=True)
-    result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None, call_timeout=args.call_timeout,
-                     variants=variants)
+    try:
+        result = explore(scope, factory, jobs=jobs, progress=_progress if sys.stderr.isatty() else None,
+                         call_timeout=args.call_timeout, variants=variants)
+    except ShardWorkerDied as exc:  # the scheduler ended a forked process: no verdict, one line
+        raise UsageError(f"{args.impl}: {exc}") from None
     print("\n".join(report(result)))
     if result.violation is not None:
         steps = len(result.violation.trace)

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"fencepost faults needs {exc.name or 'psycopg'}: pip install 'fencepost[postgres]'") from None
     factory = load_factory(args.factory, "FACTORY")
     if args.history_out:
-        check_output_path(args.history_out, "--history-out")
+        check_output_path(args.history_out, "--history-out", "for the history (JSON lines)")
     try:
         report = run_faults(factory, faults=args.faults, times=args.times, clients=args.clients, seed=args.seed,
                             min_rounds=args.rounds or 0)

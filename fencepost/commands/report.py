@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_path(args.output, "-o")
+    check_output_path(args.output, "-o", "ending in .html")
     if args.impl is not None and args.exec_command is not None:
         raise UsageError("give --impl or --exec, not both")
     if is_history(args.file):

@@ -128,7 +128,8 @@ class Adapter:
         job = self._book.check_report(task_id, token, now, duration)
         self._book.move_to(now)
         parts = TOKEN.parse(token)
-        if parts is None or not parts["taken"].isdigit() or parts["job"] != str(job):
+        # ASCII digits only: "²".isdigit() is true, and int() refuses it (a ValueError, not a refusal)
+        if parts is None or not (parts["taken"].isascii() and parts["taken"].isdigit()) or parts["job"] != str(job):
             return None
         return job, int(parts["taken"])
 

@@ -314,7 +314,9 @@ class ProcrastinateQueue:
             _one_length(duration)
         self._at(now)
         parts = TOKEN.parse(token)
-        if parts is None or not parts["job"].isdigit() or not parts["worker"].isdigit() or int(parts["job"]) != job:
+        # ASCII digits only: "²".isdigit() is true, and int() refuses it (a ValueError, not a refusal)
+        digits = parts is not None and all(parts[p].isascii() and parts[p].isdigit() for p in ("job", "worker"))
+        if not digits or int(parts["job"]) != job:
             return None
         return parts
 

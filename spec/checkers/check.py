@@ -143,6 +143,10 @@ def check_factory(
     Returns:
         A ``CheckResult``; ``passed`` is False with the shrunk counterexample
         in ``trace`` when the implementation diverged or broke an invariant.
+
+    Raises:
+        ShardWorkerDied: with ``jobs``, a forked process ended in the middle of
+            a shard (the scheduler ended it): there is no verdict.
     """
     base = base or settings.get_profile("ci")
     if timing is not None:

@@ -102,6 +102,7 @@ from fencepost.spec.checkers.results import comparable, normalize, view_tuple
 from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.renaming import Renaming
+from fencepost.spec.checkers.shards import while_alive
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, PRUNE_OPERATIONS, RESTART, Status, says_forgotten
 
@@ -791,7 +792,8 @@ def _expand_level(frontier: list, scope: Scope, parents: dict, impl: Implementat
     _SHARED = (frontier, scope, parents, impl, jobs, context.Value("i", jobs))
     try:
         with context.Pool(jobs) as pool:
-            return pool.map(_expand_share, range(jobs), chunksize=1)
+            workers = list(pool._pool)  # noqa: SLF001 - Pool has no public view of its processes
+            return while_alive(pool.map_async(_expand_share, range(jobs), chunksize=1).get, workers)
     finally:
         _SHARED = None
 
@@ -843,6 +845,10 @@ def explore(
         does not offer them (capability ``batch``), the batches are left
         out: ``Result.scope`` is the scope explored and ``Result.skipped``
         names ``batch``.
+
+    Raises:
+        ShardWorkerDied: a forked process ended in the middle of its share
+            (the scheduler ended it): there is no verdict.
     """
     watched = factory is not None and call_timeout is not None and jobs <= 1 and not getattr(factory, "keeps_deadlines", False)
     if watched:

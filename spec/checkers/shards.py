@@ -9,6 +9,12 @@ counterexample, shrunk in that shard's process), coverage and run counts are
 summed over that shard and those before it, or over all of them when every
 shard passes. So the output is the same for any J; only the time differs.
 
+A worker that dies in a shard (the scheduler ended its process: ``os._exit``,
+a crash, the out-of-memory killer) would leave that shard unanswered for ever
+(``multiprocessing.Pool`` replaces the worker and forgets its task): the wait
+looks every ``WORKER_POLL_S`` seconds, and a dead worker ends the check with
+``ShardWorkerDied``.
+
 Ctrl-C: the workers ignore SIGINT, so only this process answers it; leaving
 the ``ShardPool`` (by the ``KeyboardInterrupt`` too) terminates and reaps
 every worker, so nothing is left running.
@@ -27,6 +33,14 @@ from typing import Any
 #: a shard has enough runs that Hypothesis's own start (its simplest examples
 #: first) is a small part of it.
 SHARD_EXAMPLES = 25
+
+#: Seconds between looks, while waiting for a shard, at whether a worker died: only a death that
+#: is otherwise never answered is found this way, so the look may be rare.
+WORKER_POLL_S = 1.0
+
+
+class ShardWorkerDied(RuntimeError):
+    """A forked worker ended in the middle of a shard, so the check has no verdict (one line, naming how)."""
 
 
 def shard_sizes(examples: int) -> list[int]:
@@ -49,7 +63,7 @@ def shard_seed(seed: int | None, batch: int, shard: int) -> int | str | None:
 class ShardOutcome:
     """A batch's merged outcome: ``result`` is ``(passed, trace, failure, runs)``, as ``_run_batch``'s."""
 
-    result: tuple[bool, list, int | str | None, int]
+    result: tuple[bool, list, str | None, int]
     coverage: Any
 
 
@@ -75,6 +89,7 @@ class ShardPool:
     def __init__(self, run: Callable, new_coverage: Callable, jobs: int) -> None:
         self.run_shard, self.new_coverage, self.jobs = run, new_coverage, jobs
         self._pool = None
+        self._workers: list = []  # the pool's processes as forked: the pool replaces a dead one unseen
         self._done = False  # every shard of the last plan answered: no worker is busy
 
     def __enter__(self) -> ShardPool:
@@ -122,8 +137,32 @@ class ShardPool:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 self._pool = multiprocessing.get_context("fork").Pool(self.jobs, initializer=_ignore_interrupts)
+                self._workers = list(self._pool._pool)  # noqa: SLF001 - Pool has no public view of its processes
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         # in order, one shard at a time to each free worker; a failure ends the check, and the
         # shards still running are terminated with the pool
-        yield from self._pool.imap(_work, plan, chunksize=1)
+        results = self._pool.imap(_work, plan, chunksize=1)
+        while True:
+            try:
+                answer = while_alive(results.next, self._workers)
+            except StopIteration:
+                return
+            yield answer
+
+
+def while_alive(get: Callable[[float], Any], workers: list) -> Any:
+    """``get(timeout)``'s answer (an ``IMapIterator.next``, an ``AsyncResult.get`` of a pool), waited for
+    as long as it takes, unless one of the pool's forked ``workers`` ends first (they end only with the
+    pool): then ``ShardWorkerDied``, since the pool would replace it and never answer its task."""
+    while True:
+        try:
+            return get(WORKER_POLL_S)
+        except multiprocessing.TimeoutError:
+            for worker in workers:
+                code = worker.exitcode
+                if code is not None:
+                    how = f"exit status {code}" if code >= 0 else f"signal {-code}"
+                    raise ShardWorkerDied(f"a check process (pid {worker.pid}) ended with {how} in the middle of its "
+                                          "work: the scheduler ended its process (os._exit, a crash, out of memory); "
+                                          "no verdict") from None

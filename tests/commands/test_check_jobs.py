@@ -91,3 +91,55 @@ def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
     assert err.strip().splitlines() == ["fencepost check: interrupted: no verdict (nothing is left running)"]
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # no process of the group is left
+
+
+def test_a_shard_process_that_dies_ends_the_check_with_one_line_not_a_hang(tmp_path: Path) -> None:
+    """multiprocessing.Pool replaces a dead worker and never answers its shard: the check waited for ever."""
+    (tmp_path / "dies_in_a_shard.py").write_text(
+        "import os\n"
+        "from fencepost.impl import Scheduler\n"
+        "PARENT = os.getpid()\n"
+        "class Dies(Scheduler):\n"
+        "    def submit(self, *args, **kwargs):\n"
+        "        if os.getpid() != PARENT:\n"
+        "            os._exit(7)  # the scheduler ends a forked check process\n"
+        "        return super().submit(*args, **kwargs)\n"
+    )
+    command = [sys.executable, "-m", "fencepost", "check", "dies_in_a_shard:Dies", "--jobs", "2",
+               "--max-examples", str(2 * SHARD_EXAMPLES)]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S, env=env, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert "dies_in_a_shard:Dies: a check process" in done.stderr and "exit status 7" in done.stderr
+
+
+class _DiesInAFork:
+    """A scheduler factory whose schedulers end any forked process they are called in."""
+
+    def __init__(self) -> None:
+        self.parent = os.getpid()
+
+    def __call__(self) -> object:
+        from fencepost.impl import Scheduler
+
+        parent = self.parent
+
+        class Dies(Scheduler):
+            def submit(self, *args, **kwargs):
+                if os.getpid() != parent:
+                    os._exit(7)
+                return super().submit(*args, **kwargs)
+
+        return Dies()
+
+
+def test_an_explore_share_process_that_dies_is_shard_worker_died_not_a_hang(monkeypatch):
+    from fencepost.spec.checkers import explore as explore_module
+    from fencepost.spec.checkers.explore import Scope, explore
+    from fencepost.spec.checkers.shards import ShardWorkerDied
+
+    monkeypatch.setattr(explore_module, "_PARALLEL_MIN", 1)  # every level over the forked processes
+    scope = Scope(tasks=2, capacity=1, horizon=1, priorities=(0,), max_attempts=(None,), durations=(1,))
+    with pytest.raises(ShardWorkerDied, match="exit status 7"):
+        explore(scope, _DiesInAFork(), jobs=2)

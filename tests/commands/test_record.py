@@ -41,3 +41,23 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "Nothing" in unknown.stderr and "Traceback" not in unknown.stderr
     race = run(FACTORY, "stampede", str(out))
     assert race.returncode == 2 and "invalid choice: 'stampede'" in race.stderr and "Traceback" not in race.stderr
+
+
+def test_an_unwritable_path_or_a_bad_number_is_one_line_before_any_recording(tmp_path: Path) -> None:
+    """The path is checked before the recording (which may take minutes), not found out by a traceback after it;
+    a tick or a switch interval out of range names its argument (a tick of 0 was taken as the default)."""
+    missing = run(FACTORY, "zombie", str(tmp_path / "no-such-folder" / "OUT.jsonl"), "--rounds", "3")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip() == (f"record: error: PATH {str(tmp_path / 'no-such-folder' / 'OUT.jsonl')!r}: "
+                                       "the folder it would go in does not exist")
+    for argument, value in (("--switch-interval", "-1"), ("--tick-ms", "0")):
+        bad = run(FACTORY, "zombie", str(tmp_path / "OUT.jsonl"), argument, value)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr and not (tmp_path / "OUT.jsonl").exists()
+        assert f"argument {argument}: must be" in bad.stderr and repr(value) in bad.stderr
+
+
+def test_a_folder_as_path_is_refused_asking_for_a_history_file_not_a_trace(tmp_path: Path) -> None:
+    folder = run(FACTORY, "zombie", str(tmp_path), "--rounds", "3")
+    assert folder.returncode == 2
+    assert folder.stderr.strip() == (f"record: error: PATH {str(tmp_path)!r}: is a folder; "
+                                     "give a file name for the history (JSON lines)")

@@ -186,3 +186,37 @@ def test_a_forked_child_frees_neither_its_parents_pgqueuer_jobs_nor_its_schema()
     finally:
         scheduler.clear()
         scheduler.close()
+
+
+
+#: A part of ASCII-digit tokens that is no number: "\u00b2".isdigit() is true, and int() refuses it.
+SUPERSCRIPT_TWO = "\u00b2"
+
+
+def test_the_templates_token_of_a_non_ascii_digit_is_refused_not_a_value_error() -> None:
+    """Such a token names no assignment, so the report is an Outcome (it raised int()'s ValueError)."""
+    from fencepost.impl.kit.template import queue
+
+    toy = queue()
+    toy.add_worker("w1", 1)
+    toy.submit()
+    lease = toy.dispatch("w1", 1, 5)
+    job = lease.token.split("/")[0]
+    assert not toy.complete(lease.task_id, f"{job}/{SUPERSCRIPT_TWO}", 2).accepted
+    assert toy.complete(lease.task_id, lease.token, 2).accepted  # the real lease still holds
+
+
+def test_procrastinates_token_of_a_non_ascii_digit_is_refused_not_a_value_error() -> None:
+    from fencepost.impl.peers.procrastinate import DURATION
+
+    queue = make("procrastinate", "queue")
+    try:
+        queue.add_worker("w1", 1)
+        queue.submit()
+        lease = queue.dispatch("w1", 1, DURATION)
+        worker = lease.token.split("/")[1]
+        assert not queue.complete(lease.task_id, f"{SUPERSCRIPT_TWO}/{worker}", 2).accepted
+        assert not queue.complete(lease.task_id, f"{lease.token.split('/')[0]}/{SUPERSCRIPT_TWO}", 2).accepted
+        assert queue.complete(lease.task_id, lease.token, 2).accepted
+    finally:
+        queue.close()
