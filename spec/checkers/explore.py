@@ -792,7 +792,7 @@ def _expand_level(frontier: list, scope: Scope, parents: dict, impl: Implementat
     _SHARED = (frontier, scope, parents, impl, jobs, context.Value("i", jobs))
     try:
         with context.Pool(jobs) as pool:
-            workers = list(pool._pool)  # noqa: SLF001 - Pool has no public view of its processes
+            workers = list(pool._pool)  # Pool has no public view of its processes
             return while_alive(pool.map_async(_expand_share, range(jobs), chunksize=1).get, workers)
     finally:
         _SHARED = None

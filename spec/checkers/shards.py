@@ -137,7 +137,7 @@ class ShardPool:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
                 self._pool = multiprocessing.get_context("fork").Pool(self.jobs, initializer=_ignore_interrupts)
-                self._workers = list(self._pool._pool)  # noqa: SLF001 - Pool has no public view of its processes
+                self._workers = list(self._pool._pool)  # Pool has no public view of its processes
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         # in order, one shard at a time to each free worker; a failure ends the check, and the
