@@ -69,9 +69,12 @@ def _children(pid: int) -> set[int]:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
 def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
     # its own session, as a terminal's foreground job: Ctrl-C signals the whole process group
+    # PYTHONFAULTHANDLER: should the check ever outlast its bound, SIGABRT makes every process of the
+    # group print where each of its threads waits (two CI runs at load 15-18 saw it outlast 120 s,
+    # and none of 50 tries at load 4-12 since)
     proc = subprocess.Popen([sys.executable, "-m", "fencepost", "check", "impl:Scheduler", "--jobs", "2",
                              "--max-examples", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         workers: set[int] = set()
         for _ in range(WAIT_S * 20):  # bounded: until the two shard workers exist
@@ -82,7 +85,12 @@ def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
                 proc.wait(timeout=0.05)  # the check must still be running
         assert len(workers) >= 2, "the check never started its workers"
         os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT_S)
+        try:
+            out, err = proc.communicate(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGABRT)
+            _, stacks = proc.communicate(timeout=WAIT_S)
+            pytest.fail(f"Ctrl-C did not end the check within {WAIT_S} s; where its processes waited:\n{stacks[-8000:]}")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
