@@ -66,15 +66,22 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _as_a_terminal_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
 def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
     # its own session, as a terminal's foreground job: Ctrl-C signals the whole process group
-    # PYTHONFAULTHANDLER: should the check ever outlast its bound, SIGABRT makes every process of the
-    # group print where each of its threads waits (two CI runs at load 15-18 saw it outlast 120 s,
-    # and none of 50 tries at load 4-12 since)
+    # Ctrl-C as a terminal's foreground job gets it: SIGINT at its default in the child. A test run
+    # started in the background (`cmd &` without job control, `nohup`) ignores SIGINT, and a child
+    # inherits that: Python then installs no KeyboardInterrupt, and the check ran on to its end (exit
+    # 0, or past the bound under load: two such CI runs). PYTHONFAULTHANDLER: should the check ever
+    # outlast its bound, SIGABRT makes every process of the group print where its threads wait.
     proc = subprocess.Popen([sys.executable, "-m", "fencepost", "check", "impl:Scheduler", "--jobs", "2",
                              "--max-examples", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                            start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+                            preexec_fn=_as_a_terminal_job)
     try:
         workers: set[int] = set()
         for _ in range(WAIT_S * 20):  # bounded: until the two shard workers exist
