@@ -56,7 +56,7 @@ def views(s: PostgresScheduler) -> list:
 
 
 def test_conforms_to_the_fencepost_spec(dsn: str) -> None:
-    result = check_factory(one_read_per_step)
+    result = check_factory(one_read_per_step, call_timeout=pg.SERVER_CALL_TIMEOUT)
     assert result.passed, report_failure(result)
     assert not result.missing, "the check never reached: " + "; ".join(result.missing)
 

@@ -40,6 +40,11 @@ BUDGETS = {"fencepost.impl.peers.procrastinate:queue": "200"}
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
 
+#: ``--call-timeout`` for a check or replay of a queue whose every call is a round trip to a server:
+#: the default 5 s is for finding hangs, and on a loaded machine (load 10 to 16 on 2 cores) a
+#: PostgreSQL call took longer (as tests/implementations/pg_server.py's ``SERVER_CALL_TIMEOUT`` says).
+SERVER_CALL_TIMEOUT = "60"
+
 
 def adapter_of(impl: str) -> str:
     """``fencepost.impl.peers.sqs:standard`` -> ``sqs``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.cli import main
-from peers_env import BUDGETS, adapter_of, require
+from peers_env import BUDGETS, SERVER_CALL_TIMEOUT, adapter_of, require
 
 #: Runs per check: enough for each queue's first finding, few enough for CI.
 EXAMPLES = "25"
@@ -34,7 +34,8 @@ def test_check_rejects_the_queue_under_its_declared_variants(impl, capsys) -> No
     require(adapter_of(impl))
     # --jobs 1: the verdict is the same for any number of jobs (tests/commands/test_check_jobs.py), and a shard
     # forked from this test process would inherit its queues' server sessions and threads.
-    status = main(["check", impl, "--max-examples", BUDGETS.get(impl, EXAMPLES), "--jobs", "1"])
+    status = main(["check", impl, "--max-examples", BUDGETS.get(impl, EXAMPLES), "--jobs", "1",
+                   "--call-timeout", SERVER_CALL_TIMEOUT])
     out = capsys.readouterr().out
     assert status == 1, out
     assert f"{impl} does NOT conform" in out, out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fencepost.cli import main
-from peers_env import adapter_of, require
+from peers_env import SERVER_CALL_TIMEOUT, adapter_of, require
 from peers_env import FILES, KINDS, meta_of
 
 
@@ -20,7 +20,7 @@ def test_fencepost_replay_reproduces_the_finding(path, capsys) -> None:
     meta = meta_of(path)
     assert meta["kind"] in KINDS
     require(adapter_of(meta["impl"]))
-    status = main(["replay", str(path), "--impl", meta["impl"]])
+    status = main(["replay", str(path), "--impl", meta["impl"], "--call-timeout", SERVER_CALL_TIMEOUT])
     out = capsys.readouterr().out
     last = out.strip().splitlines()[-1]
     if meta["kind"] == "bug":
