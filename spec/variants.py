@@ -228,12 +228,16 @@ def heartbeat_of(state: object, worker: str, end: int) -> object:
     The renew is its worker's heartbeat: every live lease ``worker`` holds in
     the model's ``state`` now ends at ``end`` too, but one whose cancellation
     was requested (a cancelled task is never kept alive by its worker). Only
-    live leases, whose tokens are current, change: the core is untouched. O(T).
+    live leases, whose tokens are current, change: the core is untouched.
+    O(leases held × log T): it reads the table's running tasks and puts back
+    the ones it changes (``spec.table.TaskTable``), never the whole table.
     """
     if state.variants.heartbeat != "worker":
         return state
-    tasks = tuple(replace(t, expires_at=end) if t.status == "running" and t.worker == worker and not t.cancel_requested
-                  else t for t in state.tasks)
+    tasks = state.tasks
+    for t in tasks.running():
+        if t.worker == worker and not t.cancel_requested and t.expires_at != end:
+            tasks = tasks.put(replace(t, expires_at=end))
     return replace(state, tasks=tasks)
 
 

@@ -106,11 +106,18 @@ class SortedRows:
             self._maxes[b : b + 1] = [keys[half - 1], keys[-1]]
 
     def remove(self, row: Row) -> None:
+        """Take ``row`` out of the column (it is found by its key, and must equal the row there).
+
+        Raises:
+            ValueError: ``row`` is not in the column; nothing changed. (Under
+                ``python -O`` an assert would let the row with the next key go instead.)
+        """
         key = self.key(row)
         b = min(bisect.bisect_left(self._maxes, key), len(self._maxes) - 1)
-        keys, block = self._keys[b], self._blocks[b]
+        keys, block = (self._keys[b], self._blocks[b]) if b >= 0 else ([], [])
         at = bisect.bisect_left(keys, key)
-        assert at < len(keys) and block[at] == row, "removing a row that is not in the column"
+        if at == len(keys) or block[at] != row:
+            raise ValueError(f"removing a row that is not in the column: task {row.id}'s, key {key!r}")
         self._len -= 1
         del keys[at]
         if keys:

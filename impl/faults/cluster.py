@@ -149,11 +149,10 @@ class Cluster:
         if why is not None:
             raise ClusterUnavailable(why)
         user = _server_user()
-        root = Path(tempfile.mkdtemp(prefix="fencepost-pg-"))
-        if user is not None:
-            os.chown(root, user.pw_uid, user.pw_gid)
-        cluster = cls(root, _free_port(), user)
+        port = _free_port()
+        cluster = cls(Path(tempfile.mkdtemp(prefix="fencepost-pg-")), port, user)  # from here on destroy() removes it
         try:
+            cluster._give_root()
             cluster._pg("initdb", "-D", str(cluster.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8",
                         "--no-sync", "--no-instructions")
             with (cluster.data / "postgresql.conf").open("a") as conf:
@@ -180,13 +179,12 @@ class Cluster:
         why = unavailable(("pg_basebackup",))
         if why is not None:
             raise ClusterUnavailable(why)
-        root = Path(tempfile.mkdtemp(prefix="fencepost-pg-standby-"))
-        if self.user is not None:
-            os.chown(root, self.user.pw_uid, self.user.pw_gid)
-        standby = type(self)(root, _free_port(), self.user)
+        port = _free_port()
+        standby = type(self)(Path(tempfile.mkdtemp(prefix="fencepost-pg-standby-")), port, self.user)  # destroy() removes it
         source = (f"host=127.0.0.1 port={via_port or self.port} user={SUPERUSER} sslmode=disable "
                   f"gssencmode=disable application_name={name}")
         try:
+            standby._give_root()
             standby._pg("pg_basebackup", "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast", "-d", source)
             with (standby.data / "postgresql.conf").open("a") as conf:  # later lines win over the primary's
                 conf.write(f"\nport = {standby.port}\nunix_socket_directories = '{standby.root}'\n")
@@ -207,6 +205,11 @@ class Cluster:
     def promote(self) -> None:
         """Make this standby a primary (``pg_ctl promote``), waiting until it accepts writes."""
         self._pg("pg_ctl", "promote", "-D", str(self.data), "-w", "-t", str(PG_CTL_TIMEOUT))
+
+    def _give_root(self) -> None:
+        """Make the server's user the owner of the cluster's folder (nothing to do when that is us)."""
+        if self.user is not None:
+            os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
 
     def _pg(self, program: str, *args: str) -> None:
         kwargs: dict = {}

@@ -28,6 +28,8 @@ granted):
   count: the same capped backoff goes on until the server is back, until
   ``Patience.limit`` seconds have passed (then the one-line error above, saying
   how long it waited), or until ``Patience.stopping`` is set (``StoppedWaiting``).
+  A statement whose answer is lost again on every new connection is one
+  outage too: it gives up once its answers have been lost for ``limit`` seconds.
   Meanwhile ``Session.outage`` says what it waits for, and the log (logger
   ``fencepost.impl.postgres.session``) says "waiting for the database" once
   the first try failed, again every ``OUTAGE_LOG_EVERY`` seconds, and "the
@@ -422,7 +424,10 @@ class Session:
         sent = False  # a statement that may have changed something was sent and its answer lost
         # answers lost so far; a statement is asked again at most reconnect.attempts times, or, with
         # patience, for as long as reconnecting goes on (each loss waits for a new connection first)
+        # and, given the patience's limit, until the answers have been lost for that long: every
+        # loss starts a new replace(), whose clock alone would never reach the limit
         losses = 0
+        first_loss = 0.0  # time.monotonic() of the first lost answer
         while True:
             conn = self.conn
             if conn is None or self._dead(conn):
@@ -452,9 +457,17 @@ class Session:
                     raise OutcomeUnknown(op, call_args, why) from None
                 sent = sent or effect is Effect.REPEATABLE
                 losses += 1
-                if losses > self.reconnect.attempts and (self.patience is None or self.reconnect.attempts == 0):
+                if losses == 1:
+                    first_loss = time.monotonic()
+                patience, lost_for = self.patience, time.monotonic() - first_loss
+                said = None
+                if losses > self.reconnect.attempts and (patience is None or self.reconnect.attempts == 0):
                     said = ("reconnecting is off" if self.reconnect.attempts == 0
                             else f"gave up after {losses} lost answers in a row")
+                elif patience is not None and patience.limit is not None and lost_for >= patience.limit:
+                    said = (f"gave up waiting for the database after {losses} lost answers in a row in {lost_for:.1f} s, "
+                            f"its outage limit being {patience.limit} s")
+                if said is not None:
                     if sent:
                         raise OutcomeUnknown(op, call_args, f"{why}; {said}") from None
                     raise psycopg.OperationalError(f"lost the connection to {self.where} ({why}); {said}") from None

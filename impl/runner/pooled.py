@@ -162,16 +162,29 @@ class Pool:
         changed) is made again as single calls, so each report is judged
         alone. A batch whose answer was lost is resolved report by report, as a
         lost single call is (``unknown.report``). Every report is made at the
-        clock's time of its call.
+        clock's time of its call. If making one raises, the exception goes on
+        (it breaks the runner) and every slot whose report was taken is freed.
         """
-        alone, chunks = grouped(self.reports.take(held), self.batch)
-        for queued in alone:
-            runner._finish(queued.attempt, queued.outcome)  # its lease expired: nothing to report, the slot is free
-        for op, chunk in chunks:
-            if len(chunk) == 1:
-                runner._finish(*chunk[0])
-            else:
-                self.report_many(runner, op, chunk)
+        taken = self.reports.take(held)
+        alone, chunks = grouped(taken, self.batch)
+        try:
+            for queued in alone:
+                runner._finish(queued.attempt, queued.outcome)  # its lease expired: nothing to report, the slot is free
+            for op, chunk in chunks:
+                if len(chunk) == 1:
+                    runner._finish(*chunk[0])
+                else:
+                    self.report_many(runner, op, chunk)
+        except BaseException:
+            # A report raised, which breaks the runner (``Runner._guarded``): the reports taken and not
+            # made yet never will be, and their slots are free all the same, as ``_finish`` leaves the
+            # slot of a report that raised; else ``status().running`` would count them for ever.
+            running = runner._running
+            for queued in taken:
+                if running.get(queued.attempt.slot) is queued.attempt:
+                    del running[queued.attempt.slot]
+            runner._changed.notify_all()
+            raise
 
     @staticmethod
     def report_many(runner: object, op: str, chunk: list[tuple[Attempt, tuple[str, object]]]) -> None:
@@ -185,11 +198,7 @@ class Pool:
             return
         except OutcomeUnknown:
             for attempt, outcome in chunk:  # one transaction: all took effect or none; each task says which
-                try:
-                    answer, now = unknown.report(runner, op, attempt, lost=True)
-                except BaseException:
-                    del runner._running[attempt.slot]  # the slot is free all the same, as _finish leaves it
-                    raise
+                answer, now = unknown.report(runner, op, attempt, lost=True)  # if it raises, flush frees the slots
                 runner._finish(attempt, outcome, answer, now)
             return
         for (attempt, outcome), answer in zip(chunk, answers):

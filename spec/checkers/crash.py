@@ -27,7 +27,8 @@ shipped one, ``impl.durable:DurableScheduler``). For each kill:
 
 Exit 0 when every recovery holds; 1 with the first failure printed as a
 replayable scenario (the calls that returned, then ``restart``; written with
-``--trace-out``); 2 on bad arguments. Every wait on the child is bounded.
+``--trace-out``); 2 on bad arguments. Every wait on the child is bounded, and so is its hold
+before a kill (``HOLD_LIMIT_S``: a child whose parent died first ends by itself).
 """
 
 from __future__ import annotations
@@ -74,6 +75,13 @@ DEFAULT_OPS = 50
 CHILD_SILENCE_S = 30.0
 #: The longest the parent waits for a killed child to be reaped.
 JOIN_TIMEOUT_S = 10.0
+#: The longest a child holds still to be killed after a call's return. The parent kills it as soon as
+#: it reads that return, and would have called it hung after ``CHILD_SILENCE_S``: a child still held
+#: past both has lost its parent (killed itself, so its ``finally`` never ran) and ends as the kill
+#: would have ended it, with no call after that one.
+HOLD_LIMIT_S = CHILD_SILENCE_S + JOIN_TIMEOUT_S
+#: The exit status of a child that ended its own hold (no parent reads it: a lost parent is the cause).
+HELD_TOO_LONG = 3
 #: A kill lands up to this many typical call durations after its call starts, so it
 #: falls before, inside and after the call's commit alike.
 KILL_DELAY_FACTOR = 1.5
@@ -111,12 +119,13 @@ class _Hold:
             self.run.take(message)
             if changed is not None and self.started == self.after and self.run.flight_state is None:
                 self.after = None
-                _forever()
+                _hold_still()
 
 
-def _forever() -> None:
-    """Hold this thread until the process is killed (the parent kills it: it waits for nothing else)."""
-    threading.Event().wait()
+def _hold_still() -> None:
+    """Hold this thread until the parent kills the process; end the process past ``HOLD_LIMIT_S``."""
+    threading.Event().wait(HOLD_LIMIT_S)
+    os._exit(HELD_TOO_LONG)  # not an exception: the machine would take it for a divergence and go on
 
 
 class _Reporting:

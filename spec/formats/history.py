@@ -677,7 +677,8 @@ def recordable(op: str, args: dict, opaque: bool = False) -> dict:
     """``op``'s arguments as a history can hold them, each one the contract refuses by its value alone
     replaced by a stand-in it refuses too: a text ``text_problem`` names (or any non-str for a str
     argument) by ``STAND_IN_TEXT``; a non-int for an int argument (a bool, a float) or an int too long
-    for a history by one just outside the contract's range; a non-list for a list by ``[0]`` (an entry
+    for a history by one just outside the contract's range (an int subclass, such as an ``IntEnum``,
+    is an int: its plain value is kept); a non-list for a list by ``[0]`` (an entry
     of the wrong shape). Inside a batch's list, texts and ints are replaced so too. Valid values, and
     names ``op`` does not take (the reader names those), are kept as given. O(size of args)."""
     params = {param.name: param for param in ALL_SIGNATURES.get(op, ())}
@@ -693,15 +694,17 @@ def recordable(op: str, args: dict, opaque: bool = False) -> dict:
         elif opaque and name == "token" and isinstance(value, str) and value:
             kept[name] = value
         else:
-            kept[name] = _recordable_value(value) if type(value) is int else INT_MAX + 1
+            kept[name] = _recordable_value(value) if _is_int(value) else INT_MAX + 1
     return kept
 
 
 def _recordable_value(value: object) -> object:
     if isinstance(value, str):
         return STAND_IN_TEXT if value and text_problem(value) else value
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_HISTORY_INT_DIGITS:
-        return INT_MAX + 1 if value > 0 else INT_MIN - 1
+    if _is_int(value):
+        if abs(value) >= 10**MAX_HISTORY_INT_DIGITS:
+            return INT_MAX + 1 if value > 0 else INT_MIN - 1
+        return int(value)  # an int subclass (an IntEnum) is its value, as the contract takes it
     if isinstance(value, dict):
         return {name: _recordable_value(item) for name, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -23,7 +23,10 @@ nothing sleeps to wait.
 
 from __future__ import annotations
 
+import os
+import pwd
 import random
+import tempfile
 import threading
 import time
 
@@ -65,6 +68,24 @@ def clusters():
                 yield primary, standby, replication
             finally:
                 standby.destroy()
+
+
+@pytest.mark.parametrize("making", ["create", "replica"])
+def test_a_cluster_that_cannot_be_made_leaves_no_folder_behind(making: str, tmp_path, monkeypatch) -> None:
+    """A failure before the server's own tools run (the folder cannot be handed to its user) removes the folder."""
+    from fencepost.impl.faults import cluster as cluster_module
+
+    def refuse(*args: object) -> None:
+        raise PermissionError("the test refuses to hand the folder over")
+
+    me = pwd.getpwuid(os.getuid())
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the cluster's folder
+    monkeypatch.setattr(cluster_module, "unavailable", lambda programs=(): None)  # no server binaries are run
+    monkeypatch.setattr(cluster_module, "_server_user", lambda: me)
+    monkeypatch.setattr(cluster_module.os, "chown", refuse)
+    with pytest.raises(PermissionError, match="hand the folder over"):
+        Cluster.create() if making == "create" else Cluster(tmp_path / "primary", 1, me).replica()
+    assert list(tmp_path.iterdir()) == []
 
 
 def _scheduler(dsn: str) -> PostgresScheduler:

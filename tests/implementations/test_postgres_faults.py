@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import socket
 import threading
 import time
@@ -258,6 +259,21 @@ def test_a_patient_session_gives_up_past_its_limit_and_stops_when_told(dsn) -> N
     assert session.outage is None
     with pytest.raises(ValueError, match=r"^outage limit must be None or a number of seconds > 0: 0$"):
         Patience(limit=0)
+
+
+def test_a_patient_session_whose_answers_keep_being_lost_gives_up_past_its_limit(dsn) -> None:
+    """Every new connection comes at once and loses its answer: the outage limit still bounds the call."""
+    session, _ = _refusing_session(dsn, refusals=0)
+    session.patience = patience = Patience(limit=0.2)
+    lost_every_time = "SELECT pg_terminate_backend(pg_backend_pid())"  # the server ends the backend that asks
+    thread, result = in_thread(lambda: session.run(lost_every_time, None, lambda c: c.fetchone(), Effect.READ, "probe", {}))
+    thread.join(BOUND)
+    patience.stopping.set()  # without a bound the call would reconnect for ever: end it, so the test ends
+    thread.join(BOUND)
+    assert len(result) == 1 and isinstance(result[0], psycopg.OperationalError), result
+    assert re.match(r"^lost the connection to the test's server \(connection lost: .*\); gave up waiting for the database "
+                    r"after \d+ lost answers in a row in [\d.]+ s, its outage limit being 0.2 s$", str(result[0])), result[0]
+    session.close()
 
 
 # ---------------------------------------------------------------- a cluster of our own

@@ -324,6 +324,34 @@ def test_a_batch_of_reports_whose_answer_was_lost_is_resolved_task_by_task(appli
     assert len(calls(runner, "complete")) == (0 if applied else 2)
 
 
+def test_a_batch_whose_lost_answer_cannot_be_resolved_breaks_the_runner_and_frees_every_slot() -> None:
+    """Reading the first task back raises: the runner breaks, and no attempt of the batch stays running."""
+    from runner_helpers import Losing
+
+    class Unreachable(Losing):
+        """``Losing``, whose tasks cannot be read once an answer was lost (the connection stays down)."""
+
+        def task(self, task_id: int) -> object:
+            if self.lost:
+                raise ConnectionError("the test's scheduler stays unreachable")
+            return self.inner.task(task_id)
+
+    gate, unreachable = Gate(), Unreachable("complete_many", applied=True)
+    runner = Runner(workers=2, batch=2, batch_wait=BOUND, clock=SlowTicks(), scheduler=unreachable)
+    ids = [runner.submit(blocked_work(gate)) for _ in range(2)]
+    runner.start()
+    assert sorted([gate.next_start(), gate.next_start()]) == ids
+    for task_id in ids:
+        gate.release(task_id)
+    with pytest.raises(RuntimeError, match="ConnectionError: the test's scheduler stays unreachable"):
+        runner.wait(ids[0], BOUND)
+    with pytest.raises(RuntimeError, match="ConnectionError"):
+        runner.stop(BOUND)
+    assert unreachable.lost == 1 and runner.status().state == "broken"
+    assert runner.status().running == 0  # the batch's other attempt is not counted as running for ever
+    runner.check_invariants()
+
+
 def test_a_batched_claim_whose_answer_was_lost_is_left_to_lease_expiry() -> None:
     from runner_helpers import Losing
 

@@ -225,6 +225,34 @@ def test_a_program_that_does_not_start_is_one_line_and_exit_2(tmp_path, capsys):
     assert not (tmp_path / "o.html").exists()
 
 
+#: The deadline the hang test gives each call (no honest call of four steps runs past it).
+HANG_TIMEOUT = 0.3
+#: Real seconds the hang test waits for ``report`` to return before it counts as hung.
+HANG_BOUND = 120
+
+
+def test_a_call_past_its_deadline_is_one_line_and_leaves_the_garbage_collector_running(tmp_path, capsys):
+    """The collector, paused while the timeline is built, runs again though the hung call's thread never ends."""
+    import gc
+    import threading
+
+    scenario = tmp_path / "hang.toml"
+    scenario.write_text('title = "A cancel that hangs"\n\n[[steps]]\nop = "add_worker"\nworker = "w1"\ncapacity = 1\n\n[[steps]]\nop = "submit"\n\n'
+                        '[[steps]]\nop = "dispatch"\nworker = "w1"\nnow = 0\nduration = 5\n\n'
+                        '[[steps]]\nop = "cancel"\ntask_id = 1\nnow = 1\n', encoding="utf-8")
+    argv = ["report", str(scenario), "-o", str(tmp_path / "o.html"), "--impl", "tests.spec.schedulers:DeadlocksOnCancel",
+            "--call-timeout", str(HANG_TIMEOUT)]
+    assert gc.isenabled()
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(main(argv)), daemon=True)
+    worker.start()
+    worker.join(HANG_BOUND)
+    assert box == [2], f"fencepost report on a hanging scheduler: {box or 'still running'}"
+    err = capsys.readouterr().err
+    assert f"did not return within {HANG_TIMEOUT:g} s" in err and err.count("\n") == 1, err
+    assert gc.isenabled()
+
+
 def test_a_history_the_search_cannot_decide_says_so(tmp_path):
     page = make_page(ZOMBIE, tmp_path / "page.html", "--max-states", "1")
     assert data_of(page)["linearizable"] is None

@@ -37,6 +37,35 @@ MUTANT_KILLS = 20
 UNREACHED_KILL = 10_000
 
 
+#: Real seconds the held child gets to end itself, far above the hold limit the test sets.
+HOLD_BOUND = 30.0
+
+
+def test_a_child_held_for_a_kill_that_never_comes_ends_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child holding still after the call to be killed after, whose parent died first, ends on its own
+    (else it would outlive the run for good), and makes no call after that one."""
+    import multiprocessing
+
+    monkeypatch.setattr(crash, "HOLD_LIMIT_S", 0.1)
+
+    def held() -> None:
+        hold = crash._Hold(after=1)
+        hold.open("never-opened")
+        hold.take(("call", "submit", {}))  # the first call that changes the state: the one to hold after
+        hold.take(("ack", 1))
+        os._exit(0)  # reached only if the hold returned: a call could follow
+
+    child = multiprocessing.get_context("fork").Process(target=held, daemon=True)
+    child.start()
+    try:
+        child.join(HOLD_BOUND)
+        assert not child.is_alive(), f"the child still holds after {HOLD_BOUND} s"
+        assert child.exitcode == crash.HELD_TOO_LONG
+    finally:
+        child.kill()
+        child.join(HOLD_BOUND)
+
+
 def test_the_durable_scheduler_recovers_every_acknowledged_call() -> None:
     report = crash.crash_test(DurableScheduler, kills=KILLS, seed=11, directory=FAST_DIR)
     assert report.passed, report.failure and report.failure.problem

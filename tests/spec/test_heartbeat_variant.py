@@ -14,6 +14,7 @@ import json
 from fencepost.cli import main
 from fencepost.spec import model
 from fencepost.spec.checkers.check import check_factory
+from fencepost.spec.table import INDEXED_FROM, TaskTable
 from fencepost.spec.variants import Variants
 
 import variant_schedulers as schedulers
@@ -49,6 +50,25 @@ def test_a_cancel_requested_lease_is_not_kept_alive_by_its_workers_heartbeat() -
     state, _ = model.cancel(state, 1, 1)
     state, _ = model.renew(state, 2, 2, 4, 5)
     assert [t.expires_at for t in state.tasks] == [5, 9]
+
+
+def test_a_heartbeat_puts_back_the_leases_it_extends_and_never_walks_the_table(monkeypatch) -> None:
+    """A renew under ``heartbeat=worker`` costs O(leases held × log T), as a renew under the contract
+    does: it reads the table's running tasks, never every task (a renew used to rebuild the table)."""
+    state = model.initial(HEARTBEAT)
+    state, _ = model.add_worker(state, "w1", 2)
+    for _ in range(4 * INDEXED_FROM):  # past the size below which the table scans by design
+        state, _ = model.submit(state)
+    state, _ = model.dispatch(state, "w1", 0, 5)
+    state, _ = model.dispatch(state, "w1", 1, 5)
+    walks: list[int] = []
+    walk = TaskTable.__iter__
+    monkeypatch.setattr(TaskTable, "__iter__", lambda table: walks.append(len(table)) or walk(table))
+    state, outcome = model.renew(state, 2, 2, 4, 5)
+    monkeypatch.undo()
+    assert outcome.accepted and walks == []
+    assert [t.expires_at for t in state.tasks[:3]] == [9, 9, None]
+    state.tasks.check()
 
 
 SCENARIO = """

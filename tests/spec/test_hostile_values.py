@@ -16,6 +16,7 @@ adapter kit's checks (``impl.kit``), which any third-party adapter uses.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Callable
 
@@ -42,6 +43,12 @@ def _dispatched(s, now: int = 0, duration: int = 10, **submit) -> tuple[int, int
     task_id = s.submit(**submit)
     lease = s.dispatch("w", now, duration)
     return task_id, lease.token
+
+
+class _Level(enum.IntEnum):
+    """A client's own names for ints, as an application passes its priorities."""
+
+    HIGH = 7
 
 
 def _nothing(s) -> None:
@@ -119,6 +126,9 @@ CASES: dict[str, tuple[Callable, Callable, str]] = {
     "retry past INT_MAX of an expired lease": (lambda s: _dispatched(s, now=2**62, duration=1, retry_delay=2**62),
                                                lambda s, a: s.fail(a[0], a[1], 2**62 + 1), ACCEPTED),  # refused, an Outcome
     "submit_many with a NUL key": (_nothing, lambda s, _: s.submit_many([{}, {"key": "\x00"}]), REFUSED),
+    # an int subclass where an int goes: an int to the contract (``require_int``), so to every scheduler and recorder
+    "priority an IntEnum": (_nothing, lambda s, _: s.submit(priority=_Level.HIGH), ACCEPTED),
+    "capacity an IntEnum": (_nothing, lambda s, _: s.add_worker("e", _Level.HIGH), ACCEPTED),
     # a bool where an int goes
     "priority True": (_nothing, lambda s, _: s.submit(priority=True), REFUSED),
     "capacity True": (_nothing, lambda s, _: s.add_worker("b", True), REFUSED),
