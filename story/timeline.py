@@ -16,10 +16,12 @@ picked, which lease expired, why a completion was refused) are
 ``story.narration``'s, which any view can use.
 
 Scale. Task views are not copied for every frame: each frame stores only the
-rows that changed (before and after), a full copy is kept every
-``CHECKPOINT_EVERY`` frames, and a cursor walks the diffs from the nearest
+rows that changed (before and after), a full copy is kept now and then
+(``_Track.record`` says when: never more rows in the copies than
+``CHECKPOINT_SHARE`` times the changes in the diffs, so memory grows with the
+trace, not with its square), and a cursor walks the diffs from the nearest
 known point, so a step forward or back costs the size of one diff and a far
-jump at most ``CHECKPOINT_EVERY / 2`` diffs. Nothing is run before it is
+jump about as much as copying the rows at that frame. Nothing is run before it is
 read: ``Timeline(scenario, factory)`` holds frame 0 only, and reading frame k
 (``frames[k]``, ``board(k)``) runs the implementation up to step k, so a
 100,000-step scenario opens at its first screen in the time of a few steps;
@@ -69,8 +71,14 @@ from fencepost.story.narration import (
 from fencepost.story.rows import Change, Row, same_lease
 from fencepost.story.sorted_rows import RowsView, SortedRows
 
-#: A full copy of one side's task rows is kept every this many frames.
+#: A full copy of one side's task rows is kept at most every this many frames.
 CHECKPOINT_EVERY = 256
+
+#: A full copy of n rows is kept once the diffs since the last copy hold n / CHECKPOINT_SHARE
+#: changed rows: all the copies then hold at most this many times the rows the diffs hold (a copy
+#: every ``CHECKPOINT_EVERY`` frames of a trace that first submits 10^5 tasks held 20 million rows,
+#: 15 kB a step), and a walk from a copy costs about what the copy does.
+CHECKPOINT_SHARE = 2
 
 #: Up to this many tasks (a shrunk counterexample has a handful), every task
 #: view is re-read after every step, so any change an implementation makes is
@@ -186,17 +194,24 @@ def short_key(key: str) -> str:
 
 
 class _Track:
-    """One side's per-frame row diffs, with a full copy every CHECKPOINT_EVERY frames."""
+    """One side's per-frame row diffs, with a full copy of the rows now and then."""
 
     def __init__(self) -> None:
         self.diffs: list[tuple[Change, ...]] = [()]  # diffs[k]: what frame k changed
         self.checkpoints: dict[int, dict[int, Row]] = {0: {}}
+        self._last = 0  # the frame of the last copy
+        self._changed = 0  # rows changed in the diffs since it
 
     def record(self, changes: tuple[Change, ...], live: dict[int, Row]) -> None:
+        """Append frame ``len(diffs)``'s ``changes``; copy ``live`` (its rows after them) when
+        ``CHECKPOINT_EVERY`` frames and ``len(live) / CHECKPOINT_SHARE`` changed rows have passed
+        since the last copy."""
         self.diffs.append(changes)
         index = len(self.diffs) - 1
-        if index % CHECKPOINT_EVERY == 0:
+        self._changed += len(changes)
+        if index - self._last >= CHECKPOINT_EVERY and self._changed * CHECKPOINT_SHARE >= len(live):
             self.checkpoints[index] = dict(live)
+            self._last, self._changed = index, 0
 
 
 class _Cursor:
@@ -873,7 +888,7 @@ class Timeline:
             divergence=divergence,
             differing=len(self._differing),
             changed=frozenset(task_id for task_id, _, _ in changes),
-            workers=mod.loads(),
+            workers=mod.loads() if self._loads_may_change(step, changes) else self.checks[-1].workers,
         )
         if divergence:
             self.divergences.append(index)

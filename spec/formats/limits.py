@@ -8,7 +8,7 @@ within bounded time and memory. Nothing read is ever run (see the README's
 Security section).
 
 The limits are generous for real use -- the 10,000-task benchmark scenario
-(10,855 steps, 0.7 MB of TOML) and runner traces of 100,000+ steps load -- and
+(10,855 steps, 0.7 MB of TOML) and a day's runner trace of 10^6 tasks load -- and
 small enough that no input exhausts the machine: the file size bounds
 reading, the count of structural marks bounds what a parser can build, and
 the rest keep one value from dominating. The README's Security section has
@@ -57,16 +57,20 @@ from fencepost.spec.protocol import FORBIDDEN_TEXT, INT_MAX, MAX_TEXT_BYTES
 
 # ---------------------------------------------------------------- the limits
 
-#: Largest file read, in bytes (64 MiB). The text is held in memory while it
-#: is parsed; a 250,000-step trace is 25 MB (TOML) to 50 MB (indented JSON).
-MAX_FILE_BYTES = 64 * 1024 * 1024
+#: Largest file read, in bytes (1 GiB). The text is held in memory while it
+#: is parsed; a day's runner trace of 10^6 tasks (``MAX_STEPS``) is about
+#: 670 MB of indented JSON and 425 MB of TOML (the demo's trace below: 191 and
+#: 121 bytes a step).
+MAX_FILE_BYTES = 1024 * 1024 * 1024
 
-#: Most steps in a scenario (or records in a history): 2.5 times a
-#: 100,000-step runner trace. A 250,000-step trace with every result is 27 MB
-#: of TOML (2.8 million marks, below) or 43 MB of JSON, and loads and replays
-#: in under half a gigabyte and a minute (19 s as JSON) on a busy 2-core
-#: machine.
-MAX_STEPS = 250_000
+#: Most steps in a scenario (or records in a history): a day's runner trace of
+#: 10^6 tasks, at the runner's 3.5 calls a task (``fencepost demo --tasks 10000
+#: --workers 3``: 34,993 steps), with room to spare. The long-trace
+#: benchmark's 1,000,854 steps (92.5 MB of indented JSON, 4.7 million marks)
+#: load and replay in 56 s of CPU and 1.5 GB, and make a report in 216 s and
+#: 4.7 GB (docs/tui.md; 2026-12-06, 2 busy cores); 4 million steps would take
+#: four times that (extrapolated).
+MAX_STEPS = 4_000_000
 
 #: Deepest nesting of arrays and tables. A scenario needs 6 (the document,
 #: ``steps``, a step, ``expect_state``, ``tasks``, a task); a counterexample's
@@ -93,8 +97,10 @@ MAX_STRING_CHARS = 100_000
 #: table from each dot of a TOML dotted key included) needs one, so this
 #: bounds the parser's memory and time whatever the bytes: a file of nothing
 #: but ``{},`` or ``k1.a=1`` lines would otherwise cost 20 to 100 times its
-#: size. A step of a trace with its results takes 6 to 17; prose adds a few.
-MAX_MARKS = 4_000_000
+#: size. A step of a trace with its results takes 6 to 17; prose adds a few
+#: (the demo's runner trace: 8.7 a step as JSON, 12.7 as TOML, so 44 million
+#: for ``MAX_STEPS`` runner steps as TOML).
+MAX_MARKS = 48_000_000
 
 #: What one dot counts for in ``MAX_MARKS``. In a TOML dotted key each dot
 #: builds a table, the costliest value there is (with tomllib's bookkeeping

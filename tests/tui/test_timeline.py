@@ -271,6 +271,29 @@ def test_any_frame_reached_any_way_equals_a_fresh_replay_to_it(monkeypatch, name
         assert timeline.board(index, "model").pending == expected[index].pending
 
 
+def test_the_full_copies_hold_no_more_rows_than_the_diffs_hold_changes_times_the_share(monkeypatch):
+    # A trace that submits first (as the long-trace benchmark's does): a copy every CHECKPOINT_EVERY
+    # frames held about n^2 / (2 * CHECKPOINT_EVERY) rows, 3,575 here against 216 changed rows.
+    monkeypatch.setattr(tl, "CHECKPOINT_EVERY", 8)
+    calls = [("add_worker", "w1", 2)] + [("submit",)] * 200 + [("dispatch", "w1", t, 5) for t in range(1, 40)]
+    timeline = run(*calls)
+    for side in (timeline._impl, timeline._model):
+        copied = sum(len(rows) for rows in side.track.checkpoints.values())
+        changed = sum(len(changes) for changes in side.track.diffs)
+        assert len(side.track.checkpoints) > 3
+        assert copied <= tl.CHECKPOINT_SHARE * changed, (copied, changed)
+    for index in (timeline.last, 100, 7, 150, 0):  # far jumps start from the copies: still exact
+        assert timeline.board(index) == build_timeline(Scenario("test", steps(*calls[:index])), Scheduler).board(index)
+
+
+def test_a_step_that_starts_or_ends_no_lease_shares_the_worker_loads_before_it():
+    timeline = run(("add_worker", "w1", 2), ("submit",), ("submit",), ("dispatch", "w1", 0, 5), ("submit",), ("advance", 3))
+    for index in (2, 3, 5, 6):  # submits and an advance that expires nothing
+        assert timeline.frames[index].workers is timeline.frames[index - 1].workers
+        assert timeline.checks[index].workers is timeline.checks[index - 1].workers
+    assert timeline.checks[4].workers == (tl.WorkerLoad("w1", 1, 2),) != timeline.checks[3].workers
+
+
 def test_the_big_scenario_shortcut_reads_the_same_frames_as_reading_every_task(monkeypatch):
     scenario = load_scenario(resolve("onboarding"))
     full = build_timeline(scenario, Scheduler)
