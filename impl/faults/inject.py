@@ -357,7 +357,14 @@ def _accepted(call: dict, op: str) -> bool:
 
 
 def leases_by_task(calls: list[dict]) -> dict[int, list[dict]]:
-    """Every acknowledged lease, per task in token order, with the time it really ended (``end``)."""
+    """Every acknowledged lease, per task in token order, with the time it really ended (``end``).
+
+    A lease ends at its expiry, at an accepted ``renew``'s new end, or at an accepted ``complete``
+    or ``fail``; a ``complete`` or ``fail`` whose outcome is unknown (``info``) may have ended it
+    too, so it ends there as well: a later lease of the task before the expiry is then no overlap
+    if that call took effect, and whether it could have is what the linearizable check decides.
+    O(calls).
+    """
     leases: dict[int, dict] = {}
     for c in calls:
         if c["op"] == "dispatch" and c["kind"] == "ok" and c["result"] is not None:
@@ -366,6 +373,10 @@ def leases_by_task(calls: list[dict]) -> dict[int, list[dict]]:
         if any(_accepted(c, op) for op in ("complete", "fail", "renew")) and c["args"]["token"] in leases:
             lease = leases[c["args"]["token"]]
             lease["end"] = c["args"]["now"] + c["args"]["duration"] if c["op"] == "renew" else c["args"]["now"]
+    for c in calls:
+        if c["op"] in ("complete", "fail") and c["kind"] == "info" and c["args"].get("token") in leases:
+            lease = leases[c["args"]["token"]]
+            lease["end"] = min(lease["end"], c["args"]["now"])
     per_task: dict[int, list[dict]] = defaultdict(list)
     for token in sorted(leases):
         per_task[leases[token]["task_id"]].append(leases[token])
