@@ -260,6 +260,10 @@ def conformance_machine(
             self.run = lockstep(factory, coverage, watch, variants)
             type(self).last_trace = self.run.trace
 
+        def teardown(self) -> None:
+            """Each run's scheduler is closed as the run ends (``Lockstep.close``)."""
+            self.run.close()
+
         @property
         def state(self) -> model.State:
             return self.run.state

@@ -84,6 +84,9 @@ class OneReadPerStep:
     def reopen(self) -> OneReadPerStep:
         return OneReadPerStep(self.inner.reopen())
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 def one_read_per_step() -> OneReadPerStep:
     """A factory for the conformance check: a fresh temporary schema behind ``OneReadPerStep``."""
