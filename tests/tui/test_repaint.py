@@ -37,6 +37,10 @@ async def screen_at(step: int, size: tuple[int, int], keys: list[str] = ()) -> t
         for key in keys:
             await pilot.press(key)
             await pilot.pause()
+        # Settled, not only paused: a key that changes the bindings ("m") has the footer compose its
+        # keys again, which a paused app may not have drawn yet on a loaded machine (CI run 10,
+        # 2026-12-06: the stepped screen's footer was still blank).
+        await settle(app, pilot)
         return app.step, app.export_screenshot(title="fencepost")
 
 
@@ -115,7 +119,7 @@ async def test_a_new_theme_repaints_every_row_in_its_colours():
             if switch:
                 app.theme = "textual-light"
             await pilot.press("right", "left")
-            await pilot.pause()
+            await settle(app, pilot)
             return app.export_screenshot(title="fencepost")
 
     assert await shot(switch=True) == await shot(switch=False)
