@@ -131,7 +131,7 @@ def test_a_per_worker_heartbeat_conforms_under_the_variant_and_not_under_the_con
 
 
 def test_the_core_is_still_checked_under_heartbeat_worker() -> None:
-    result = check_factory(schedulers.WorkerHeartbeatReusedTokens, max_examples=60, variants=HEARTBEAT)
+    result = check_factory(schedulers.WorkerHeartbeatReusedTokens, max_examples=500, variants=HEARTBEAT)  # stops at the failure: 10 runs over seeds none and 1-3
     assert not result.passed
 
 
