@@ -28,7 +28,7 @@ EXAMPLES = 25
 #: Runs for a check that must fail: it stops at the failure, so a large budget costs nothing then.
 #: Over seeds none and 1-3 the failing checks below needed 4 to 47 runs (EarlyDispatch under
 #: order=any, order=fifo and due=after took 47 with seed 2; 2026-12-06), and a derandomized run
-#: differs with the process's memory layout (see tests/spec/test_restart.py), so 25 was too close.
+#: differs with what the process imported before (see tests/spec/test_restart.py), so 25 was too close.
 FAILING_EXAMPLES = 500
 
 

@@ -33,7 +33,7 @@ from schedulers import ModelScheduler
 #: Runs for checks expected to fail; a check stops at the first failure, so a generous budget costs
 #: nothing when the bug is found. ForgetsCancelRequestOnReopen is the hardest: with --seed 1 to 6 it
 #: took 20, 71, 159, 177, 212 and 275 runs (2026-12-06), and a derandomized run is not the same in
-#: every process: Hypothesis's generation depends on the process's memory layout (importing one
+#: every process: what the process imported before changes what Hypothesis draws (importing one
 #: more module beforehand turned the 170 runs it took into none found in 221), so 200 missed it in
 #: CI. Ten times the worst seen.
 FAILING_BUDGET = 3000
