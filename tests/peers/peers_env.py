@@ -34,8 +34,13 @@ PACKAGES = {
 }
 #: ``fencepost check``'s budget (``--max-examples``) where a queue's first finding needs more runs than the
 #: peers' usual 25 (procrastinate's zombie needs a lease to lapse and the job fetched again before the stale
-#: finish); tests/peers/test_procrastinate_fix.py checks the fixed functions with the same budget.
-BUDGETS = {"fencepost.impl.peers.procrastinate:queue": "200"}
+#: finish). The check stops at the finding, so the budget costs nothing then: it took 89 runs
+#: derandomized, 114 with --seed 1 and 241 with --seed 2 (2026-12-06), and a derandomized run moves with
+#: what the process imported before (docs/setup.md), so 200 was too close.
+BUDGETS = {"fencepost.impl.peers.procrastinate:queue": "1000"}
+#: Runs the fixed procrastinate functions must pass (tests/peers/test_procrastinate_fix.py): more than
+#: the unfixed queue's derandomized finding needs (89), without the 1000 that would take 15 minutes.
+FIXED_BUDGET = "200"
 
 #: Seconds to wait for the PostgreSQL server before deciding it is not there.
 CONNECT_TIMEOUT = 3
