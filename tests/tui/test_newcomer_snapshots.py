@@ -11,7 +11,7 @@ import pytest
 from fencepost.spec.checkers.linearize import check_history
 from fencepost.tui.history import HistoryApp
 from long_history import long_history
-from tui_helpers import app_for, long_run
+from tui_helpers import app_for, long_run, pressed_and_settled
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 
@@ -19,13 +19,13 @@ SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "12
 @SIZES
 def test_a_walkthrough_after_interactive_mode_and_o(snap_compare, size):
     app = app_for("onboarding", questions=False, walkthrough="onboarding")
-    assert snap_compare(app, terminal_size=size, press=["i", *"advance 99", "escape", "o", "right"])
+    assert snap_compare(app, terminal_size=size, run_before=pressed_and_settled("i", *"advance 99", "escape", "o", "right"))
 
 
 @SIZES
 def test_the_lanes_of_a_long_run(snap_compare, size):
     app = app_for(long_run(300))
-    assert snap_compare(app, terminal_size=size, press=["t", "end", "left", "left_square_bracket"])
+    assert snap_compare(app, terminal_size=size, run_before=pressed_and_settled("t", "end", "left", "left_square_bracket"))
 
 
 @SIZES
@@ -36,4 +36,4 @@ def test_the_history_view_of_a_long_history_that_is_not_linearizable(snap_compar
 
 @SIZES
 def test_the_help_screen(snap_compare, size):
-    assert snap_compare(app_for("onboarding"), terminal_size=size, press=["question_mark"])
+    assert snap_compare(app_for("onboarding"), terminal_size=size, run_before=pressed_and_settled("question_mark"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fencepost.impl.mutants import closed_interval
 from fencepost.spec.formats.scenario import load_scenario
-from tui_helpers import app_for
+from tui_helpers import app_for, pressed_and_settled
 
 #: The terminal a newcomer's laptop gives by default.
 SMALL = (80, 24)
@@ -46,4 +46,4 @@ def test_a_counterexamples_diverging_step_at_80x24(snap_compare):
 
 
 def test_the_lanes_of_priority_order_at_80x24(snap_compare):
-    assert snap_compare(app_for("priority-order", questions=False), terminal_size=SMALL, press=["end", "t"])
+    assert snap_compare(app_for("priority-order", questions=False), terminal_size=SMALL, run_before=pressed_and_settled("end", "t"))

@@ -113,3 +113,20 @@ async def settle(app: FencepostApp, pilot) -> None:
         ):
             return
     raise AssertionError("the screen never settled")
+
+
+def pressed_and_settled(*keys: str):
+    """A ``snap_compare`` ``run_before`` that presses ``keys`` and then waits for ``settle``.
+
+    ``snap_compare(press=...)`` only pauses after its keys; a key that changes the bindings
+    (``i``, ``t``, ``m``, ``?``, ``escape``) has the footer compose its keys again, which a
+    paused app may not have drawn yet on a loaded machine (a screen compared in
+    ``test_repaint.py`` had a blank footer in CI run 10, 2026-12-06).
+    """
+
+    async def run_before(pilot) -> None:
+        await pilot.pause()
+        await pilot.press(*keys)
+        await settle(pilot.app, pilot)
+
+    return run_before
