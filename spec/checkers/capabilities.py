@@ -133,17 +133,22 @@ def _probe_key(factory: Callable[[], object]) -> bool:
     except Exception:  # noqa: BLE001 - it took the keyword and refused something else: still offered
         return True
     finally:
-        _close(throwaway)
+        close_scheduler(throwaway)
     return True
 
 
-def _close(scheduler: object) -> None:
-    """Release a throwaway scheduler's storage, if it has any (a durable one's file)."""
+def close_scheduler(scheduler: object) -> None:
+    """``scheduler.close()`` when it has one: a probe's sample, or a check run's scheduler once the run is over.
+
+    An error from it is ignored: the verdict is about the protocol's calls, and
+    closing is no protocol call. A hang in it is still a hang: a watched
+    scheduler's ``close`` runs under the call deadline like any other call.
+    """
     close = getattr(scheduler, "close", None)
     if callable(close):
         try:
             close()
-        except Exception:  # noqa: BLE001 - a sample's trouble closing is not the check's verdict
+        except Exception:  # noqa: BLE001 - see the docstring
             pass
 
 
@@ -158,4 +163,4 @@ def detect(factory: Callable[[], object]) -> Capabilities:
         return Capabilities(keys=takes_key(sample, factory), restart=offers_restart(sample), prune=offers_prune(sample),
                             batch=offers_batches(sample))
     finally:
-        _close(sample)
+        close_scheduler(sample)

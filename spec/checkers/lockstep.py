@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fencepost.spec import invariants, model
+from fencepost.spec.checkers.capabilities import close_scheduler
 from fencepost.spec.checkers.coverage import classify, Coverage
 from fencepost.spec.checkers.renaming import Renaming
 from fencepost.spec.checkers.deadline import CallTimeout, run_watched, SchedulerFault, Watch, watched_factory
@@ -221,13 +222,13 @@ class Lockstep:
         the next full collection (about 50 in a PostgreSQL conformance check,
         enough for two such checks at once to use up the server's 100).
         """
-        _close(self.impl)
+        close_scheduler(self.impl)
 
     def restart(self) -> TraceStep:
         """Replace the implementation with its ``reopen()``; the model does not change.
 
         The reopened scheduler must then agree on the clock and every view.
-        The replaced one is closed (``_close``) unless ``reopen()`` returned it.
+        The replaced one is closed (``close_scheduler``) unless ``reopen()`` returned it.
 
         Raises:
             Divergence: ``reopen()`` raised, or the reopened scheduler disagrees.
@@ -244,7 +245,7 @@ class Lockstep:
             record.got = ("error", f"{type(exc).__name__}: {exc}")
             self.diverge(record, f"reopen() raised {type(exc).__name__}: {exc}")
         if self.impl is not replaced:
-            _close(replaced)  # as a process that restarts leaves its old connections behind
+            close_scheduler(replaced)  # as a process that restarts leaves its old connections behind
         self.compare_views(record)
         return record
 
@@ -345,21 +346,6 @@ class Lockstep:
     def mark(self, problem: str) -> None:
         if self.trace and not self.trace[-1].problem:
             self.trace[-1].problem = problem
-
-
-def _close(scheduler: object) -> None:
-    """``scheduler.close()`` when it has one (``Lockstep.close``, ``Lockstep.restart``).
-
-    An error from it is ignored: the verdict is about the protocol's calls,
-    and closing is no protocol call. A hang in it is still a hang: a watched
-    scheduler's ``close`` runs under the call deadline like any other call.
-    """
-    close = getattr(scheduler, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # noqa: BLE001 - see the docstring
-            pass
 
 
 def _reads(tasks: int, ids: list[object]) -> list[tuple[str, dict]]:
