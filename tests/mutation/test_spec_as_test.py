@@ -66,6 +66,7 @@ import fencepost.impl.indexed
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model, profiles
+from fencepost.spec.protocol import INT_MAX, MAX_TEXT_BYTES
 from fencepost.spec.checkers.check import COVERAGE_BATCHES
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.machine import conformance_machine
@@ -336,6 +337,9 @@ VALID_CALLS: list[Call] = [
     ("complete_many", {"reports": [[1, 1]], "now": 10}),
     ("fail_many", {"reports": [[1, 1]], "now": 10}),
 ]
+#: Texts no worker name or key may be (``spec.protocol.text_problem``): a control character, a lone
+#: surrogate, one character past the limit, and a text whose characters fit but whose UTF-8 does not.
+BAD_TEXTS = ("w\x00", "\ud800", "k" * (MAX_TEXT_BYTES + 1), "\u00e9" * (MAX_TEXT_BYTES // 2 + 1))
 #: Values each argument must refuse against ``BUSY``: out of range first, then wrong types.
 BAD_VALUES: dict[str, tuple[object, ...]] = {
     "capacity": (0, -1, True, 1.5, "1", None),
@@ -347,16 +351,16 @@ BAD_VALUES: dict[str, tuple[object, ...]] = {
     "duration": (0, -1, True, 1.5, "3", None),
     "task_id": (0, 3, -1, True, 1.0, "1", None),
     "token": (True, 1.0, "1", None),
-    "key": ("", 1, ["k"]),
+    "key": ("", 1, ["k"], *BAD_TEXTS),
     "before": (-1, 11, True, 1.5, "10", None),
     "limit": (0, -1, True, 1.5, "2", None),
     "tasks": ({"priority": 1}, [1], [{"colour": 1}], [{"colour": 1, 1: 0}], [{}, {"retry_delay": 0}], [{"key": ""}], None),
     "reports": ([[3, 1]], [[0, 1]], [[1, "1"]], [[1]], [1, 1], None),
 }
 BAD_WORKERS = {
-    "add_worker": ("", "w1", 1, ["w2"], None),
-    "dispatch": ("nobody", "", 1, ["w1"], None),
-    "dispatch_many": ("nobody", "", 1, ["w1"], None),
+    "add_worker": ("", "w1", 1, ["w2"], *BAD_TEXTS, None),
+    "dispatch": ("nobody", "", 1, ["w1"], *BAD_TEXTS, None),
+    "dispatch_many": ("nobody", "", 1, ["w1"], *BAD_TEXTS, None),
 }
 
 
@@ -502,6 +506,50 @@ def known_keys_in_a_batch() -> list[Call]:
     return s.calls
 
 
+def at_the_latest_time() -> list[Call]:
+    """Leases and retries that end exactly at ``INT_MAX`` are accepted; one tick later they are refused.
+
+    A lease's end ``now + duration`` and a retry time ``now + retry_delay *
+    2 ** (attempts - 1)`` are sums: every argument is in range alone, so only
+    a call whose sum passes ``INT_MAX`` reaches the rule, and the corpus's
+    small times never do.
+    """
+    s = _Script()
+    s("add_worker", worker="w1", capacity=3)
+    s("submit")
+    s("submit", retry_delay=2**62)
+    s("submit")
+    first = s("dispatch", worker="w1", now=0, duration=INT_MAX)  # ends at INT_MAX exactly
+    s.refused("dispatch", worker="w1", now=1, duration=INT_MAX)
+    s.refused("dispatch_many", worker="w1", now=1, duration=INT_MAX, limit=2)
+    s.refused("renew", task_id=first.task_id, token=first.token, now=1, duration=INT_MAX)
+    s("renew", task_id=first.task_id, token=first.token, now=1, duration=INT_MAX - 1)  # INT_MAX again
+    second = s("dispatch", worker="w1", now=2**62 - 1, duration=1)
+    s("fail", task_id=second.task_id, token=second.token, now=2**62 - 1)  # retry at INT_MAX exactly
+    third = s("dispatch", worker="w1", now=2**62 - 1, duration=1)
+    s("complete", task_id=third.task_id, token=third.token, now=2**62 - 1)
+    s("advance", now=INT_MAX)
+    s.refused("dispatch", worker="w1", now=INT_MAX, duration=1)  # due, but no lease can start at the latest time
+    s("cancel", task_id=second.task_id, now=INT_MAX)
+    return s.calls
+
+
+def retry_past_the_latest_time(op: str) -> list[Call]:
+    """A second failure whose backoff would retry after ``INT_MAX`` is refused and changes nothing."""
+    s = _Script()
+    s("add_worker", worker="w1", capacity=1)
+    s("submit", retry_delay=2**61)
+    lease = s("dispatch", worker="w1", now=0, duration=1)
+    s("fail", task_id=lease.task_id, token=lease.token, now=0)  # retry at 2**61
+    lease = s("dispatch", worker="w1", now=2**62, duration=1)
+    if op == "fail":
+        s.refused("fail", task_id=lease.task_id, token=lease.token, now=2**62)  # 2**62 + 2**62 = 2**63
+    else:
+        s.refused("fail_many", reports=[[lease.task_id, lease.token]], now=2**62)
+    s("complete", task_id=lease.task_id, token=lease.token, now=2**62)
+    return s.calls
+
+
 BOUNDARY_SCENARIOS = {
     "submit_with_every_default": submit_with_every_default,
     "dispatch_when_a_token_above_now_expires": functools.partial(expiry_of_a_token_above_now, "dispatch"),
@@ -512,6 +560,9 @@ BOUNDARY_SCENARIOS = {
     "int_subclass_arguments": int_subclass_arguments,
     "every_way_to_end_then_prune": every_way_to_end_then_prune,
     "known_keys_in_a_batch": known_keys_in_a_batch,
+    "at_the_latest_time": at_the_latest_time,
+    "fail_retrying_past_the_latest_time": functools.partial(retry_past_the_latest_time, "fail"),
+    "fail_many_retrying_past_the_latest_time": functools.partial(retry_past_the_latest_time, "fail_many"),
 }
 
 
