@@ -102,7 +102,7 @@ from fencepost.spec.checkers.results import comparable, normalize, view_tuple
 from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.renaming import Renaming
-from fencepost.spec.checkers.shards import while_alive
+from fencepost.spec.checkers.shards import forked_pool, while_alive
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, PRUNE_OPERATIONS, RESTART, Status, says_forgotten
 
@@ -798,11 +798,10 @@ def _expand_level(frontier: list, scope: Scope, parents: dict, impl: Implementat
     global _SHARED
     if jobs <= 1 or len(frontier) < _PARALLEL_MIN or budget is not None:
         return [_expand_all(frontier, scope, parents, impl, budget=budget)]
-    context = multiprocessing.get_context("fork")
     parts = jobs * _PARTS_PER_JOB
-    _SHARED = (frontier, scope, parents, impl, parts, context.Value("i", parts))
+    _SHARED = (frontier, scope, parents, impl, parts, multiprocessing.get_context("fork").Value("i", parts))
     try:
-        with context.Pool(jobs) as pool:
+        with forked_pool(jobs) as pool:
             workers = list(pool._pool)  # Pool has no public view of its processes
             return while_alive(pool.map_async(_expand_share, range(parts), chunksize=1).get, workers)
     finally:

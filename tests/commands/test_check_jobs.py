@@ -158,3 +158,22 @@ def test_an_explore_share_process_that_dies_is_shard_worker_died_not_a_hang(monk
     scope = Scope(tasks=2, capacity=1, horizon=1, priorities=(0,), max_attempts=(None,), durations=(1,))
     with pytest.raises(ShardWorkerDied, match="exit status 7"):
         explore(scope, _DiesInAFork(), jobs=2)
+
+
+def _frozen_in_worker(_: int) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_forked_workers_keep_the_parents_objects_out_of_their_collector_and_the_parent_does_not():
+    import gc
+
+    from fencepost.spec.checkers.shards import forked_pool
+
+    held = [object() for _ in range(1000)]  # objects the workers inherit
+    assert gc.get_freeze_count() == 0
+    with forked_pool(2) as pool:
+        assert gc.get_freeze_count() == 0, "the parent must collect its own garbage again at once"
+        frozen = pool.map(_frozen_in_worker, range(2), chunksize=1)
+    assert all(count >= len(held) for count in frozen), frozen
