@@ -66,7 +66,7 @@ import fencepost.impl.indexed
 from fencepost.impl.indexed import IndexedScheduler
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec import model, profiles
-from fencepost.spec.protocol import INT_MAX, MAX_TEXT_BYTES
+from fencepost.spec.protocol import INT_MAX, INT_MIN, MAX_TEXT_BYTES
 from fencepost.spec.checkers.check import COVERAGE_BATCHES
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.machine import conformance_machine
@@ -343,14 +343,14 @@ BAD_TEXTS = ("w\x00", "\ud800", "k" * (MAX_TEXT_BYTES + 1), "\u00e9" * (MAX_TEXT
 #: Values each argument must refuse against ``BUSY``: out of range first, then wrong types.
 BAD_VALUES: dict[str, tuple[object, ...]] = {
     "capacity": (0, -1, True, 1.5, "1", None),
-    "priority": (True, 1.5, "1", None),
-    "due_at": (-1, True, 1.5, "7"),
+    "priority": (True, 1.5, "1", INT_MAX + 1, INT_MIN - 1, None),
+    "due_at": (-1, True, 1.5, INT_MAX + 1, "7"),
     "max_attempts": (0, -1, True, 1.5, "2"),
     "retry_delay": (0, -1, True, 1.5, "2", None),
     "now": (4, -1, True, 10.0, "10", None),
     "duration": (0, -1, True, 1.5, "3", None),
     "task_id": (0, 3, -1, True, 1.0, "1", None),
-    "token": (True, 1.0, "1", None),
+    "token": (True, 1.0, "1", INT_MAX + 1, INT_MIN - 1, None),
     "key": ("", 1, ["k"], *BAD_TEXTS),
     "before": (-1, 11, True, 1.5, "10", None),
     "limit": (0, -1, True, 1.5, "2", None),
@@ -512,7 +512,7 @@ def at_the_latest_time() -> list[Call]:
     A lease's end ``now + duration`` and a retry time ``now + retry_delay *
     2 ** (attempts - 1)`` are sums: every argument is in range alone, so only
     a call whose sum passes ``INT_MAX`` reaches the rule, and the corpus's
-    small times never do.
+    small times never do. Priorities at both ends of the range are kept as given.
     """
     s = _Script()
     s("add_worker", worker="w1", capacity=3)
@@ -531,21 +531,32 @@ def at_the_latest_time() -> list[Call]:
     s("advance", now=INT_MAX)
     s.refused("dispatch", worker="w1", now=INT_MAX, duration=1)  # due, but no lease can start at the latest time
     s("cancel", task_id=second.task_id, now=INT_MAX)
+    s("submit", priority=INT_MIN)
+    s("submit", priority=INT_MAX)
     return s.calls
 
 
 def retry_past_the_latest_time(op: str) -> list[Call]:
-    """A second failure whose backoff would retry after ``INT_MAX`` is refused and changes nothing."""
+    """A failure whose backoff would retry after ``INT_MAX`` is refused and changes nothing: on the first
+    attempt (``retry_delay`` alone too long) and on the second (the doubled delay too long)."""
     s = _Script()
+
+    def refuse_fail(lease: object, now: int) -> None:
+        if op == "fail":
+            s.refused("fail", task_id=lease.task_id, token=lease.token, now=now)
+        else:
+            s.refused("fail_many", reports=[[lease.task_id, lease.token]], now=now)
+
     s("add_worker", worker="w1", capacity=1)
+    s("submit", retry_delay=INT_MAX)
+    lease = s("dispatch", worker="w1", now=1, duration=1)
+    refuse_fail(lease, now=1)  # 1 + INT_MAX
+    s("complete", task_id=lease.task_id, token=lease.token, now=1)
     s("submit", retry_delay=2**61)
-    lease = s("dispatch", worker="w1", now=0, duration=1)
-    s("fail", task_id=lease.task_id, token=lease.token, now=0)  # retry at 2**61
+    lease = s("dispatch", worker="w1", now=1, duration=1)
+    s("fail", task_id=lease.task_id, token=lease.token, now=1)  # retry at 1 + 2**61
     lease = s("dispatch", worker="w1", now=2**62, duration=1)
-    if op == "fail":
-        s.refused("fail", task_id=lease.task_id, token=lease.token, now=2**62)  # 2**62 + 2**62 = 2**63
-    else:
-        s.refused("fail_many", reports=[[lease.task_id, lease.token]], now=2**62)
+    refuse_fail(lease, now=2**62)  # 2**62 + 2**61 * 2 = 2**63
     s("complete", task_id=lease.task_id, token=lease.token, now=2**62)
     return s.calls
 
