@@ -441,7 +441,7 @@ class _Level(enum.IntEnum):
 
 
 def int_subclass_arguments() -> list[Call]:
-    """Every int argument of ``submit`` and ``add_worker`` as an ``IntEnum``, due at once and later."""
+    """Every int argument of ``submit``, ``add_worker`` and ``dispatch`` as an ``IntEnum``, due at once and later."""
     s = _Script()
     s("add_worker", worker="w1", capacity=_Level.ONE)
     s("advance", now=2)
@@ -450,7 +450,7 @@ def int_subclass_arguments() -> list[Call]:
     s("submit", priority=_Level.TWO, due_at=_Level.ONE, max_attempts=_Level.TWO, retry_delay=_Level.ONE)
     s("submit", priority=_Level.ONE, due_at=_Level.TWO)
     s("submit", due_at=4)
-    lease = s("dispatch", worker="w1", now=2, duration=1)
+    lease = s("dispatch", worker="w1", now=_Level.TWO, duration=_Level.ONE)
     s("fail", task_id=lease.task_id, token=lease.token, now=2)
     s.drain("w1", now=5)
     return s.calls
