@@ -65,7 +65,7 @@ from fencepost.spec.checkers.check import (
     report_failure,
     variants_summary,
 )
-from fencepost.spec.checkers.capabilities import evidence
+from fencepost.spec.checkers.capabilities import evidence, uncalled
 from fencepost.spec.checkers.deadline import CallTimeout
 from fencepost.spec.checkers.explore import default_jobs
 from fencepost.spec.checkers.shards import ShardWorkerDied
@@ -137,8 +137,9 @@ def _check(args: argparse.Namespace, factory: Callable[[], object], name: str, v
     mode = "derandomized" if args.seed is None else f"seed {args.seed}"
     if args.coverage:
         print(result.coverage.report())
-    print(result.capabilities.summary())
-    if (offered := evidence(result.capabilities)) is not None:
+    not_called = uncalled(result.capabilities, result.variants)
+    print(result.capabilities.summary(not_called))
+    if (offered := evidence(result.capabilities, not_called)) is not None:
         print(offered)
     if variants != DEFAULT:
         print(variants_summary(variants))

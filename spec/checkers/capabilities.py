@@ -24,10 +24,11 @@ A check drives only what is offered and says which parts it skipped.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 
 from fencepost.spec.protocol import offers_batches, offers_restart
+from fencepost.spec.variants import DEFAULT, Variants
 
 #: The names the capabilities go by in summaries, in the order they are printed.
 KEYS = "idempotency keys"
@@ -56,13 +57,31 @@ class Capabilities:
     def skipped(self) -> tuple[str, ...]:
         return tuple(name for name, offered in self._named() if not offered)
 
-    def summary(self) -> str:
-        """One clause for a check's summary, e.g. ``optional capabilities checked: restart; skipped: ...``."""
-        checked = ", ".join(self.found) or "none"
+    def summary(self, uncalled: Mapping[str, str] | None = None) -> str:
+        """One clause for a check's summary, e.g. ``optional capabilities checked: restart; skipped: ...``.
+
+        ``uncalled`` maps a capability that is offered but was not called to why not: it is named
+        apart (``offered but not called: batch (why)``), never as checked.
+        """
+        uncalled = uncalled or {}
+        checked = ", ".join(name for name in self.found if name not in uncalled) or "none"
         text = f"optional capabilities checked: {checked}"
+        for name, why in uncalled.items():
+            text += f"; offered but not called: {name} ({why})"
         if self.skipped:
             text += f"; skipped (not offered): {', '.join(self.skipped)}"
         return text
+
+
+#: Why a check under declared variants does not call a scheduler's batches: the machine's batch rules
+#: follow the contract's own choices only, not the ones a variant leaves open (inside a batch too).
+BATCHES_UNDER_VARIANTS = "the batch rules run under the contract only, not under declared variants"
+
+
+def uncalled(capabilities: Capabilities, variants: Variants) -> dict[str, str]:
+    """The capabilities ``capabilities`` offers that a check under ``variants`` does not call, each with
+    why; the machine and the coverage it must reach leave out the same ones."""
+    return {BATCH: BATCHES_UNDER_VARIANTS} if capabilities.batch and variants != DEFAULT else {}
 
 
 #: What a scheduler shows to be checked for each capability: the line after the summary says it,
@@ -75,11 +94,13 @@ EVIDENCE = {
 }
 
 
-def evidence(capabilities: Capabilities) -> str | None:
-    """One line saying why each found capability is checked and how to leave it out; None if none was found."""
-    if not capabilities.found:
+def evidence(capabilities: Capabilities, uncalled: Container[str] = ()) -> str | None:
+    """One line saying why each checked capability is checked and how to leave it out; None if none was.
+    ``uncalled`` names offered capabilities the check did not call (``Capabilities.summary`` says why)."""
+    checked = [name for name in capabilities.found if name not in uncalled]
+    if not checked:
         return None
-    reasons = "; ".join(f"{name}: {EVIDENCE[name]}" for name in capabilities.found)
+    reasons = "; ".join(f"{name}: {EVIDENCE[name]}" for name in checked)
     return f"checked because offered ({reasons}); a scheduler leaves one out by not offering it (docs/contract.md: optional capabilities)"
 
 

@@ -281,7 +281,8 @@ def report_failure(result: CheckResult) -> str:
 
 def variants_summary(variants: Variants) -> str:
     """One line for a check's summary: the variants in force and what the queue does not offer."""
-    text = f"declared variants in force: {variants.describe()}; the core was checked whatever they say"
+    text = (f"declared variants in force: {variants.describe()}; the core was checked whatever they say; "
+            "the boundary probes (the ends of every value's range) run under the contract only")
     absent = [part for part in ("renew", "cancel", "fail", "priority", "due_at", "max_attempts", "keys") if not variants.offers(part)]
     if variants.views == "none":
         absent.append("task views")

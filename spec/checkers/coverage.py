@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fencepost.spec import model
-from fencepost.spec.checkers.capabilities import NONE, Capabilities
+from fencepost.spec.checkers.capabilities import BATCH, NONE, Capabilities, uncalled
 from fencepost.spec.protocol import BATCH_OPERATIONS, RESTART, Lease, Outcome, Reason, Status
 from fencepost.spec.variants import DEFAULT, Variants
 
@@ -86,7 +86,7 @@ def required_outcomes(capabilities: Capabilities = NONE, variants: Variants = DE
         required[RESTART] = tuple(RESTART_OUTCOMES)
     if capabilities.prune:
         required["prune"] = tuple(PRUNE_OUTCOMES)
-    if capabilities.batch and variants == DEFAULT:  # the batch rules join the machine under the contract only
+    if capabilities.batch and BATCH not in uncalled(capabilities, variants):
         required.update({op: tuple(outcomes) for op, outcomes in BATCH_OUTCOMES.items()})
     return required
 

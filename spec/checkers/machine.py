@@ -52,7 +52,7 @@ from hypothesis import note, strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule, RuleBasedStateMachine
 
 from fencepost.spec import invariants, model
-from fencepost.spec.checkers.capabilities import Capabilities, detect
+from fencepost.spec.checkers.capabilities import BATCH, Capabilities, detect, uncalled
 from fencepost.spec.checkers.coverage import Coverage
 from fencepost.spec.checkers.deadline import Watch
 from fencepost.spec.checkers.invalid_calls import INVALID_BATCHES, INVALID_CALLS, invalid_batches, invalid_calls, NON_INT_FORMS
@@ -249,9 +249,10 @@ def conformance_machine(
                 self.step(op, **args)
 
 
-    # Batches are driven under the contract only: under a declared variant the batch rules would need
-    # the variants' choices inside each batch too (not done yet), so they stay out.
-    class ConformanceMachine(*((BatchRules,) if offered.batch and variants == DEFAULT else ()), RuleBasedStateMachine):
+    # Batches are driven under the contract only (capabilities.uncalled): under a declared variant the
+    # batch rules would need the variants' choices inside each batch too (not done yet), so they stay out.
+    driven_batches = offered.batch and BATCH not in uncalled(offered, variants)
+    class ConformanceMachine(*((BatchRules,) if driven_batches else ()), RuleBasedStateMachine):
         last_trace: list[TraceStep] = []
         capabilities = offered
 

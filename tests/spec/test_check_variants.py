@@ -166,3 +166,16 @@ def test_a_counterexample_records_its_variants_and_replays_without_flags(tmp_pat
     assert "MISMATCH" in out
     assert main(["replay", str(path), "--impl", "variant_schedulers:RandomTokens"]) == 0, capsys.readouterr().out
     assert main(["replay", str(path), "--impl", "variant_schedulers:RandomTokens", "--variant", "tokens=int"]) == 2
+
+
+def test_batches_a_check_under_variants_does_not_call_are_named_apart_not_as_checked(capsys) -> None:
+    """The batch rules run under the contract only: a summary under a variant says batch was offered and not
+    called, and why, rather than listing it as checked (so a broken batch is not taken as checked)."""
+    assert main(["check", "impl.mutants.batch_not_atomic:Scheduler", "--variant", "order=fifo"]) == 0
+    out = capsys.readouterr().out
+    assert ("optional capabilities checked: idempotency keys, prune; offered but not called: batch "
+            "(the batch rules run under the contract only, not under declared variants)") in out, out
+    assert "batch: it has submit_many" not in out, out
+    assert "the boundary probes (the ends of every value's range) run under the contract only" in out, out
+    assert main(["check", "impl.mutants.batch_not_atomic:Scheduler", "--max-examples", "25"]) == 1
+    assert "optional capabilities checked: idempotency keys, prune, batch;" in capsys.readouterr().out
