@@ -33,6 +33,7 @@ from dataclasses import replace
 from fencepost.commands.options import add_exec_arguments, add_variant_arguments
 from fencepost.spec import invariants
 from fencepost.spec.arguments import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_VIOLATION,
     UsageError,
@@ -172,6 +173,9 @@ def _run(args: argparse.Namespace, factory: Callable[[], object] | None, jobs: i
                          call_timeout=args.call_timeout, variants=variants)
     except ShardWorkerDied as exc:  # the scheduler ended a forked process: no verdict, one line
         raise UsageError(f"{args.impl}: {exc}") from None
+    except KeyboardInterrupt:  # the forked workers ignore it and are ended with their pool (spec.checkers.shards)
+        print("fencepost explore: interrupted: no verdict (nothing is left running)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print("\n".join(report(result)))
     if result.violation is not None:
         steps = len(result.violation.trace)

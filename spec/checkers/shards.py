@@ -133,14 +133,8 @@ class ShardPool:
         if self._pool is None:
             global _RUNNER
             _RUNNER = (self.run_shard, self.new_coverage)  # kept while the pool lives: a worker forks from it
-            # Ctrl-C held back while forking: a worker must not take it before it ignores it, nor this
-            # process before it holds the pool it must end (a pending one arrives just after)
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                self._pool = forked_pool(self.jobs, initializer=_ignore_interrupts)
-                self._workers = list(self._pool._pool)  # Pool has no public view of its processes
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            self._pool = forked_pool(self.jobs)
+            self._workers = list(self._pool._pool)  # Pool has no public view of its processes
         # in order, one shard at a time to each free worker; a failure ends the check, and the
         # shards still running are terminated with the pool
         results = self._pool.imap(_work, plan, chunksize=1)
@@ -152,9 +146,13 @@ class ShardPool:
             yield answer
 
 
-def forked_pool(jobs: int, initializer: Callable[[], None] | None = None) -> multiprocessing.pool.Pool:
-    """A ``multiprocessing.Pool`` of ``jobs`` processes forked from this one, with every object this
-    process holds frozen out of their garbage collector (``gc.freeze``).
+def forked_pool(jobs: int) -> multiprocessing.pool.Pool:
+    """A ``multiprocessing.Pool`` of ``jobs`` processes forked from this one that ignore Ctrl-C, with
+    every object this process holds frozen out of their garbage collector (``gc.freeze``).
+
+    Ctrl-C reaches the whole process group, so only this process answers it (the caller ends the pool
+    on ``KeyboardInterrupt``); it is held back while forking, so that no worker takes it before it
+    ignores it, nor this process before it holds the pool it must end (a pending one arrives just after).
 
     A forked worker shares this process's memory until it writes to it, and a
     collection in the worker writes to the header of every object it
@@ -164,11 +162,13 @@ def forked_pool(jobs: int, initializer: Callable[[], None] | None = None) -> mul
     pair faster; a quarter fewer page faults in the workers). This process
     unfreezes at once; the workers keep their copy frozen. O(1) beyond the forks.
     """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     gc.freeze()
     try:
-        return multiprocessing.get_context("fork").Pool(jobs, initializer=initializer)
+        return multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_interrupts)
     finally:
         gc.unfreeze()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def while_alive(get: Callable[[float], Any], workers: list) -> Any:

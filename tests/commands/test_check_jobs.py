@@ -71,39 +71,40 @@ def _as_a_terminal_job() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads child processes from Linux's /proc")
-def test_ctrl_c_prints_one_line_and_leaves_nothing_running():
+@pytest.mark.parametrize("command", [["check", "impl:Scheduler", "--jobs", "2", "--max-examples", "4000"],
+                                     ["explore", "--jobs", "2"]], ids=["check", "explore"])
+def test_ctrl_c_prints_one_line_and_leaves_nothing_running(command):
     # its own session, as a terminal's foreground job: Ctrl-C signals the whole process group
     # Ctrl-C as a terminal's foreground job gets it: SIGINT at its default in the child. A test run
     # started in the background (`cmd &` without job control, `nohup`) ignores SIGINT, and a child
     # inherits that: Python then installs no KeyboardInterrupt, and the check ran on to its end (exit
     # 0, or past the bound under load: two such CI runs). PYTHONFAULTHANDLER: should the check ever
     # outlast its bound, SIGABRT makes every process of the group print where its threads wait.
-    proc = subprocess.Popen([sys.executable, "-m", "fencepost", "check", "impl:Scheduler", "--jobs", "2",
-                             "--max-examples", "4000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "fencepost", *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
                             preexec_fn=_as_a_terminal_job)
     try:
         workers: set[int] = set()
-        for _ in range(WAIT_S * 20):  # bounded: until the two shard workers exist
+        for _ in range(WAIT_S * 20):  # bounded: until the two workers exist (explore forks them for each large level)
             workers = _children(proc.pid)
             if len(workers) >= 2:
                 break
             with pytest.raises(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.05)  # the check must still be running
-        assert len(workers) >= 2, "the check never started its workers"
+        assert len(workers) >= 2, f"{command[0]} never started its workers"
         os.killpg(proc.pid, signal.SIGINT)
         try:
             out, err = proc.communicate(timeout=WAIT_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGABRT)
             _, stacks = proc.communicate(timeout=WAIT_S)
-            pytest.fail(f"Ctrl-C did not end the check within {WAIT_S} s; where its processes waited:\n{stacks[-8000:]}")
+            pytest.fail(f"Ctrl-C did not end {command[0]} within {WAIT_S} s; where its processes waited:\n{stacks[-8000:]}")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=WAIT_S)
     assert proc.returncode == 130
-    assert err.strip().splitlines() == ["fencepost check: interrupted: no verdict (nothing is left running)"]
+    assert err.strip().splitlines() == [f"fencepost {command[0]}: interrupted: no verdict (nothing is left running)"]
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # no process of the group is left
 
