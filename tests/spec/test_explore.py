@@ -271,6 +271,64 @@ def test_forked_jobs_give_the_same_result_as_one_process(monkeypatch: pytest.Mon
     assert [(s.op, s.args) for s in one.violation.trace] == [(s.op, s.args) for s in two.violation.trace]
 
 
+def _level_of(scope: Scope, at_least: int) -> tuple[list, dict]:
+    """The first breadth-first level of ``scope`` with ``at_least`` states, and the states known before it."""
+    root = model.initial()
+    parents: dict = {state_key(root): None}
+    frontier = [(root, state_key(root))]
+    while len(frontier) < at_least:
+        following = []
+        for after_key, parent, after in explore_module._expand_all(frontier, scope, parents, None).new:
+            parents[after_key] = parent
+            following.append((after, after_key))
+        assert following, f"no level of {scope} has {at_least} states"
+        frontier = following
+    return frontier, parents
+
+
+def _share(frontier: list, scope: Scope, parents: dict, parts: int, indices: list[int]) -> list:
+    """What one forked worker taking parts ``indices`` of ``frontier``, in that order, would send back."""
+    import multiprocessing
+
+    explore_module._SHARED = (frontier, scope, parents, None, parts, multiprocessing.Value("i", parts),
+                              {"last": -1, "keys": set()})
+    try:
+        return [explore_module._expand_share(index) for index in indices]
+    finally:
+        explore_module._SHARED = None
+
+
+def test_a_worker_sends_back_a_new_state_once_and_the_merge_is_unchanged() -> None:
+    scope = Scope(tasks=1, horizon=1)
+    frontier, parents = _level_of(scope, 40)
+    whole = explore_module._expand_all(frontier, scope, parents, None)
+    parts = 8
+    shares = _share(frontier, scope, parents, parts, list(range(parts)))
+    sent = [after_key for share in shares for after_key, _, _ in share.new]
+    assert len(sent) == len(set(sent)), "a worker sent a state back twice"
+    # unshared, the parts do send copies back: the record is what saves them
+    size = -(-len(frontier) // parts)
+    alone = [explore_module._expand_all(frontier[i * size:(i + 1) * size], scope, parents, None) for i in range(parts)]
+    assert sum(len(share.new) for share in alone) > len(sent)
+    # merged as explore merges (first discovery wins), the parts give the next level one process gives
+    merged: dict = {}
+    for share in shares:
+        for after_key, parent, _ in share.new:
+            merged.setdefault(after_key, parent)
+    assert list(merged.items()) == [(after_key, parent) for after_key, parent, _ in whole.new]
+    assert sum(share.generated for share in shares) == whole.generated
+
+
+def test_a_worker_given_an_earlier_part_than_its_last_sends_that_part_whole() -> None:
+    scope = Scope(tasks=1, horizon=1)
+    frontier, parents = _level_of(scope, 40)
+    parts = 4
+    later, earlier = _share(frontier, scope, parents, parts, [3, 1])
+    size = -(-len(frontier) // parts)
+    alone = explore_module._expand_all(frontier[size:2 * size], scope, parents, None)
+    assert [entry[:2] for entry in earlier.new] == [entry[:2] for entry in alone.new]
+
+
 # ---------------------------------------------------------------- strength: every pitfall mutant
 
 
