@@ -765,17 +765,36 @@ def _expand(
 #: and 0.68 s on 1; one of 159 states, 0.34 s and 0.27 s).
 _PARALLEL_MIN = 300
 
-#: Parts a level is cut into for each job. States differ in cost (a state with
-#: more tasks has more calls), so halves of a level finish far apart; parts
-#: handed out as workers free up keep every job busy to the end of the level
-#: (measured: the default scope's first large level took as long on 2 jobs as
-#: on 1 with halves).
-_PARTS_PER_JOB = 8
+#: States differ in cost (a state with more tasks has more calls), so halves of
+#: a level finish far apart: a level is cut into parts that the jobs take as
+#: they free up, each part a ``1 / (_SHARE_OF_REST * jobs)`` share of the
+#: states not yet cut (guided self-scheduling). The first parts are large, so
+#: few states are found by two workers and sent back twice; the last are
+#: small, so the jobs finish a level close together (measured at the default
+#: scope on 2 cores: 8 equal parts a job left one job idle up to 0.66 s at
+#: the end of a level of 4,130 states; these parts, under 0.02 s; and
+#: ``explore --jobs 2`` took 0.92x the time, six alternating pairs).
+_SHARE_OF_REST = 2
+
+#: The fewest states in a part, but for a level's last: below this a part costs
+#: more to hand out and merge than it evens out.
+_LEAST_PART = 8
 
 # The level being expanded, for forked workers to read (set just before forking):
-# (frontier, scope, parents, impl, parts, the lowest part index that found a violation,
+# (frontier, scope, parents, impl, where the parts are cut (_bounds), the lowest part index that found a violation,
 # this process's record of what it already sent back: see _expand_share).
 _SHARED: tuple | None = None
+
+
+def _bounds(states: int, jobs: int) -> list[int]:
+    """Where the parts of a level of ``states`` (at least 1) are cut, from 0 to ``states``: each part
+    ``_SHARE_OF_REST * jobs`` times smaller than what is left, and at least ``_LEAST_PART`` states.
+    O(jobs log states) parts."""
+    bounds = [0]
+    while bounds[-1] < states:
+        rest = states - bounds[-1]
+        bounds.append(bounds[-1] + min(rest, max(_LEAST_PART, -(-rest // (_SHARE_OF_REST * jobs)))))
+    return bounds
 
 
 def _expand_share(index: int) -> _Level:
@@ -790,13 +809,12 @@ def _expand_share(index: int) -> _Level:
     out in order, and should a worker ever get a lower index than its last,
     the record starts again empty.
     """
-    frontier, scope, parents, impl, parts, first_violation, sent = _SHARED
+    frontier, scope, parents, impl, bounds, first_violation, sent = _SHARED
     if index < sent["last"]:
         sent["keys"] = set()
     sent["last"] = index
-    size = -(-len(frontier) // parts)
     level = _expand_all(
-        frontier[index * size : (index + 1) * size], scope, parents, impl,
+        frontier[bounds[index] : bounds[index + 1]], scope, parents, impl,
         superseded=lambda: first_violation.value < index, sent=sent["keys"],
     )
     if level.violation is not None:
@@ -818,10 +836,11 @@ def _expand_level(frontier: list, scope: Scope, parents: dict, impl: Implementat
     global _SHARED
     if jobs <= 1 or len(frontier) < _PARALLEL_MIN or budget is not None:
         return [_expand_all(frontier, scope, parents, impl, budget=budget)]
-    parts = jobs * _PARTS_PER_JOB
+    bounds = _bounds(len(frontier), jobs)
+    parts = len(bounds) - 1
     # Each forked worker gets its own copy of the record of what it sent back; the parent's stays empty.
     record = {"last": -1, "keys": set()}
-    _SHARED = (frontier, scope, parents, impl, parts, multiprocessing.get_context("fork").Value("i", parts), record)
+    _SHARED = (frontier, scope, parents, impl, bounds, multiprocessing.get_context("fork").Value("i", parts), record)
     try:
         with forked_pool(jobs) as pool:
             workers = list(pool._pool)  # Pool has no public view of its processes

@@ -286,11 +286,12 @@ def _level_of(scope: Scope, at_least: int) -> tuple[list, dict]:
     return frontier, parents
 
 
-def _share(frontier: list, scope: Scope, parents: dict, parts: int, indices: list[int]) -> list:
-    """What one forked worker taking parts ``indices`` of ``frontier``, in that order, would send back."""
+def _share(frontier: list, scope: Scope, parents: dict, bounds: list[int], indices: list[int]) -> list:
+    """What one forked worker taking parts ``indices`` of ``frontier`` cut at ``bounds``, in that order,
+    would send back."""
     import multiprocessing
 
-    explore_module._SHARED = (frontier, scope, parents, None, parts, multiprocessing.Value("i", parts),
+    explore_module._SHARED = (frontier, scope, parents, None, bounds, multiprocessing.Value("i", len(bounds) - 1),
                               {"last": -1, "keys": set()})
     try:
         return [explore_module._expand_share(index) for index in indices]
@@ -298,17 +299,26 @@ def _share(frontier: list, scope: Scope, parents: dict, parts: int, indices: lis
         explore_module._SHARED = None
 
 
+@pytest.mark.parametrize(("states", "jobs"), [(1, 2), (7, 2), (300, 2), (4317, 2), (9, 4), (10**5, 8)])
+def test_a_level_is_cut_into_parts_that_shrink_to_the_least_part(states: int, jobs: int) -> None:
+    bounds = explore_module._bounds(states, jobs)
+    sizes = [end - start for start, end in zip(bounds, bounds[1:])]
+    assert bounds[0] == 0 and bounds[-1] == states
+    assert all(size > 0 for size in sizes) and sizes == sorted(sizes, reverse=True)
+    assert all(size >= explore_module._LEAST_PART for size in sizes[:-1])
+    assert sizes[0] == max(-(-states // (explore_module._SHARE_OF_REST * jobs)), min(states, explore_module._LEAST_PART))
+
+
 def test_a_worker_sends_back_a_new_state_once_and_the_merge_is_unchanged() -> None:
     scope = Scope(tasks=1, horizon=1)
     frontier, parents = _level_of(scope, 40)
     whole = explore_module._expand_all(frontier, scope, parents, None)
-    parts = 8
-    shares = _share(frontier, scope, parents, parts, list(range(parts)))
+    bounds = explore_module._bounds(len(frontier), 2)
+    shares = _share(frontier, scope, parents, bounds, list(range(len(bounds) - 1)))
     sent = [after_key for share in shares for after_key, _, _ in share.new]
     assert len(sent) == len(set(sent)), "a worker sent a state back twice"
     # unshared, the parts do send copies back: the record is what saves them
-    size = -(-len(frontier) // parts)
-    alone = [explore_module._expand_all(frontier[i * size:(i + 1) * size], scope, parents, None) for i in range(parts)]
+    alone = [explore_module._expand_all(frontier[start:end], scope, parents, None) for start, end in zip(bounds, bounds[1:])]
     assert sum(len(share.new) for share in alone) > len(sent)
     # merged as explore merges (first discovery wins), the parts give the next level one process gives
     merged: dict = {}
@@ -322,10 +332,9 @@ def test_a_worker_sends_back_a_new_state_once_and_the_merge_is_unchanged() -> No
 def test_a_worker_given_an_earlier_part_than_its_last_sends_that_part_whole() -> None:
     scope = Scope(tasks=1, horizon=1)
     frontier, parents = _level_of(scope, 40)
-    parts = 4
-    later, earlier = _share(frontier, scope, parents, parts, [3, 1])
-    size = -(-len(frontier) // parts)
-    alone = explore_module._expand_all(frontier[size:2 * size], scope, parents, None)
+    bounds = explore_module._bounds(len(frontier), 1)
+    later, earlier = _share(frontier, scope, parents, bounds, [3, 1])
+    alone = explore_module._expand_all(frontier[bounds[1]:bounds[2]], scope, parents, None)
     assert [entry[:2] for entry in earlier.new] == [entry[:2] for entry in alone.new]
 
 
