@@ -6,11 +6,17 @@ Runs ``fencepost check IMPL --jobs 1`` and ``--jobs J`` (default: one per
 core), then ``fencepost explore --jobs 1`` and ``--jobs J`` at explore's
 default scope, each as a process of its own, alternating the two job counts
 ``--rounds`` times so that both see the same load. The table gives each
-command's wall seconds (min, median, max) and the ratio of the medians. Each
-pair's outputs must be the same, line for line, but for the lines that say
-how long a run took: ``--jobs`` changes the speed and never the verdict
-(``spec/checkers/shards.py``); a pair that differs ends the benchmark with
-exit status 1. A benchmark, not a test: no figure is asserted anywhere.
+command's wall seconds (min, median, max), the ratio of the medians, and the
+median of the rounds' own ratios (each round runs both job counts one after
+the other, so its ratio sees one load: on a machine whose speed drifts, the
+steadier figure). Each pair's outputs must be the same, line for line, but
+for the lines that say how long a run took: ``--jobs`` changes the speed and
+never the verdict (``spec/checkers/shards.py``); a pair that differs ends the
+benchmark with exit status 1. Last, how independent the cores are under the
+same load: J copies of a CPU-bound loop at once against one
+(``CORES_LOOP``), as many rounds, so that a speed-up short of J can be
+told apart from cores that share an execution unit or a host's other guests.
+A benchmark, not a test: no figure is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -33,6 +39,14 @@ def command(what: str, impl: str, jobs: int) -> list[str]:
     return [sys.executable, "-m", "fencepost", *tail, "--jobs", str(jobs)]
 
 
+#: How independent the cores are: a CPU-bound loop in plain Python that shares no memory, run alone and
+#: as ``--jobs`` copies at once. ``jobs`` times one copy's wall time over the copies' together is the
+#: work the cores did at once against one core's: ``jobs`` when they are independent, less when they
+#: share an execution unit (SMT siblings) or a host's other guests take their turns. Not a ceiling for
+#: check or explore, whose single process also pays for memory and caches that their shards do not.
+CORES_LOOP = "x = 0\nfor i in range(20_000_000):\n    x += i * i\n"
+
+
 def _verdict(output: str) -> list[str]:
     return [line for line in output.splitlines() if not TIMING_WORDS.search(line)]
 
@@ -42,6 +56,26 @@ def time_one(argv: list[str]) -> tuple[float, int, str]:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     return time.perf_counter() - started, done.returncode, done.stdout + done.stderr
+
+
+def time_copies(argv: list[str], copies: int) -> float:
+    """Wall seconds for ``copies`` processes of ``argv`` started at once, until the last ends."""
+    started = time.perf_counter()
+    running = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(copies)]
+    for process in running:
+        process.wait()
+    return time.perf_counter() - started
+
+
+def cores_at_once(jobs: int, rounds: int) -> tuple[list[float], list[float]]:
+    """(one copy's wall seconds, ``jobs`` copies' at once), a pair per round, alternating which goes first."""
+    argv = [sys.executable, "-c", CORES_LOOP]
+    one: list[float] = []
+    many: list[float] = []
+    for turn in range(rounds):
+        for count in ((1, jobs) if turn % 2 == 0 else (jobs, 1)):
+            (one if count == 1 else many).append(time_copies(argv, count))
+    return one, many
 
 
 def run(impl: str, jobs: int, rounds: int, only: str | None) -> int:
@@ -67,13 +101,23 @@ def run(impl: str, jobs: int, rounds: int, only: str | None) -> int:
                     return 1
         rows.append((what, seconds))
     print()
-    print(f"{'command':<36}  {'min s':>7}  {'median s':>8}  {'max s':>7}  speed-up")
+    print(f"{'command':<36}  {'min s':>7}  {'median s':>8}  {'max s':>7}  speed-up  per round")
     for what, seconds in rows:
         one = statistics.median(seconds[1])
         for count, walls in seconds.items():
             shown = " ".join(command(what, impl, count)[3:])
-            ratio = f"{one / statistics.median(walls):.2f}x" if count != 1 else ""
-            print(f"fencepost {shown:<26}  {min(walls):>7.1f}  {statistics.median(walls):>8.1f}  {max(walls):>7.1f}  {ratio}")
+            ratio = paired = ""
+            if count != 1:
+                ratio = f"{one / statistics.median(walls):.2f}x"
+                paired = f"{statistics.median(a / b for a, b in zip(seconds[1], walls)):.2f}x"
+            print(f"fencepost {shown:<26}  {min(walls):>7.1f}  {statistics.median(walls):>8.1f}  {max(walls):>7.1f}"
+                  f"  {ratio:>8}  {paired:>9}")
+    if jobs > 1:
+        one, many = cores_at_once(jobs, rounds)
+        most = [jobs * a / b for a, b in zip(one, many)]
+        print(f"the cores: {jobs} copies of a CPU-bound loop at once did {jobs * statistics.median(one) / statistics.median(many):.2f}x "
+              f"one copy's work in the same time ({statistics.median(most):.2f}x per round, {min(most):.2f}x to {max(most):.2f}x; "
+              f"{jobs}x when the cores are independent)")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
