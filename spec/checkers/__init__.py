@@ -13,7 +13,8 @@ Driving a scheduler beside the model:
   ``canonical`` makes the shrunk counterexample as short and batch-free as the bug allows,
   and ``why`` says which rule it breaks, with the values that break it.
 * ``realtime``: the same on the wall clock, for queues whose clock cannot be set.
-* ``explore``: bounded exhaustive search of every call in a small scope.
+* ``explore``: bounded exhaustive search of every call in a small scope, its large levels cut
+  by ``levels`` into parts that forked processes expand (``--jobs``).
 * ``replay`` and ``steps``: a scenario file's steps run and judged (``fencepost replay``).
 * ``crash``: SIGKILL a durable scheduler mid-run and check what it recovers.
 

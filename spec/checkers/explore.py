@@ -102,7 +102,7 @@ from fencepost.spec.checkers.results import comparable, normalize, view_tuple
 from fencepost.spec.checkers.invalid_calls import offered_calls
 from fencepost.spec.checkers.lockstep import run_calls
 from fencepost.spec.checkers.renaming import Renaming
-from fencepost.spec.checkers.shards import forked_pool, while_alive
+from fencepost.spec.checkers import levels
 from fencepost.spec.variants import DEFAULT, Variants
 from fencepost.spec.protocol import BATCH_OPERATIONS, FINAL_STATUSES, OPERATIONS, PRUNE_OPERATIONS, RESTART, Status, says_forgotten
 
@@ -759,94 +759,22 @@ def _expand(
     return None
 
 
-#: Below this many states a level is expanded in this process: forking a pool
-#: and merging its results costs more than it saves on smaller levels (measured
-#: at the default scope on 2 cores: a level of 332 states took 0.42 s on 2 jobs
-#: and 0.68 s on 1; one of 159 states, 0.34 s and 0.27 s).
-_PARALLEL_MIN = 300
-
-#: States differ in cost (a state with more tasks has more calls), so halves of
-#: a level finish far apart: a level is cut into parts that the jobs take as
-#: they free up, each part a ``1 / (_SHARE_OF_REST * jobs)`` share of the
-#: states not yet cut (guided self-scheduling). The first parts are large, so
-#: few states are found by two workers and sent back twice; the last are
-#: small, so the jobs finish a level close together (measured at the default
-#: scope on 2 cores: 8 equal parts a job left one job idle up to 0.66 s at
-#: the end of a level of 4,130 states; these parts, under 0.02 s; and
-#: ``explore --jobs 2`` took 0.92x the time, six alternating pairs).
-_SHARE_OF_REST = 2
-
-#: The fewest states in a part, but for a level's last: below this a part costs
-#: more to hand out and merge than it evens out.
-_LEAST_PART = 8
-
-# The level being expanded, for forked workers to read (set just before forking):
-# (frontier, scope, parents, impl, where the parts are cut (_bounds), the lowest part index that found a violation,
-# this process's record of what it already sent back: see _expand_share).
-_SHARED: tuple | None = None
-
-
-def _bounds(states: int, jobs: int) -> list[int]:
-    """Where the parts of a level of ``states`` (at least 1) are cut, from 0 to ``states``: each part
-    ``_SHARE_OF_REST * jobs`` times smaller than what is left, and at least ``_LEAST_PART`` states.
-    O(jobs log states) parts."""
-    bounds = [0]
-    while bounds[-1] < states:
-        rest = states - bounds[-1]
-        bounds.append(bounds[-1] + min(rest, max(_LEAST_PART, -(-rest // (_SHARE_OF_REST * jobs)))))
-    return bounds
-
-
-def _expand_share(index: int) -> _Level:
-    """Expand part ``index`` of the shared level, in a forked worker.
-
-    A worker sends back only the new states no earlier part of its own
-    reported: the merge takes parts in index order and keeps a state's first
-    discovery, so a copy found again by a later part would be pickled, sent
-    and unpickled for nothing (measured: 16 parts of a level of the default
-    scope sent 7,421 states where one process makes 4,130). The record holds
-    only parts with lower indices than the one at hand: the pool hands parts
-    out in order, and should a worker ever get a lower index than its last,
-    the record starts again empty.
-    """
-    frontier, scope, parents, impl, bounds, first_violation, sent = _SHARED
-    if index < sent["last"]:
-        sent["keys"] = set()
-    sent["last"] = index
-    level = _expand_all(
-        frontier[bounds[index] : bounds[index + 1]], scope, parents, impl,
-        superseded=lambda: first_violation.value < index, sent=sent["keys"],
-    )
-    if level.violation is not None:
-        with first_violation.get_lock():
-            first_violation.value = min(first_violation.value, index)
-    return level
-
-
 def _expand_level(frontier: list, scope: Scope, parents: dict, impl: ImplementationCheck | None, jobs: int,
                   budget: int | None = None) -> list[_Level]:
-    """Expand one level, cut in order into parts that ``jobs`` forked processes take as they free up,
-    when it is large enough.
+    """Expand one level: in this process, or, when it is large enough, cut into parts that ``jobs``
+    forked processes take as they free up (``spec.checkers.levels``).
 
-    Merged in order, the parts give what one process would: a part stops
-    early only when an earlier part found a violation, and then only the
-    earliest violation counts. A ``budget`` (transitions left) is kept in one
-    process only, so the states it reaches are the same whatever ``jobs`` is.
+    Merged in order, the parts give what one process would. A ``budget``
+    (transitions left) is kept in one process only, so the states it
+    reaches are the same whatever ``jobs`` is.
     """
-    global _SHARED
-    if jobs <= 1 or len(frontier) < _PARALLEL_MIN or budget is not None:
+    if jobs <= 1 or len(frontier) < levels.PARALLEL_MIN or budget is not None:
         return [_expand_all(frontier, scope, parents, impl, budget=budget)]
-    bounds = _bounds(len(frontier), jobs)
-    parts = len(bounds) - 1
-    # Each forked worker gets its own copy of the record of what it sent back; the parent's stays empty.
-    record = {"last": -1, "keys": set()}
-    _SHARED = (frontier, scope, parents, impl, bounds, multiprocessing.get_context("fork").Value("i", parts), record)
-    try:
-        with forked_pool(jobs) as pool:
-            workers = list(pool._pool)  # Pool has no public view of its processes
-            return while_alive(pool.map_async(_expand_share, range(parts), chunksize=1).get, workers)
-    finally:
-        _SHARED = None
+    return levels.expand_level(
+        frontier,
+        lambda part, superseded, sent: _expand_all(part, scope, parents, impl, superseded=superseded, sent=sent),
+        jobs,
+    )
 
 
 def default_jobs() -> int:

@@ -151,11 +151,11 @@ class _DiesInAFork:
 
 
 def test_an_explore_share_process_that_dies_is_shard_worker_died_not_a_hang(monkeypatch):
-    from fencepost.spec.checkers import explore as explore_module
+    from fencepost.spec.checkers import levels
     from fencepost.spec.checkers.explore import Scope, explore
     from fencepost.spec.checkers.shards import ShardWorkerDied
 
-    monkeypatch.setattr(explore_module, "_PARALLEL_MIN", 1)  # every level over the forked processes
+    monkeypatch.setattr(levels, "PARALLEL_MIN", 1)  # every level over the forked processes
     scope = Scope(tasks=2, capacity=1, horizon=1, priorities=(0,), max_attempts=(None,), durations=(1,))
     with pytest.raises(ShardWorkerDied, match="exit status 7"):
         explore(scope, _DiesInAFork(), jobs=2)

@@ -16,6 +16,7 @@ import pytest
 
 from fencepost.impl.simple import SimpleScheduler
 from fencepost.spec.checkers import explore as explore_module
+from fencepost.spec.checkers import levels
 from fencepost.spec import invariants, model
 from fencepost.spec.checkers.check import check_factory
 from fencepost.cli import load_factory, main
@@ -259,7 +260,7 @@ def test_an_invariant_the_model_breaks_is_found_with_a_shortest_counterexample(m
 
 @pytest.mark.skipif(default_jobs() < 2, reason="this platform cannot fork")
 def test_forked_jobs_give_the_same_result_as_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(explore_module, "_PARALLEL_MIN", 8)  # split every level but the first two
+    monkeypatch.setattr(levels, "PARALLEL_MIN", 8)  # split every level but the first two
     scope = Scope(tasks=1, horizon=1)
     one, two = explore(scope, jobs=1), explore(scope, jobs=2)
     for name in ("generated", "distinct", "depth", "queued", "taken", "found"):
@@ -291,29 +292,31 @@ def _share(frontier: list, scope: Scope, parents: dict, bounds: list[int], indic
     would send back."""
     import multiprocessing
 
-    explore_module._SHARED = (frontier, scope, parents, None, bounds, multiprocessing.Value("i", len(bounds) - 1),
-                              {"last": -1, "keys": set()})
+    def expand(part, superseded, sent):
+        return explore_module._expand_all(part, scope, parents, None, superseded=superseded, sent=sent)
+
+    levels._SHARED = (frontier, expand, bounds, multiprocessing.Value("i", len(bounds) - 1), {"last": -1, "keys": set()})
     try:
-        return [explore_module._expand_share(index) for index in indices]
+        return [levels._expand_part(index) for index in indices]
     finally:
-        explore_module._SHARED = None
+        levels._SHARED = None
 
 
 @pytest.mark.parametrize(("states", "jobs"), [(1, 2), (7, 2), (300, 2), (4317, 2), (9, 4), (10**5, 8)])
 def test_a_level_is_cut_into_parts_that_shrink_to_the_least_part(states: int, jobs: int) -> None:
-    bounds = explore_module._bounds(states, jobs)
+    bounds = levels.bounds(states, jobs)
     sizes = [end - start for start, end in zip(bounds, bounds[1:])]
     assert bounds[0] == 0 and bounds[-1] == states
     assert all(size > 0 for size in sizes) and sizes == sorted(sizes, reverse=True)
-    assert all(size >= explore_module._LEAST_PART for size in sizes[:-1])
-    assert sizes[0] == max(-(-states // (explore_module._SHARE_OF_REST * jobs)), min(states, explore_module._LEAST_PART))
+    assert all(size >= levels.LEAST_PART for size in sizes[:-1])
+    assert sizes[0] == max(-(-states // (levels.SHARE_OF_REST * jobs)), min(states, levels.LEAST_PART))
 
 
 def test_a_worker_sends_back_a_new_state_once_and_the_merge_is_unchanged() -> None:
     scope = Scope(tasks=1, horizon=1)
     frontier, parents = _level_of(scope, 40)
     whole = explore_module._expand_all(frontier, scope, parents, None)
-    bounds = explore_module._bounds(len(frontier), 2)
+    bounds = levels.bounds(len(frontier), 2)
     shares = _share(frontier, scope, parents, bounds, list(range(len(bounds) - 1)))
     sent = [after_key for share in shares for after_key, _, _ in share.new]
     assert len(sent) == len(set(sent)), "a worker sent a state back twice"
@@ -332,7 +335,7 @@ def test_a_worker_sends_back_a_new_state_once_and_the_merge_is_unchanged() -> No
 def test_a_worker_given_an_earlier_part_than_its_last_sends_that_part_whole() -> None:
     scope = Scope(tasks=1, horizon=1)
     frontier, parents = _level_of(scope, 40)
-    bounds = explore_module._bounds(len(frontier), 1)
+    bounds = levels.bounds(len(frontier), 1)
     later, earlier = _share(frontier, scope, parents, bounds, [3, 1])
     alone = explore_module._expand_all(frontier[bounds[1]:bounds[2]], scope, parents, None)
     assert [entry[:2] for entry in earlier.new] == [entry[:2] for entry in alone.new]
