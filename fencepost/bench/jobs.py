@@ -58,6 +58,13 @@ def time_one(argv: list[str]) -> tuple[float, int, str]:
     return time.perf_counter() - started, done.returncode, done.stdout + done.stderr
 
 
+def turns(rounds: int, jobs: int):
+    """The job counts in the order they run: 1 then ``jobs``, then ``jobs`` then 1, and so on, so that
+    neither always goes first (a machine warming up or settling would favour it)."""
+    for turn in range(rounds):
+        yield from ((1, jobs) if turn % 2 == 0 else (jobs, 1))
+
+
 def time_copies(argv: list[str], copies: int) -> float:
     """Wall seconds for ``copies`` processes of ``argv`` started at once, until the last ends."""
     started = time.perf_counter()
@@ -72,9 +79,8 @@ def cores_at_once(jobs: int, rounds: int) -> tuple[list[float], list[float]]:
     argv = [sys.executable, "-c", CORES_LOOP]
     one: list[float] = []
     many: list[float] = []
-    for turn in range(rounds):
-        for count in ((1, jobs) if turn % 2 == 0 else (jobs, 1)):
-            (one if count == 1 else many).append(time_copies(argv, count))
+    for count in turns(rounds, jobs):
+        (one if count == 1 else many).append(time_copies(argv, count))
     return one, many
 
 
@@ -89,16 +95,15 @@ def run(impl: str, jobs: int, rounds: int, only: str | None) -> int:
             continue
         seconds: dict[int, list[float]] = {1: [], jobs: []}
         outputs: dict[int, list[str]] = {}
-        for turn in range(rounds):
-            for count in ((1, jobs) if turn % 2 == 0 else (jobs, 1)):
-                wall, status, output = time_one(command(what, impl, count))
-                seconds[count].append(wall)
-                print(f"  {what} --jobs {count}: {wall:.1f} s, exit status {status}", flush=True)
-                verdict = [f"exit status {status}", *_verdict(output)]
-                if outputs.setdefault(count, verdict) != verdict or outputs.get(1, verdict) != verdict:
-                    print(f"fencepost bench jobs: {what} printed another verdict with --jobs {count}:", file=sys.stderr)
-                    print("\n".join(verdict), file=sys.stderr)
-                    return 1
+        for count in turns(rounds, jobs):
+            wall, status, output = time_one(command(what, impl, count))
+            seconds[count].append(wall)
+            print(f"  {what} --jobs {count}: {wall:.1f} s, exit status {status}", flush=True)
+            verdict = [f"exit status {status}", *_verdict(output)]
+            if outputs.setdefault(count, verdict) != verdict or outputs.get(1, verdict) != verdict:
+                print(f"fencepost bench jobs: {what} printed another verdict with --jobs {count}:", file=sys.stderr)
+                print("\n".join(verdict), file=sys.stderr)
+                return 1
         rows.append((what, seconds))
     print()
     print(f"{'command':<36}  {'min s':>7}  {'median s':>8}  {'max s':>7}  speed-up  per round")
@@ -114,9 +119,9 @@ def run(impl: str, jobs: int, rounds: int, only: str | None) -> int:
                   f"  {ratio:>8}  {paired:>9}")
     if jobs > 1:
         one, many = cores_at_once(jobs, rounds)
-        most = [jobs * a / b for a, b in zip(one, many)]
+        work = [jobs * a / b for a, b in zip(one, many)]
         print(f"the cores: {jobs} copies of a CPU-bound loop at once did {jobs * statistics.median(one) / statistics.median(many):.2f}x "
-              f"one copy's work in the same time ({statistics.median(most):.2f}x per round, {min(most):.2f}x to {max(most):.2f}x; "
+              f"one copy's work in the same time ({statistics.median(work):.2f}x per round, {min(work):.2f}x to {max(work):.2f}x; "
               f"{jobs}x when the cores are independent)")
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
